@@ -1,0 +1,83 @@
+# vscaler's entry points. Every target that needs a dependency installs it first (scripts/deps.sh,
+# silent when all is present), so each works on a new machine by itself. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := build
+
+CLUSTER_DIR := $(or $(VSCALER_CLUSTER_DIR),/tmp/vscaler-cluster)
+export VSCALER_CLUSTER_DIR := $(CLUSTER_DIR)
+CMAKE_FLAGS ?=
+SOURCES = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
+
+# configure DIR, then CMake arguments: (re)generates a Ninja build tree once.
+define configure
+	@[ -f $(1)/build.ninja ] || cmake -S . -B $(1) -G Ninja -Wno-dev $(2) $(CMAKE_FLAGS) >/dev/null
+endef
+
+.PHONY: deps deps-test
+deps:
+	@scripts/deps.sh build
+deps-test:
+	@scripts/deps.sh test
+
+.PHONY: build build-asan build-tsan
+## build: the release binary build/vscaler (and the release tests and benchmarks)
+build: deps
+	$(call configure,build/release,-DCMAKE_BUILD_TYPE=Release)
+	@cmake --build build/release
+	@cp build/release/vscaler build/vscaler
+## build-asan: everything under AddressSanitizer + UndefinedBehaviorSanitizer
+build-asan: deps
+	$(call configure,build/asan,-DCMAKE_BUILD_TYPE=Debug -DVSCALER_SANITIZE=address)
+	@cmake --build build/asan
+## build-tsan: everything under ThreadSanitizer
+build-tsan: deps
+	$(call configure,build/tsan,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DVSCALER_SANITIZE=thread)
+	@cmake --build build/tsan
+
+.PHONY: test unit
+## test: install, build, and run every test: unit (normal, ASan+UBSan, TSan), fuzz corpus
+## replay, integration and end-to-end against a private local control plane
+test: deps-test build build-asan build-tsan cluster-build
+	@test/run.sh all
+## unit: the unit tests of the release build only (fast)
+unit: build
+	@test/run.sh unit
+
+.PHONY: cluster-build cluster-up cluster-down
+## cluster-build: build (once, cached by version) etcd, kube-apiserver and kubectl
+cluster-build: deps-test
+	@test/cluster/build.sh >/dev/null
+## cluster-up: local etcd + kube-apiserver on 127.0.0.1; prints the kubeconfig and kubectl paths
+cluster-up: cluster-build
+	@test/cluster/up.sh
+## cluster-down: stop what cluster-up started and remove its state
+cluster-down:
+	@test/cluster/down.sh
+
+.PHONY: demo demo-down
+## demo: the main job on a fresh machine (see README.md)
+demo: build cluster-up
+	@scripts/demo.sh
+## demo-down: stop everything demo started
+demo-down:
+	@scripts/demo.sh down
+
+.PHONY: bench
+## bench: benchmarks next to their peers; writes bench/RESULTS.md
+bench: build cluster-build
+	@bench/run.sh
+
+.PHONY: format format-check
+## format: clang-format every C++ file in place
+format: deps-test
+	@clang-format -i $(SOURCES)
+## format-check: fail when a C++ file is not clang-formatted
+format-check: deps-test
+	@clang-format --dry-run --Werror $(SOURCES)
+
+.PHONY: clean help
+clean:
+	rm -rf build
+## help: this list
+help:
+	@grep -E '^## ' $(MAKEFILE_LIST) | sed 's/^## /  /'

@@ -1,0 +1,210 @@
+#include "kube/quantity.h"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+namespace vscaler::kube {
+namespace {
+
+constexpr Int128 kMax = std::numeric_limits<Int128>::max();
+constexpr Int128 kNanosPerUnit = 1'000'000'000;
+// Fraction digits kept exactly; further non-zero digits only force rounding up. 30 digits keep
+// even "Ei" exact to the nano (2^60 < 10^19, 30 - 19 > 9).
+constexpr int kMaxFractionDigits = 30;
+
+struct DecimalSuffix {
+  std::string_view text;
+  int exponent;
+};
+constexpr std::array<DecimalSuffix, 10> kDecimalSuffixes{{{"n", -9},
+                                                          {"u", -6},
+                                                          {"m", -3},
+                                                          {"", 0},
+                                                          {"k", 3},
+                                                          {"M", 6},
+                                                          {"G", 9},
+                                                          {"T", 12},
+                                                          {"P", 15},
+                                                          {"E", 18}}};
+constexpr std::array<std::string_view, 7> kBinarySuffixes{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+
+std::optional<Int128> checked_mul(Int128 a, Int128 b) {
+  if (a == 0 || b == 0) return Int128{0};
+  if (a > kMax / b) return std::nullopt;
+  return a * b;
+}
+
+std::optional<Int128> pow_int(Int128 base, int exponent) {
+  Int128 result = 1;
+  for (int i = 0; i < exponent; ++i) {
+    auto next = checked_mul(result, base);
+    if (!next) return std::nullopt;
+    result = *next;
+  }
+  return result;
+}
+
+/// Divides rounding away from zero (the magnitude up), as the API server rounds sub-nano values.
+Int128 divide_round_up(Int128 value, Int128 divisor, bool sticky) {
+  Int128 quotient = value / divisor;
+  if (value % divisor != 0 || sticky) ++quotient;
+  return quotient;
+}
+
+std::string int128_to_string(Int128 value) {
+  if (value == 0) return "0";
+  bool negative = value < 0;
+  // The magnitude of kMin does not fit; nanos never reach it (parse bounds the magnitude).
+  Int128 magnitude = negative ? -value : value;
+  std::string digits;
+  while (magnitude > 0) {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(magnitude % 10)));
+    magnitude /= 10;
+  }
+  return negative ? "-" + digits : digits;
+}
+
+Failure<std::string> invalid(std::string_view text, std::string_view why) {
+  return fail("invalid quantity \"" + std::string(text) + "\": " + std::string(why));
+}
+
+}  // namespace
+
+Result<Quantity> Quantity::parse(std::string_view text) {
+  if (text.empty()) return invalid(text, "empty");
+  std::size_t pos = 0;
+  bool negative = false;
+  if (text[pos] == '+' || text[pos] == '-') negative = text[pos++] == '-';
+
+  // Mantissa: digits with at most one '.', kept as an integer plus a count of fraction digits.
+  Int128 mantissa = 0;
+  int fraction_digits = 0;
+  bool seen_digit = false, seen_point = false, sticky = false;
+  for (; pos < text.size(); ++pos) {
+    char c = text[pos];
+    if (c == '.') {
+      if (seen_point) return invalid(text, "more than one decimal point");
+      seen_point = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    seen_digit = true;
+    int digit = c - '0';
+    if (seen_point && fraction_digits >= kMaxFractionDigits) {
+      sticky = sticky || digit != 0;
+      continue;
+    }
+    auto next = checked_mul(mantissa, 10);
+    if (!next || *next > kMax - digit) return invalid(text, "out of range");
+    mantissa = *next + digit;
+    if (seen_point) ++fraction_digits;
+  }
+  if (!seen_digit) return invalid(text, "no digits before the suffix");
+
+  // Suffix: a decimal SI one, a binary SI one, or an exponent e<int> / E<int>.
+  std::string_view suffix = text.substr(pos);
+  QuantityFormat format = QuantityFormat::kDecimalSI;
+  int decimal_exponent = 0;
+  int binary_power = 0;  // multiples of 2^10
+  bool known = false;
+  for (const auto& s : kDecimalSuffixes) {
+    if (suffix == s.text) {
+      decimal_exponent = s.exponent;
+      known = true;
+    }
+  }
+  for (std::size_t i = 1; !known && i < kBinarySuffixes.size(); ++i) {
+    if (suffix == kBinarySuffixes[i]) {
+      binary_power = static_cast<int>(i);
+      format = QuantityFormat::kBinarySI;
+      known = true;
+    }
+  }
+  if (!known && suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+    std::size_t i = 1;
+    bool exponent_negative = false;
+    if (suffix[i] == '+' || suffix[i] == '-') exponent_negative = suffix[i++] == '-';
+    if (i < suffix.size()) {
+      int exponent = 0;
+      for (; i < suffix.size() && suffix[i] >= '0' && suffix[i] <= '9'; ++i) {
+        // Clamp: beyond +-1000 the result is out of range or rounds to 1n either way.
+        exponent = exponent > 1000 ? exponent : exponent * 10 + (suffix[i] - '0');
+      }
+      if (i == suffix.size()) {
+        decimal_exponent = exponent_negative ? -exponent : exponent;
+        format = QuantityFormat::kDecimalExponent;
+        known = true;
+      }
+    }
+  }
+  if (!known) return invalid(text, "unknown suffix \"" + std::string(suffix) + "\"");
+
+  // nanos = mantissa * 2^(10*binary_power) * 10^(9 + decimal_exponent - fraction_digits).
+  auto scaled = checked_mul(mantissa, Int128{1} << (10 * binary_power));
+  if (!scaled) return invalid(text, "out of range");
+  int ten_power = 9 + decimal_exponent - fraction_digits;
+  Int128 nanos = 0;
+  if (*scaled == 0 && !sticky) {
+    nanos = 0;
+  } else if (ten_power >= 0) {
+    auto factor = pow_int(10, ten_power);
+    auto product = factor ? checked_mul(*scaled, *factor) : std::nullopt;
+    if (!product) return invalid(text, "out of range");
+    nanos = *product + (sticky ? 1 : 0);
+  } else if (-ten_power > 38) {
+    nanos = 1;  // a positive value below 1n rounds up to 1n
+  } else {
+    nanos = divide_round_up(*scaled, *pow_int(10, -ten_power), sticky);
+  }
+  Quantity q;
+  q.nanos_ = negative ? -nanos : nanos;
+  q.format_ = format;
+  return q;
+}
+
+std::string Quantity::to_string() const {
+  if (nanos_ == 0) return "0";
+  QuantityFormat format = format_;
+  const Int128 magnitude = nanos_ < 0 ? -nanos_ : nanos_;
+  if (format == QuantityFormat::kBinarySI) {
+    // Like the API server: small values and fractions print as decimal to avoid rounding.
+    if (magnitude < 1024 * kNanosPerUnit || magnitude % kNanosPerUnit != 0) {
+      format = QuantityFormat::kDecimalSI;
+    } else {
+      Int128 units = nanos_ / kNanosPerUnit;
+      std::size_t power = 0;
+      while (power + 1 < kBinarySuffixes.size() && units % 1024 == 0) {
+        units /= 1024;
+        ++power;
+      }
+      return int128_to_string(units) + std::string(kBinarySuffixes[power]);
+    }
+  }
+  // Decimal: strip factors of ten, then bring the exponent to a multiple of three.
+  Int128 mantissa = nanos_;
+  int exponent = -9;
+  while (mantissa % 10 == 0) {
+    mantissa /= 10;
+    ++exponent;
+  }
+  int remainder = ((exponent % 3) + 3) % 3;
+  for (int i = 0; i < remainder; ++i) mantissa *= 10;
+  exponent -= remainder;
+
+  std::string suffix;
+  bool found = false;
+  if (format == QuantityFormat::kDecimalSI) {
+    for (const auto& s : kDecimalSuffixes) {
+      if (s.exponent == exponent) {
+        suffix = std::string(s.text);
+        found = true;
+      }
+    }
+  }
+  if (!found && exponent != 0) suffix = "e" + std::to_string(exponent);
+  return int128_to_string(mantissa) + suffix;
+}
+
+}  // namespace vscaler::kube

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages vscaler needs to build and test, and nothing when all are present.
+# Every make target that needs a dependency runs this first, so each works on a new machine.
+# Usage: scripts/deps.sh [build|test]   (build: compile only; test: also tools the tests use)
+set -euo pipefail
+profile=${1:-build}
+
+build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev nlohmann-json3-dev
+  libyaml-cpp-dev doctest-dev)
+# clang brings libFuzzer and is used for fuzz targets; clang-format for the format check;
+# openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests.
+test_pkgs=(clang clang-format openssl curl procps)
+
+pkgs=("${build_pkgs[@]}")
+[ "$profile" = test ] && pkgs+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists: update once, then install quietly.
+$sudo apt-get update -qq >/dev/null
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the commands this module builds; the file is never compiled.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
