@@ -27,7 +27,15 @@ suite() {
   fi
 }
 
-run_unit() { "$1/test/vscaler_unit_tests" --no-version; }
+# run_unit BUILD_DIR: every unit test executable of one build variant.
+run_unit() {
+  local binary ok=0
+  for binary in "$1"/test/unit_*_test; do
+    [ -x "$binary" ] || continue
+    "$binary" --no-version --minimal || { echo "FAILED: $binary"; ok=1; }
+  done
+  return $ok
+}
 
 # Replays each fuzz target's seed corpus once (a plain g++ ASan/UBSan build, no libFuzzer).
 run_fuzz_replay() {
@@ -47,10 +55,11 @@ run_integration() {
   export KUBECONFIG=$VSCALER_CLUSTER_DIR/kubeconfig
   export KUBECTL=$VSCALER_CLUSTER_DIR/bin/kubectl
   export VSCALER_BIN=$root/build/vscaler
-  if [ -x build/release/test/vscaler_integration_tests ]; then
-    suite integration build/release/test/vscaler_integration_tests --no-version
-  fi
-  local script
+  local binary script
+  for binary in build/release/test/integration_*_test; do
+    [ -x "$binary" ] || continue
+    suite "$(basename "$binary")" "$binary" --no-version
+  done
   for script in test/e2e/*_test.sh; do
     [ -f "$script" ] || continue
     suite "e2e/$(basename "$script" .sh)" bash "$script"
