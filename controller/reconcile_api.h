@@ -1,0 +1,40 @@
+// ReconcileApi: the API calls one reconcile makes, behind an interface so the reconciler's
+// decisions can be unit-tested with a fake; KubeReconcileApi implements it on kube::Client.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "controller/scaler.h"
+#include "kube/errors.h"
+#include "kube/result.h"
+
+namespace vscaler::controller {
+
+/// A JSON object from the API server, or why the call failed.
+using ApiResult = kube::Result<nlohmann::json, kube::ApiError>;
+
+/// What the reconciler reads and writes. Every method is called from worker threads
+/// concurrently; implementations must be thread-safe.
+class ReconcileApi {
+ public:
+  virtual ~ReconcileApi() = default;
+  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached).
+  virtual ApiResult get_deployment(const std::string& ns, const std::string& name) = 0;
+  /// PATCH the Deployment with a strategic merge patch, ?fieldManager=vscaler; returns the
+  /// stored object after every admission step.
+  virtual ApiResult patch_deployment(const std::string& ns, const std::string& name,
+                                     const nlohmann::json& patch) = 0;
+  /// GET the VerticalScaler ns/name (to re-read after a status conflict).
+  virtual ApiResult get_scaler(const std::string& ns, const std::string& name) = 0;
+  /// PATCH the scaler's /status subresource with a JSON merge patch that carries
+  /// metadata.resourceVersion as a precondition (a stale one answers 409 Conflict).
+  virtual ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
+                                        const nlohmann::json& merge_patch) = 0;
+  /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
+  virtual void record_event(const Scaler& scaler, bool warning, const std::string& reason,
+                            const std::string& message) = 0;
+};
+
+}  // namespace vscaler::controller

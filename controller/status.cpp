@@ -1,0 +1,54 @@
+#include "controller/status.h"
+
+#include <chrono>
+#include <ctime>
+
+namespace vscaler::controller {
+
+using nlohmann::json;
+
+std::string rfc3339_now() {
+  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+json build_status(const json& stored, int64_t generation, const StatusReport& report,
+                  const std::string& now) {
+  json status = stored.is_object() ? stored : json::object();
+  status["observedGeneration"] = generation;
+  json deployment = {{"name", report.deployment_name}, {"found", report.deployment_found}};
+  if (!report.deployment_uid.empty()) deployment["uid"] = report.deployment_uid;
+  status["deployment"] = std::move(deployment);
+  if (report.containers) status["containers"] = *report.containers;
+  if (report.scaled_now) status["lastScaleTime"] = now;
+
+  json conditions = status.contains("conditions") && status["conditions"].is_array()
+                        ? status["conditions"]
+                        : json::array();
+  for (const Condition& wanted : report.conditions) {
+    json next = {{"type", wanted.type},       {"status", wanted.status ? "True" : "False"},
+                 {"reason", wanted.reason},   {"message", wanted.message},
+                 {"lastTransitionTime", now}, {"observedGeneration", generation}};
+    bool replaced = false;
+    for (json& existing : conditions) {
+      if (!existing.is_object() || existing.value("type", "") != wanted.type) continue;
+      // The transition time records when the status flipped, not when the reason changed.
+      if (existing.value("status", "") == next["status"] &&
+          existing.contains("lastTransitionTime")) {
+        next["lastTransitionTime"] = existing["lastTransitionTime"];
+      }
+      existing = std::move(next);
+      replaced = true;
+      break;
+    }
+    if (!replaced) conditions.push_back(std::move(next));
+  }
+  status["conditions"] = std::move(conditions);
+  return status;
+}
+
+}  // namespace vscaler::controller

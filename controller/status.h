@@ -1,0 +1,62 @@
+// Status of a VerticalScaler: the conditions and fields the reconciler reports, built so that an
+// unchanged outcome yields a byte-identical status (no write) and a condition's
+// lastTransitionTime moves only when its status does.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vscaler::controller {
+
+/// Condition types and reasons of DESIGN.md (the API contract; users match on these strings).
+namespace condition {
+inline constexpr const char* kDeploymentFound = "DeploymentFound";
+inline constexpr const char* kScaled = "Scaled";
+inline constexpr const char* kReady = "Ready";
+}  // namespace condition
+namespace reason {
+inline constexpr const char* kFound = "Found";
+inline constexpr const char* kNotFound = "NotFound";
+inline constexpr const char* kApplied = "Applied";
+inline constexpr const char* kContainerNotFound = "ContainerNotFound";
+inline constexpr const char* kUpdateModeOff = "UpdateModeOff";
+inline constexpr const char* kInvalidResources = "InvalidResources";
+inline constexpr const char* kMutatedByAdmission = "MutatedByAdmission";
+inline constexpr const char* kPatchFailed = "PatchFailed";
+inline constexpr const char* kUpToDate = "UpToDate";
+inline constexpr const char* kConflict = "Conflict";
+inline constexpr const char* kPending = "Pending";
+}  // namespace reason
+
+/// One metav1.Condition as the reconciler decides it (times are filled in by build_status).
+struct Condition {
+  std::string type;
+  bool status = false;
+  std::string reason;
+  std::string message;
+};
+
+/// Everything a reconcile decided about the status.
+struct StatusReport {
+  std::string deployment_name;
+  std::string deployment_uid;  ///< empty when not found
+  bool deployment_found = false;
+  /// status.containers; nullopt keeps the stored value (e.g. when the Deployment was not read).
+  std::optional<nlohmann::json> containers;
+  bool scaled_now = false;            ///< the Deployment was written: lastScaleTime becomes now
+  std::vector<Condition> conditions;  ///< conditions to set; others already stored are kept
+};
+
+/// The new status object from the stored one: sets observedGeneration, deployment, containers,
+/// lastScaleTime (only when scaled_now) and the conditions, keeping each condition's
+/// lastTransitionTime when its status did not change. `now` is RFC 3339.
+nlohmann::json build_status(const nlohmann::json& stored, int64_t generation,
+                            const StatusReport& report, const std::string& now);
+
+/// The current time as RFC 3339 UTC with second precision ("2026-11-29T18:00:00Z").
+std::string rfc3339_now();
+
+}  // namespace vscaler::controller
