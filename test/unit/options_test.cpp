@@ -1,0 +1,53 @@
+// Flag parsing: defaults, both spellings, and errors naming the flag.
+#include "cmd/options.h"
+
+#include <doctest/doctest.h>
+
+using vscaler::cmd::parse_duration;
+using vscaler::cmd::parse_options;
+
+TEST_CASE("defaults are the design's") {
+  auto options = parse_options({});
+  REQUIRE(options.ok());
+  CHECK(options->webhook_port == 9443);
+  CHECK(options->cert_dir == "/tmp/k8s-webhook-server/serving-certs");
+  CHECK(options->metrics_addr == ":8080");
+  CHECK(options->health_addr == ":8081");
+  CHECK(options->resync_period == std::chrono::seconds(60));
+  CHECK(options->workers == 4);
+  CHECK(options->namespace_.empty());
+  CHECK(options->log_level == "info");
+}
+
+TEST_CASE("flags take a separate or an inline value") {
+  auto options = parse_options({"--workers", "8", "--resync-period=2s", "--namespace", "shop",
+                                "--kubeconfig=/tmp/kc", "--health-addr", "127.0.0.1:0"});
+  REQUIRE(options.ok());
+  CHECK(options->workers == 8);
+  CHECK(options->resync_period == std::chrono::seconds(2));
+  CHECK(options->namespace_ == "shop");
+  CHECK(options->kubeconfig == "/tmp/kc");
+  CHECK(options->health_addr == "127.0.0.1:0");
+}
+
+TEST_CASE("bad flags fail with a message naming the flag") {
+  CHECK(parse_options({"--workers", "0"}).error() ==
+        "--workers: must be an integer from 1 to 1024, got \"0\"");
+  CHECK(parse_options({"--bogus"}).error() == "unknown flag \"--bogus\" (see --help)");
+  CHECK(parse_options({"--workers"}).error() == "--workers: needs a value");
+  CHECK(parse_options({"--resync-period", "soon"}).error().rfind("--resync-period:", 0) == 0);
+  CHECK(parse_options({"--log-level", "loud"}).error().rfind("--log-level:", 0) == 0);
+  CHECK(parse_options({"--metrics-addr", "8080"}).error().rfind("--metrics-addr:", 0) == 0);
+  CHECK(parse_options({"--webhook-port", "70000"}).error().rfind("--webhook-port:", 0) == 0);
+}
+
+TEST_CASE("durations use Go's units") {
+  CHECK(*parse_duration("60s") == std::chrono::seconds(60));
+  CHECK(*parse_duration("500ms") == std::chrono::milliseconds(500));
+  CHECK(*parse_duration("1m30s") == std::chrono::seconds(90));
+  CHECK(*parse_duration("1.5s") == std::chrono::milliseconds(1500));
+  CHECK(*parse_duration("2h") == std::chrono::hours(2));
+  CHECK_FALSE(parse_duration("10").ok());
+  CHECK_FALSE(parse_duration("5d").ok());
+  CHECK_FALSE(parse_duration("").ok());
+}
