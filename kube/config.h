@@ -1,0 +1,76 @@
+// ClientConfig: how to reach and authenticate to the API server, loaded from a kubeconfig file
+// (as kubectl reads it) or from the in-cluster service account. Every failure names the file and
+// the field, so a broken deployment says what to fix.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kube/result.h"
+
+namespace vscaler::kube {
+
+/// Everything the transport needs to talk to one API server as one identity.
+struct ClientConfig {
+  /// "https://host:port", optionally with a path prefix ("https://proxy/k8s/clusters/c1").
+  std::string server;
+  /// PEM certificates trusted to sign the API server's certificate. Empty means the system trust
+  /// store; when set, only these are trusted (the system store is not consulted).
+  std::string ca_pem;
+  /// PEM client certificate (optionally followed by intermediates) and its PEM private key.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  /// A fixed bearer token; ignored when token_file is set.
+  std::string token;
+  /// A file holding the bearer token; re-read whenever it changes on disk, because projected
+  /// service-account tokens are rotated by the kubelet while the process runs.
+  std::string token_file;
+  /// Skip verification of the server certificate (kubeconfig insecure-skip-tls-verify).
+  bool insecure_skip_tls_verify = false;
+  /// The name to verify the server certificate against instead of the URL's host
+  /// (kubeconfig tls-server-name).
+  std::string tls_server_name;
+  /// Namespace of the context (or of the service account); "default" when none is given.
+  std::string default_namespace = "default";
+  /// Where this configuration came from ("kubeconfig /x (context y)", "in-cluster"), for messages.
+  std::string source;
+  /// TCP connect plus TLS handshake limit.
+  std::chrono::milliseconds connect_timeout{10'000};
+  /// Longest wait for an ordinary (non-watch) response; a list of thousands of objects on a busy
+  /// server can take many seconds.
+  std::chrono::milliseconds request_timeout{60'000};
+  /// Most connections used for ordinary requests at once (one request per connection at a time);
+  /// further concurrent callers wait. Watches use their own connections on top.
+  int max_connections = 16;
+  /// Sent as User-Agent; shows up in the API server's audit log and metrics.
+  std::string user_agent = "vscaler/" VSCALER_VERSION;
+};
+
+/// Loads a kubeconfig file: the context named `context`, or the file's current-context when
+/// empty. Supports clusters' server, certificate-authority(-data), insecure-skip-tls-verify and
+/// tls-server-name; users' client-certificate(-data), client-key(-data), token and tokenFile;
+/// contexts' namespace. Relative file paths are relative to the kubeconfig's folder. Exec and
+/// auth-provider plugins are rejected with a message saying so.
+Result<ClientConfig> load_kubeconfig(const std::string& path, const std::string& context = "");
+
+/// Like load_kubeconfig for a list of files merged as kubectl merges $KUBECONFIG: the first file
+/// that defines a name (cluster, user, context, current-context) wins; missing files are skipped
+/// unless all are missing.
+Result<ClientConfig> load_kubeconfig_files(const std::vector<std::string>& paths,
+                                           const std::string& context = "");
+
+/// Where a pod's service-account credentials are mounted.
+inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Loads the in-cluster configuration: the server from KUBERNETES_SERVICE_HOST and
+/// KUBERNETES_SERVICE_PORT, and token (as token_file, re-read on rotation), ca.crt and namespace
+/// from `service_account_dir` (a parameter so tests can point it elsewhere).
+Result<ClientConfig> load_in_cluster(const std::string& service_account_dir = kServiceAccountDir);
+
+/// What the operator does at startup: the --kubeconfig flag if given, else $KUBECONFIG (a
+/// colon-separated list) if set, else the in-cluster service account.
+Result<ClientConfig> load_default(const std::string& kubeconfig_flag,
+                                  const std::string& service_account_dir = kServiceAccountDir);
+
+}  // namespace vscaler::kube

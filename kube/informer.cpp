@@ -1,0 +1,296 @@
+#include "kube/informer.h"
+
+#include <algorithm>
+#include <exception>
+#include <random>
+
+#include "kube/log.h"
+#include "kube/watch.h"
+
+namespace vscaler::kube {
+namespace {
+
+using nlohmann::json;
+using ObjectPtr = Store::ObjectPtr;
+
+std::string resource_version_of(const json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  auto version = metadata->find("resourceVersion");
+  if (version == metadata->end() || !version->is_string()) return {};
+  return version->get<std::string>();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Store
+
+ObjectPtr Store::get(std::string_view key) const {
+  std::shared_lock lock(mutex_);
+  auto it = objects_.find(std::string(key));
+  return it == objects_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Store::list() const {
+  std::shared_lock lock(mutex_);
+  std::vector<ObjectPtr> out;
+  out.reserve(objects_.size());
+  for (const auto& [key, object] : objects_) out.push_back(object);
+  return out;
+}
+
+std::vector<std::string> Store::keys() const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::string> out;
+  out.reserve(objects_.size());
+  for (const auto& [key, object] : objects_) out.push_back(key);
+  return out;
+}
+
+size_t Store::size() const {
+  std::shared_lock lock(mutex_);
+  return objects_.size();
+}
+
+std::string Store::key_of(const json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  std::string name = metadata->value("name", "");
+  std::string ns = metadata->value("namespace", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+ObjectPtr Store::put(const std::string& key, ObjectPtr object) {
+  std::unique_lock lock(mutex_);
+  ObjectPtr& slot = objects_[key];
+  ObjectPtr previous = std::move(slot);
+  slot = std::move(object);
+  return previous;
+}
+
+ObjectPtr Store::erase(const std::string& key) {
+  std::unique_lock lock(mutex_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return nullptr;
+  ObjectPtr previous = std::move(it->second);
+  objects_.erase(it);
+  return previous;
+}
+
+std::unordered_map<std::string, ObjectPtr> Store::replace(
+    std::unordered_map<std::string, ObjectPtr> objects) {
+  std::unique_lock lock(mutex_);
+  objects_.swap(objects);
+  return objects;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Informer
+
+Informer::Informer(Client client, InformerOptions options, InformerHandlers handlers)
+    : client_(std::move(client)), options_(std::move(options)), handlers_(std::move(handlers)) {}
+
+Informer::~Informer() {
+  stop();
+}
+
+void Informer::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    if (current_watch_) current_watch_->cancel();
+  }
+  changed_.notify_all();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+bool Informer::wait_for_sync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return synced_.load() || stopping_; });
+  return synced_.load();
+}
+
+InformerStats Informer::stats() const {
+  InformerStats stats;
+  stats.lists = lists_.load();
+  stats.expired_relists = expired_relists_.load();
+  stats.watches = watches_.load();
+  stats.watch_failures = watch_failures_.load();
+  stats.events = events_.load();
+  return stats;
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard lock(mutex_);
+  return resource_version_;
+}
+
+bool Informer::sleep_for(std::chrono::milliseconds delay) {
+  std::unique_lock lock(mutex_);
+  return !changed_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+template <typename F>
+void Informer::notify(const char* what, F&& call) {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    log::error("kube.informer", "handler threw; event dropped for this handler",
+               {{"informer", options_.name}, {"handler", what}, {"error", e.what()}});
+  }
+}
+
+bool Informer::relist(std::string& resource_version) {
+  ListOptions list_options;
+  list_options.label_selector = options_.label_selector;
+  list_options.field_selector = options_.field_selector;
+  list_options.limit = options_.page_size;
+  auto listed = client_.list(options_.type, options_.ns, list_options);
+  if (!listed) {
+    log::warn("kube.informer", "list failed",
+              {{"informer", options_.name}, {"error", listed.error().to_string()}});
+    return false;
+  }
+  std::unordered_map<std::string, ObjectPtr> fresh;
+  fresh.reserve(listed->items.size());
+  for (auto& item : listed->items) {
+    std::string key = Store::key_of(item);
+    fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
+  }
+  // The store is swapped first, so that handlers see the new state; then each difference from
+  // the old state is reported: new keys as adds, changed versions as updates, gone keys as deletes.
+  auto old = store_.replace(fresh);
+  for (const auto& [key, object] : fresh) {
+    auto previous = old.find(key);
+    if (previous == old.end()) {
+      if (handlers_.on_add) notify("on_add", [&] { handlers_.on_add(*object); });
+    } else if (resource_version_of(*previous->second) != resource_version_of(*object)) {
+      if (handlers_.on_update) {
+        notify("on_update", [&] { handlers_.on_update(*previous->second, *object); });
+      }
+    }
+  }
+  for (const auto& [key, object] : old) {
+    if (fresh.find(key) == fresh.end() && handlers_.on_delete) {
+      notify("on_delete", [&] { handlers_.on_delete(*object); });
+    }
+  }
+  resource_version = listed->resource_version;
+  lists_.fetch_add(1);
+  {
+    std::lock_guard lock(mutex_);
+    resource_version_ = resource_version;
+  }
+  if (!synced_.exchange(true)) {
+    log::info("kube.informer", "synced",
+              {{"informer", options_.name}, {"objects", std::to_string(fresh.size())}});
+  }
+  changed_.notify_all();
+  return true;
+}
+
+void Informer::apply(const WatchEvent& event) {
+  events_.fetch_add(1);
+  if (event.type == EventType::kBookmark) return;
+  std::string key = Store::key_of(event.object);
+  if (key.empty()) return;
+  if (event.type == EventType::kDeleted) {
+    store_.erase(key);
+    if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(event.object); });
+    return;
+  }
+  auto object = std::make_shared<const json>(event.object);
+  ObjectPtr previous = store_.put(key, object);
+  if (previous) {
+    if (handlers_.on_update) {
+      notify("on_update", [&] { handlers_.on_update(*previous, *object); });
+    }
+  } else if (handlers_.on_add) {
+    notify("on_add", [&] { handlers_.on_add(*object); });
+  }
+}
+
+void Informer::run() {
+  std::mt19937_64 random(std::random_device{}());
+  std::chrono::milliseconds backoff = options_.initial_backoff;
+  auto back_off = [&]() {
+    bool go_on = sleep_for(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+    return go_on;
+  };
+  std::string resource_version;
+  bool need_list = true;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    if (need_list) {
+      if (!relist(resource_version)) {
+        if (!back_off()) return;
+        continue;
+      }
+      need_list = false;
+    }
+    WatchOptions watch_options;
+    watch_options.label_selector = options_.label_selector;
+    watch_options.field_selector = options_.field_selector;
+    watch_options.resource_version = resource_version;
+    watch_options.allow_bookmarks = true;
+    const auto base =
+        static_cast<unsigned long long>(std::max<long long>(1, options_.watch_timeout.count()));
+    watch_options.timeout = std::chrono::seconds(static_cast<long long>(base + random() % base));
+    std::unique_ptr<Watch> watch = client_.watch(options_.type, options_.ns, watch_options);
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+      current_watch_ = watch.get();
+    }
+    watches_.fetch_add(1);
+    auto result = watch->run([&](const WatchEvent& event) {
+      apply(event);
+      return true;
+    });
+    {
+      std::lock_guard lock(mutex_);
+      current_watch_ = nullptr;
+      if (!watch->resource_version().empty()) resource_version_ = watch->resource_version();
+    }
+    // Resume after the last event or bookmark seen: nothing in between is lost.
+    if (!watch->resource_version().empty()) resource_version = watch->resource_version();
+    if (result) {
+      backoff = options_.initial_backoff;  // the server ended the watch at its timeout
+      continue;
+    }
+    const ApiError& error = result.error();
+    if (is_canceled(error)) return;
+    if (watch->events() > 0) backoff = options_.initial_backoff;
+    if (is_expired(error)) {
+      // The version we would resume from was compacted: only a new list can tell what happened.
+      expired_relists_.fetch_add(1);
+      log::info("kube.informer", "watch expired; relisting",
+                {{"informer", options_.name}, {"resourceVersion", resource_version}});
+      need_list = true;
+      continue;
+    }
+    watch_failures_.fetch_add(1);
+    log::warn("kube.informer", "watch failed; reconnecting",
+              {{"informer", options_.name},
+               {"error", error.to_string()},
+               {"backoff_ms", std::to_string(backoff.count())}});
+    // A transport failure (API server restarting) resumes from the same version; an answer from
+    // the server that is neither success nor expiry (say "too large resource version") is not
+    // fixed by asking again the same way, so relist.
+    if (error.code != 0 && !is_retryable(error)) need_list = true;
+    if (!back_off()) return;
+  }
+}
+
+}  // namespace vscaler::kube

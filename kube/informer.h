@@ -1,0 +1,148 @@
+// Informer: keeps an in-memory copy of a collection (list, then watch from the list's version
+// with bookmarks) and tells handlers what changed. After an expired watch it relists and reports
+// exactly the differences (adds, updates, deletes that happened meanwhile); on errors it
+// reconnects from the last version seen, with backoff. The operator runs one for VerticalScalers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace vscaler::kube {
+
+class Watch;
+struct WatchEvent;
+
+/// A thread-safe map "namespace/name" (or "name" for cluster-scoped objects) -> object. Objects
+/// are immutable once stored; readers get shared pointers and never block the informer for long.
+class Store {
+ public:
+  using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+
+  /// The object stored under `key`, or null.
+  ObjectPtr get(std::string_view key) const;
+  /// A snapshot of every stored object (in no particular order).
+  std::vector<ObjectPtr> list() const;
+  /// A snapshot of every key.
+  std::vector<std::string> keys() const;
+  size_t size() const;
+
+  /// The store key of an object: "namespace/name", or "name" when it has no namespace.
+  static std::string key_of(const nlohmann::json& object);
+
+ private:
+  friend class Informer;
+  ObjectPtr put(const std::string& key, ObjectPtr object);  // returns the previous one
+  ObjectPtr erase(const std::string& key);
+  std::unordered_map<std::string, ObjectPtr> replace(std::unordered_map<std::string, ObjectPtr>);
+
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, ObjectPtr> objects_;
+};
+
+/// What to watch and how patiently.
+struct InformerOptions {
+  ResourceType type;
+  std::string ns;  ///< "" = all namespaces
+  std::string label_selector;
+  std::string field_selector;
+  std::int64_t page_size = 500;  ///< list page size
+  /// Each watch asks the server to end it after a random time in [watch_timeout,
+  /// 2 * watch_timeout), so that many informers do not reconnect in step.
+  std::chrono::seconds watch_timeout{300};
+  /// Delay after the first failure, doubled on each further one up to max_backoff; reset once
+  /// a watch delivers events or ends normally.
+  std::chrono::milliseconds initial_backoff{200};
+  std::chrono::milliseconds max_backoff{30'000};
+  /// Name in log lines.
+  std::string name = "informer";
+};
+
+/// Called on the informer's thread, after the store has been updated, one at a time. They must
+/// be quick (no API calls: enqueue work instead) and should not throw (an exception is logged
+/// and swallowed).
+struct InformerHandlers {
+  std::function<void(const nlohmann::json& object)> on_add;
+  std::function<void(const nlohmann::json& old_object, const nlohmann::json& new_object)> on_update;
+  /// `last_known` is the deleted object as the DELETED event carried it, or, when the deletion
+  /// was found by a relist, the last version the store held.
+  std::function<void(const nlohmann::json& last_known)> on_delete;
+};
+
+/// Counters, for tests and metrics.
+struct InformerStats {
+  std::uint64_t lists = 0;            ///< complete lists (the first one included)
+  std::uint64_t expired_relists = 0;  ///< relists caused by an expired watch (410)
+  std::uint64_t watches = 0;          ///< watch requests made
+  std::uint64_t watch_failures = 0;   ///< watches that ended in an error other than expiry
+  std::uint64_t events = 0;           ///< watch events applied (bookmarks included)
+};
+
+/// List-and-watch of one collection on a thread of its own.
+class Informer {
+ public:
+  Informer(Client client, InformerOptions options, InformerHandlers handlers);
+  /// Stops the thread if it runs.
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  /// Starts the list-and-watch thread. Call once.
+  void start();
+  /// Stops the thread and waits for it; handlers are not called after it returns. Callable from
+  /// any thread but a handler; idempotent.
+  void stop();
+
+  /// True once the first complete list is in the store (and stays true).
+  bool has_synced() const { return synced_.load(); }
+  /// Waits until has_synced() or the timeout; returns has_synced().
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  /// The objects seen; safe from any thread.
+  const Store& store() const { return store_; }
+  InformerStats stats() const;
+  /// The resourceVersion the informer would resume from.
+  std::string resource_version() const;
+
+ private:
+  void run();
+  bool relist(std::string& resource_version);
+  void apply(const WatchEvent& event);
+  bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
+  template <typename F>
+  void notify(const char* what, F&& call);
+
+  Client client_;
+  InformerOptions options_;
+  InformerHandlers handlers_;
+  Store store_;
+  std::thread thread_;
+
+  mutable std::mutex mutex_;  // guards stopping_, current_watch_, resource_version_
+  mutable std::condition_variable changed_;
+  bool stopping_ = false;
+  Watch* current_watch_ = nullptr;
+  std::string resource_version_;
+  std::atomic<bool> synced_{false};
+
+  std::atomic<std::uint64_t> lists_{0};
+  std::atomic<std::uint64_t> expired_relists_{0};
+  std::atomic<std::uint64_t> watches_{0};
+  std::atomic<std::uint64_t> watch_failures_{0};
+  std::atomic<std::uint64_t> events_{0};
+};
+
+}  // namespace vscaler::kube

@@ -1,0 +1,469 @@
+#include "kube/transport.h"
+
+#include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "kube/log.h"
+#include "kube/tls.h"
+
+namespace vscaler::kube {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A non-2xx body of a stream (a watch refused with 410, 403, ...) is a Status object of a few
+// hundred bytes; anything beyond this is not worth keeping.
+constexpr size_t kMaxStreamErrorBody = 64 * 1024;
+
+struct ServerUrl {
+  bool https = true;
+  std::string host;  // without IPv6 brackets
+  int port = 443;
+  std::string prefix;  // path prefix without a trailing slash, "" for none
+};
+
+Result<ServerUrl> parse_server_url(const std::string& url) {
+  ServerUrl parsed;
+  std::string_view rest = url;
+  if (rest.rfind("https://", 0) == 0) {
+    rest.remove_prefix(8);
+  } else if (rest.rfind("http://", 0) == 0) {
+    parsed.https = false;
+    parsed.port = 80;
+    rest.remove_prefix(7);
+  } else {
+    return fail("server \"" + url + "\" is not an http(s) URL");
+  }
+  auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  if (slash != std::string_view::npos) {
+    std::string_view prefix = rest.substr(slash);
+    while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+    parsed.prefix = std::string(prefix);
+  }
+  std::string_view port_text;
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos) return fail("server \"" + url + "\": unclosed '['");
+    parsed.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return fail("server \"" + url + "\": bad port");
+      port_text = after.substr(1);
+    }
+  } else {
+    auto colon = authority.rfind(':');
+    parsed.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
+  }
+  if (parsed.host.empty()) return fail("server \"" + url + "\" has no host");
+  if (!port_text.empty()) {
+    int port = 0;
+    for (char c : port_text) {
+      if (c < '0' || c > '9' || port > 65535) return fail("server \"" + url + "\": bad port");
+      port = port * 10 + (c - '0');
+    }
+    if (port == 0 || port > 65535) return fail("server \"" + url + "\": bad port");
+    parsed.port = port;
+  }
+  return parsed;
+}
+
+// The bearer token, from a fixed value or from a file that is re-read when it changes: a stat per
+// request costs about a microsecond and notices a kubelet rotation at once.
+class TokenSource {
+ public:
+  TokenSource(std::string fixed, std::string file)
+      : token_(std::move(fixed)), file_(std::move(file)) {}
+
+  std::string current() {
+    std::lock_guard lock(mutex_);
+    if (!file_.empty()) refresh_locked(false);
+    return token_;
+  }
+
+  // Re-reads the file whatever its stat says; true when the token changed.
+  bool reload() {
+    std::lock_guard lock(mutex_);
+    if (file_.empty()) return false;
+    std::string before = token_;
+    refresh_locked(true);
+    return token_ != before;
+  }
+
+  std::uint64_t reloads() const { return reloads_.load(); }
+
+ private:
+  void refresh_locked(bool force) {
+    struct stat info {};
+    if (::stat(file_.c_str(), &info) != 0) {
+      if (!warned_)
+        log::warn("kube.transport", "token file unreadable; keeping the last token",
+                  {{"file", file_}, {"error", std::strerror(errno)}});
+      warned_ = true;
+      return;
+    }
+    bool changed = info.st_mtim.tv_sec != seen_.st_mtim.tv_sec ||
+                   info.st_mtim.tv_nsec != seen_.st_mtim.tv_nsec || info.st_size != seen_.st_size ||
+                   info.st_ino != seen_.st_ino || info.st_dev != seen_.st_dev;
+    if (!changed && !force && loaded_) return;
+    std::ifstream in(file_, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string token = text.str();
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ' ||
+                              token.back() == '\t')) {
+      token.pop_back();
+    }
+    if (!in || token.empty()) {
+      // A writer may have truncated the file and not written it yet: keep the old token and
+      // look again next time (seen_ is not updated).
+      return;
+    }
+    seen_ = info;
+    loaded_ = true;
+    warned_ = false;
+    token_ = std::move(token);
+    reloads_.fetch_add(1);
+  }
+
+  std::mutex mutex_;
+  std::string token_;
+  std::string file_;
+  struct stat seen_ {};
+  bool loaded_ = false;
+  bool warned_ = false;
+  std::atomic<std::uint64_t> reloads_{0};
+};
+
+// One HTTP client (one connection at a time) with its TLS verification state.
+struct Connection {
+  std::unique_ptr<httplib::ClientImpl> http;
+  std::unique_ptr<TlsVerifyState> tls;
+};
+
+// What every connection of a Transport shares; streams keep it alive after the Transport.
+struct Shared {
+  ClientConfig config;
+  ServerUrl url;
+  std::shared_ptr<const TlsMaterial> material;
+  TokenSource token;
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> connections_opened{0};
+  std::atomic<std::uint64_t> streams{0};
+
+  Shared(ClientConfig c, ServerUrl u, std::shared_ptr<const TlsMaterial> m)
+      : config(std::move(c)),
+        url(std::move(u)),
+        material(std::move(m)),
+        token(config.token, config.token_file) {}
+
+  // `on_socket` runs on every new socket (counting, stream cancellation).
+  std::unique_ptr<Connection> connect(std::chrono::milliseconds read_timeout,
+                                      std::function<void(int)> on_socket) {
+    auto connection = std::make_unique<Connection>();
+    if (url.https) {
+      auto ssl = std::make_unique<httplib::SSLClient>(url.host, url.port);
+      connection->tls = std::make_unique<TlsVerifyState>();
+      connection->tls->material = material;
+      connection->tls->expected_host =
+          config.tls_server_name.empty() ? url.host : config.tls_server_name;
+      // httplib's own check would add the system trust store to the configured CA; ours trusts
+      // exactly the configured CAs (see configure_client_context).
+      ssl->enable_server_certificate_verification(false);
+      configure_client_context(ssl->ssl_context(), connection->tls.get(),
+                               !config.insecure_skip_tls_verify);
+      connection->http = std::move(ssl);
+    } else {
+      connection->http = std::make_unique<httplib::ClientImpl>(url.host, url.port);
+    }
+    httplib::ClientImpl& http = *connection->http;
+    http.set_keep_alive(true);
+    http.set_tcp_nodelay(true);  // else each request waits ~40-90 ms for a delayed ACK
+    http.set_url_encode(false);  // targets are encoded by the caller
+    http.set_follow_location(false);
+    auto connect_us = std::chrono::duration_cast<std::chrono::microseconds>(config.connect_timeout);
+    http.set_connection_timeout(connect_us.count() / 1'000'000, connect_us.count() % 1'000'000);
+    auto read_us = std::chrono::duration_cast<std::chrono::microseconds>(read_timeout);
+    http.set_read_timeout(read_us.count() / 1'000'000, read_us.count() % 1'000'000);
+    http.set_write_timeout(read_us.count() / 1'000'000, read_us.count() % 1'000'000);
+    http.set_socket_options([this, on_socket = std::move(on_socket)](int sock) {
+      int one = 1;
+      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      // Half-open connections (a crashed server behind a NAT) are noticed by the OS.
+      ::setsockopt(sock, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+      connections_opened.fetch_add(1);
+      if (on_socket) on_socket(sock);
+    });
+    return connection;
+  }
+
+  httplib::Headers headers(const HttpRequest& request) {
+    httplib::Headers headers{{"Accept", request.accept}, {"User-Agent", config.user_agent}};
+    std::string bearer = token.current();
+    if (!bearer.empty()) headers.emplace("Authorization", "Bearer " + bearer);
+    if (!request.body.empty()) headers.emplace("Content-Type", request.content_type);
+    return headers;
+  }
+
+  // Turns an httplib failure into an ApiError that says what to look at.
+  ApiError failure(httplib::Error error, const Connection& connection, Clock::duration elapsed,
+                   std::chrono::milliseconds read_timeout) const {
+    std::string where = config.server;
+    switch (error) {
+      case httplib::Error::SSLConnection:
+      case httplib::Error::SSLServerVerification:
+      case httplib::Error::SSLLoadingCerts: {
+        if (connection.tls && connection.tls->failed.load()) {
+          long code = connection.tls->last_error.load();
+          std::string trusted = material->ca_certs() ? "the configured CA (" + config.source + ")"
+                                                     : "the system trust store";
+          return make_error(ErrorKind::kTls, "TLS certificate verify failed for " + where + ": " +
+                                                 X509_verify_cert_error_string(code) +
+                                                 " (X509 error " + std::to_string(code) +
+                                                 "); the server's certificate is not trusted by " +
+                                                 trusted + " for host \"" +
+                                                 connection.tls->expected_host + "\"");
+        }
+        return make_error(ErrorKind::kTls,
+                          "TLS handshake with " + where +
+                              " failed (protocol or client certificate refused by the server)");
+      }
+      case httplib::Error::Connection:
+        return make_error(ErrorKind::kTransport, "cannot connect to " + where);
+      case httplib::Error::ConnectionTimeout:
+        return make_error(ErrorKind::kTimeout, "connecting to " + where + " timed out after " +
+                                                   std::to_string(config.connect_timeout.count()) +
+                                                   " ms");
+      case httplib::Error::Read:
+        if (elapsed + std::chrono::milliseconds(50) >= read_timeout) {
+          return make_error(ErrorKind::kTimeout, "no answer from " + where + " within " +
+                                                     std::to_string(read_timeout.count()) + " ms");
+        }
+        return make_error(ErrorKind::kTransport,
+                          "connection to " + where + " closed while reading the answer");
+      case httplib::Error::Write:
+        return make_error(ErrorKind::kTransport,
+                          "connection to " + where + " failed while sending the request");
+      case httplib::Error::Canceled:
+        return make_error(ErrorKind::kCanceled, "request to " + where + " canceled");
+      case httplib::Error::Compression:
+        return make_error(ErrorKind::kDecode, "cannot decompress the answer from " + where);
+      default:
+        return make_error(ErrorKind::kTransport,
+                          "request to " + where + " failed: " + httplib::to_string(error));
+    }
+  }
+};
+
+void fill_response(const httplib::Response& from, HttpResponse& to) {
+  to.status = from.status;
+  to.content_type = from.get_header_value("Content-Type");
+  to.retry_after = from.get_header_value("Retry-After");
+  auto range = from.headers.equal_range("Warning");
+  for (auto it = range.first; it != range.second; ++it) to.warnings.push_back(it->second);
+}
+
+class HttpStream final : public Stream {
+ public:
+  HttpStream(std::shared_ptr<Shared> shared, HttpRequest request,
+             std::chrono::milliseconds read_timeout)
+      : shared_(std::move(shared)), request_(std::move(request)), read_timeout_(read_timeout) {
+    connection_ = shared_->connect(read_timeout_, [this](int sock) {
+      // Closes the race where cancel() ran before the socket existed (stop() then had nothing
+      // to shut down): a socket created after cancellation is shut down at once.
+      std::lock_guard lock(mutex_);
+      if (canceled_) ::shutdown(sock, SHUT_RDWR);
+    });
+  }
+
+  Result<Unit, ApiError> run(const std::function<bool(std::string_view)>& on_data) override {
+    if (is_canceled()) return fail(make_error(ErrorKind::kCanceled, "stream canceled"));
+    shared_->streams.fetch_add(1);
+    httplib::Request req;
+    req.method = request_.method;
+    req.path = shared_->url.prefix + request_.target;
+    req.headers = shared_->headers(request_);
+    req.body = request_.body;
+    int status = 0;
+    std::string retry_after;
+    std::string error_body;
+    bool stopped_by_handler = false;
+    req.response_handler = [&](const httplib::Response& response) {
+      status = response.status;
+      retry_after = response.get_header_value("Retry-After");
+      return !is_canceled();
+    };
+    req.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+      if (is_canceled()) return false;
+      if (status < 200 || status > 299) {
+        if (error_body.size() < kMaxStreamErrorBody) error_body.append(data, size);
+        return true;
+      }
+      if (!on_data(std::string_view(data, size))) {
+        stopped_by_handler = true;
+        return false;
+      }
+      return true;
+    };
+    httplib::Response response;
+    httplib::Error error = httplib::Error::Success;
+    auto start = Clock::now();
+    bool sent = connection_->http->send(req, response, error);
+    if (is_canceled()) return fail(make_error(ErrorKind::kCanceled, "stream canceled"));
+    if (stopped_by_handler) return Unit{};
+    if (!sent)
+      return fail(shared_->failure(error, *connection_, Clock::now() - start, read_timeout_));
+    if (status == 0) status = response.status;
+    if (status < 200 || status > 299) {
+      if (error_body.empty()) error_body = response.body;
+      return fail(error_from_response(status, error_body, retry_after));
+    }
+    return Unit{};
+  }
+
+  void cancel() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (canceled_) return;
+      canceled_ = true;
+    }
+    // Shuts the socket down if a request is in flight (the reader wakes with EOF); waits while
+    // a connect is in progress, whose socket the hook above then shuts down.
+    connection_->http->stop();
+  }
+
+ private:
+  bool is_canceled() {
+    std::lock_guard lock(mutex_);
+    return canceled_;
+  }
+
+  std::shared_ptr<Shared> shared_;
+  HttpRequest request_;
+  std::chrono::milliseconds read_timeout_;
+  std::unique_ptr<Connection> connection_;
+  std::mutex mutex_;
+  bool canceled_ = false;
+};
+
+class PooledTransport final : public Transport {
+ public:
+  explicit PooledTransport(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
+
+  Result<HttpResponse, ApiError> send(const HttpRequest& request) override {
+    std::unique_ptr<Connection> connection = acquire();
+    auto result = send_on(*connection, request);
+    if (result && result->status == 401 && shared_->token.reload()) {
+      // The token file changed since we last read it (a rotation between stat and use).
+      result = send_on(*connection, request);
+    }
+    release(std::move(connection));
+    return result;
+  }
+
+  std::unique_ptr<Stream> open_stream(HttpRequest request,
+                                      std::chrono::milliseconds read_timeout) override {
+    return std::make_unique<HttpStream>(shared_, std::move(request), read_timeout);
+  }
+
+  const ClientConfig& config() const override { return shared_->config; }
+
+  TransportStats stats() const override {
+    TransportStats stats;
+    stats.requests = shared_->requests.load();
+    stats.connections_opened = shared_->connections_opened.load();
+    stats.token_reloads = shared_->token.reloads();
+    stats.streams = shared_->streams.load();
+    return stats;
+  }
+
+ private:
+  Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request) {
+    httplib::Request req;
+    req.method = request.method;
+    req.path = shared_->url.prefix + request.target;
+    req.headers = shared_->headers(request);
+    req.body = request.body;
+    const bool idempotent = request.method == "GET" || request.method == "HEAD" ||
+                            request.method == "PUT" || request.method == "DELETE";
+    for (int attempt = 0;; ++attempt) {
+      const bool reused = connection.http->is_socket_open() > 0;
+      shared_->requests.fetch_add(1);
+      httplib::Response response;
+      httplib::Error error = httplib::Error::Success;
+      auto start = Clock::now();
+      if (connection.http->send(req, response, error)) {
+        HttpResponse out;
+        fill_response(response, out);
+        out.body = std::move(response.body);
+        return out;
+      }
+      // A kept-alive connection the server closed meanwhile fails at once; an idempotent
+      // request is sent again once on a new connection, as Go's net/http does.
+      const bool stale = reused &&
+                         (error == httplib::Error::Read || error == httplib::Error::Write) &&
+                         Clock::now() - start < std::chrono::seconds(1);
+      if (attempt == 0 && stale && idempotent) continue;
+      return fail(shared_->failure(error, connection, Clock::now() - start,
+                                   shared_->config.request_timeout));
+    }
+  }
+
+  std::unique_ptr<Connection> acquire() {
+    std::unique_lock lock(mutex_);
+    idle_changed_.wait(lock, [&] {
+      return !idle_.empty() || total_ < std::max(1, shared_->config.max_connections);
+    });
+    if (!idle_.empty()) {
+      auto connection = std::move(idle_.back());  // the most recently used is the warmest
+      idle_.pop_back();
+      return connection;
+    }
+    ++total_;
+    lock.unlock();
+    return shared_->connect(shared_->config.request_timeout, nullptr);
+  }
+
+  void release(std::unique_ptr<Connection> connection) {
+    {
+      std::lock_guard lock(mutex_);
+      idle_.push_back(std::move(connection));
+    }
+    idle_changed_.notify_one();
+  }
+
+  std::shared_ptr<Shared> shared_;
+  std::mutex mutex_;
+  std::condition_variable idle_changed_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  int total_ = 0;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Transport>> Transport::create(const ClientConfig& config) {
+  std::string origin = config.source.empty() ? "client configuration" : config.source;
+  auto url = parse_server_url(config.server);
+  if (!url) return fail(origin + ": " + url.error());
+  auto material =
+      TlsMaterial::parse(config.ca_pem, config.client_cert_pem, config.client_key_pem,
+                         origin + ": CA", origin + ": client certificate", origin + ": client key");
+  if (!material) return fail(material.error());
+  auto shared = std::make_shared<Shared>(config, std::move(*url), std::move(*material));
+  return std::shared_ptr<Transport>(std::make_shared<PooledTransport>(std::move(shared)));
+}
+
+}  // namespace vscaler::kube
