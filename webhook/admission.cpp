@@ -1,0 +1,505 @@
+#include "webhook/admission.h"
+
+#include <simdjson.h>
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+namespace vscaler::webhook {
+namespace {
+
+using kube::fail;
+using kube::Result;
+using Element = simdjson::dom::element;
+using ElementType = simdjson::dom::element_type;
+
+constexpr std::string_view kApiVersion = "admission.k8s.io/v1";
+constexpr std::string_view kKind = "AdmissionReview";
+
+// Bodies up to this size reuse the worker thread's parser (its buffers grow to the largest body
+// seen); larger ones, rare and up to 7 MiB, get a parser of their own that is freed afterwards so
+// a single big review does not pin tens of megabytes per worker thread.
+constexpr std::size_t kReusedParserMaxBytes = 512 * 1024;
+constexpr std::size_t kInitialCapacity = 64 * 1024;
+
+// A short identifier from the body, made safe to print in a message and a log line: printable
+// ASCII only, at most 64 characters.
+std::string quote(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
+    char c = text[i];
+    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+  }
+  if (text.size() > 64) out += "...";
+  out += '"';
+  return out;
+}
+
+std::string_view type_name(ElementType type) {
+  switch (type) {
+    case ElementType::ARRAY:
+      return "an array";
+    case ElementType::OBJECT:
+      return "an object";
+    case ElementType::INT64:
+    case ElementType::UINT64:
+    case ElementType::DOUBLE:
+      return "a number";
+    case ElementType::STRING:
+      return "a string";
+    case ElementType::BOOL:
+      return "a boolean";
+    case ElementType::NULL_VALUE:
+      return "null";
+  }
+  return "unknown";
+}
+
+std::string wrong_type(std::string_view field, std::string_view expected, Element value) {
+  return std::string(field) + " must be " + std::string(expected) + ", not " +
+         std::string(type_name(value.type()));
+}
+
+nlohmann::json to_json(Element element);
+
+nlohmann::json scalar_to_json(Element element) {
+  switch (element.type()) {
+    case ElementType::INT64:
+      return element.get_int64().value_unsafe();
+    case ElementType::UINT64:
+      return element.get_uint64().value_unsafe();
+    case ElementType::DOUBLE:
+      return element.get_double().value_unsafe();
+    case ElementType::STRING:
+      return std::string(element.get_string().value_unsafe());
+    case ElementType::BOOL:
+      return element.get_bool().value_unsafe();
+    case ElementType::NULL_VALUE:
+      return nullptr;
+    case ElementType::ARRAY:
+    case ElementType::OBJECT:
+      break;
+  }
+  return to_json(element);
+}
+
+// Whole-subtree conversion. Recursion depth is bounded by ParseOptions::max_depth, which the
+// parser enforced before this runs.
+nlohmann::json to_json(Element element) {
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      nlohmann::json result = nlohmann::json::object();
+      auto& members = result.get_ref<nlohmann::json::object_t&>();
+      simdjson::dom::object element_members = element.get_object().value_unsafe();
+      for (auto [key, value] : element_members) {
+        // Last one wins on duplicate keys, like nlohmann_json and Go's encoding/json.
+        members.insert_or_assign(std::string(key), to_json(value));
+      }
+      return result;
+    }
+    case ElementType::ARRAY: {
+      nlohmann::json result = nlohmann::json::array();
+      auto& items = result.get_ref<nlohmann::json::array_t&>();
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      items.reserve(array.size());
+      for (Element item : array) items.push_back(to_json(item));
+      return result;
+    }
+    default:
+      return scalar_to_json(element);
+  }
+}
+
+const Projection::Node* child(const Projection::Node& node, std::string_view key) {
+  for (const auto& [name, next] : node.children) {
+    if (name == key) return &next;
+  }
+  return node.any.get();
+}
+
+nlohmann::json project(Element element, const Projection::Node& node) {
+  if (node.keep_all) return to_json(element);
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      nlohmann::json result = nlohmann::json::object();
+      auto& members = result.get_ref<nlohmann::json::object_t&>();
+      simdjson::dom::object element_members = element.get_object().value_unsafe();
+      for (auto [key, value] : element_members) {
+        if (const auto* next = child(node, key)) {
+          members.insert_or_assign(std::string(key), project(value, *next));
+        }
+      }
+      return result;
+    }
+    case ElementType::ARRAY: {
+      nlohmann::json result = nlohmann::json::array();
+      if (node.any == nullptr) return result;
+      auto& items = result.get_ref<nlohmann::json::array_t&>();
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      items.reserve(array.size());
+      for (Element item : array) items.push_back(project(item, *node.any));
+      return result;
+    }
+    default:
+      return scalar_to_json(element);
+  }
+}
+
+nlohmann::json convert(Element element, const ParseOptions& options) {
+  if (options.projection == nullptr) return to_json(element);
+  return project(element, options.projection->root());
+}
+
+// Reads an optional string field; null counts as absent.
+Result<kube::Unit> read_string(Element value, std::string_view field, std::string& out) {
+  if (value.type() == ElementType::NULL_VALUE) return kube::Unit{};
+  if (value.type() != ElementType::STRING) return fail(wrong_type(field, "a string", value));
+  out = std::string(value.get_string().value_unsafe());
+  return kube::Unit{};
+}
+
+// Reads {group, version, <third>} objects (kind, resource); unknown members are ignored.
+Result<kube::Unit> read_triple(Element value, std::string_view field, std::string_view third,
+                               std::string& group, std::string& version, std::string& last) {
+  if (value.type() == ElementType::NULL_VALUE) return kube::Unit{};
+  if (value.type() != ElementType::OBJECT) return fail(wrong_type(field, "an object", value));
+  simdjson::dom::object value_members = value.get_object().value_unsafe();
+  for (auto [key, member] : value_members) {
+    std::string* target = key == "group"     ? &group
+                          : key == "version" ? &version
+                          : key == third     ? &last
+                                             : nullptr;
+    if (target == nullptr) continue;
+    auto read = read_string(member, std::string(field) + "." + std::string(key), *target);
+    if (!read) return read;
+  }
+  return kube::Unit{};
+}
+
+Result<Operation> parse_operation(std::string_view text) {
+  if (text == "CREATE") return Operation::kCreate;
+  if (text == "UPDATE") return Operation::kUpdate;
+  if (text == "DELETE") return Operation::kDelete;
+  if (text == "CONNECT") return Operation::kConnect;
+  return fail("request.operation " + quote(text) +
+              " is not one of CREATE, UPDATE, DELETE, CONNECT");
+}
+
+Result<AdmissionRequest> read_request(Element request, const ParseOptions& options) {
+  if (request.type() != ElementType::OBJECT) {
+    return fail(wrong_type("request", "an object", request));
+  }
+  AdmissionRequest out;
+  // Each field we interpret may appear once: a duplicate in a review is either a bug or an
+  // attempt to make two parsers disagree.
+  enum Seen : unsigned {
+    kUid = 1,
+    kKindField = 2,
+    kResource = 4,
+    kSubResource = 8,
+    kName = 16,
+    kNamespace = 32,
+    kOperation = 64,
+    kDryRun = 128,
+    kObject = 256,
+    kOldObject = 512
+  };
+  unsigned seen = 0;
+  auto once = [&seen](Seen bit, std::string_view key) -> Result<kube::Unit> {
+    if (seen & bit) return fail("request." + std::string(key) + " appears more than once");
+    seen |= bit;
+    return kube::Unit{};
+  };
+  bool has_operation = false;
+  simdjson::dom::object request_members = request.get_object().value_unsafe();
+  for (auto [key, value] : request_members) {
+    Result<kube::Unit> step = kube::Unit{};
+    if (key == "uid") {
+      if (!(step = once(kUid, key))) return fail(std::move(step).error());
+      step = read_string(value, "request.uid", out.uid);
+    } else if (key == "kind") {
+      if (!(step = once(kKindField, key))) return fail(std::move(step).error());
+      step = read_triple(value, "request.kind", "kind", out.kind.group, out.kind.version,
+                         out.kind.kind);
+    } else if (key == "resource") {
+      if (!(step = once(kResource, key))) return fail(std::move(step).error());
+      step = read_triple(value, "request.resource", "resource", out.resource.group,
+                         out.resource.version, out.resource.resource);
+    } else if (key == "subResource") {
+      if (!(step = once(kSubResource, key))) return fail(std::move(step).error());
+      step = read_string(value, "request.subResource", out.sub_resource);
+    } else if (key == "name") {
+      if (!(step = once(kName, key))) return fail(std::move(step).error());
+      step = read_string(value, "request.name", out.name);
+    } else if (key == "namespace") {
+      if (!(step = once(kNamespace, key))) return fail(std::move(step).error());
+      step = read_string(value, "request.namespace", out.namespace_name);
+    } else if (key == "operation") {
+      if (!(step = once(kOperation, key))) return fail(std::move(step).error());
+      if (value.type() != ElementType::STRING) {
+        return fail(wrong_type("request.operation", "a string", value));
+      }
+      auto operation = parse_operation(value.get_string().value_unsafe());
+      if (!operation) return fail(std::move(operation).error());
+      out.operation = *operation;
+      has_operation = true;
+    } else if (key == "dryRun") {
+      if (!(step = once(kDryRun, key))) return fail(std::move(step).error());
+      if (value.type() == ElementType::BOOL) {
+        out.dry_run = value.get_bool().value_unsafe();
+      } else if (value.type() != ElementType::NULL_VALUE) {
+        return fail(wrong_type("request.dryRun", "a boolean", value));
+      }
+    } else if (key == "object") {
+      if (!(step = once(kObject, key))) return fail(std::move(step).error());
+      out.object = convert(value, options);
+    } else if (key == "oldObject") {
+      if (!(step = once(kOldObject, key))) return fail(std::move(step).error());
+      out.old_object = convert(value, options);
+    }
+    if (!step) return fail(std::move(step).error());
+  }
+  if (out.uid.empty()) return fail("request.uid is missing or empty");
+  if (!has_operation) return fail("request.operation is missing");
+  return out;
+}
+
+simdjson::dom::parser& thread_parser(std::size_t max_depth, simdjson::error_code& error) {
+  thread_local simdjson::dom::parser parser;
+  thread_local std::size_t depth = 0;
+  error = simdjson::SUCCESS;
+  if (depth != max_depth) {
+    error = parser.allocate(kInitialCapacity, max_depth);
+    depth = error ? 0 : max_depth;
+  }
+  return parser;
+}
+
+Result<AdmissionRequest> parse_with(simdjson::dom::parser& parser, std::string_view body,
+                                    const ParseOptions& options) {
+  Element root;
+  // realloc_if_needed: copies the body into the parser's padded buffer (simdjson reads up to 64
+  // bytes past the end); a microsecond for a 22 KB review.
+  auto error = parser.parse(body.data(), body.size(), true).get(root);
+  if (error == simdjson::DEPTH_ERROR) {
+    return fail("JSON nesting is deeper than " + std::to_string(options.max_depth) + " levels");
+  }
+  if (error == simdjson::EMPTY) return fail("the request body is empty");
+  if (error) return fail(std::string("malformed JSON: ") + simdjson::error_message(error));
+  if (root.type() != ElementType::OBJECT) {
+    return fail(wrong_type("an AdmissionReview", "a JSON object", root));
+  }
+  std::string api_version;
+  std::string kind;
+  std::optional<Element> request;
+  simdjson::dom::object root_members = root.get_object().value_unsafe();
+  for (auto [key, value] : root_members) {
+    if (key == "apiVersion" || key == "kind") {
+      std::string& target = key == "kind" ? kind : api_version;
+      if (!target.empty()) return fail(std::string(key) + " appears more than once");
+      if (value.type() != ElementType::STRING) return fail(wrong_type(key, "a string", value));
+      target = std::string(value.get_string().value_unsafe());
+      if (target.empty()) target = " ";  // present but empty: reported as wrong below
+    } else if (key == "request") {
+      if (request) return fail("request appears more than once");
+      request = value;
+    }
+  }
+  if (api_version.empty()) return fail("apiVersion is missing; expected admission.k8s.io/v1");
+  if (api_version != kApiVersion) {
+    return fail("apiVersion " + quote(api_version) +
+                " is not supported; expected admission.k8s.io/v1");
+  }
+  if (kind != kKind) {
+    return fail(kind.empty() ? std::string("kind is missing; expected AdmissionReview")
+                             : "kind " + quote(kind) + " is not AdmissionReview");
+  }
+  if (!request || request->type() == ElementType::NULL_VALUE) {
+    return fail("the AdmissionReview has no request");
+  }
+  return read_request(*request, options);
+}
+
+bool valid_pointer(const nlohmann::json& path) {
+  if (!path.is_string()) return false;
+  const auto& text = path.get_ref<const std::string&>();
+  if (!text.empty() && text.front() != '/') return false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '~' && (i + 1 == text.size() || (text[i + 1] != '0' && text[i + 1] != '1'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(Operation operation) {
+  switch (operation) {
+    case Operation::kCreate:
+      return "CREATE";
+    case Operation::kUpdate:
+      return "UPDATE";
+    case Operation::kDelete:
+      return "DELETE";
+    case Operation::kConnect:
+      return "CONNECT";
+  }
+  return "UNKNOWN";
+}
+
+kube::Result<Projection> Projection::parse(const std::vector<std::string>& paths) {
+  Projection projection;
+  auto root = std::make_shared<Node>();
+  if (paths.empty()) root->keep_all = true;
+  for (const auto& path : paths) {
+    if (!path.empty() && path.front() != '/') {
+      return fail("projection path " + quote(path) + " must start with /");
+    }
+    Node* node = root.get();
+    std::size_t start = 0;
+    while (!node->keep_all && start < path.size()) {
+      std::size_t end = path.find('/', start + 1);
+      if (end == std::string::npos) end = path.size();
+      std::string token;
+      for (std::size_t i = start + 1; i < end; ++i) {
+        if (path[i] == '~' && i + 1 < end && (path[i + 1] == '0' || path[i + 1] == '1')) {
+          token += path[i + 1] == '0' ? '~' : '/';
+          ++i;
+        } else {
+          token += path[i];
+        }
+      }
+      if (token == "*" && end - start == 2) {
+        if (!node->any) node->any = std::make_unique<Node>();
+        node = node->any.get();
+      } else {
+        Node* next = nullptr;
+        for (auto& [name, existing] : node->children) {
+          if (name == token) next = &existing;
+        }
+        if (next == nullptr) next = &node->children.emplace_back(token, Node{}).second;
+        node = next;
+      }
+      start = end;
+    }
+    // A path ends where its whole subtree is kept; a shorter path subsumes longer ones.
+    node->keep_all = true;
+    node->children.clear();
+    node->any.reset();
+  }
+  projection.root_ = std::move(root);
+  return projection;
+}
+
+kube::Result<AdmissionRequest> parse_review(std::string_view body, const ParseOptions& options) {
+  if (body.empty()) return fail("the request body is empty");
+  if (body.size() <= kReusedParserMaxBytes) {
+    simdjson::error_code error;
+    auto& parser = thread_parser(options.max_depth, error);
+    if (error) return fail(std::string("JSON parser: ") + simdjson::error_message(error));
+    return parse_with(parser, body, options);
+  }
+  simdjson::dom::parser parser;
+  if (auto error = parser.allocate(body.size(), options.max_depth)) {
+    return fail(std::string("JSON parser: ") + simdjson::error_message(error));
+  }
+  return parse_with(parser, body, options);
+}
+
+kube::Result<kube::Unit> validate_json_patch(const nlohmann::json& patch) {
+  if (!patch.is_array()) return fail("a JSON patch must be an array of operations");
+  for (std::size_t i = 0; i < patch.size(); ++i) {
+    const auto& operation = patch[i];
+    std::string where = "patch operation " + std::to_string(i);
+    if (!operation.is_object()) return fail(where + " is not an object");
+    auto op = operation.find("op");
+    if (op == operation.end() || !op->is_string()) return fail(where + " has no op");
+    const auto& name = op->get_ref<const std::string&>();
+    bool needs_value = name == "add" || name == "replace" || name == "test";
+    bool needs_from = name == "move" || name == "copy";
+    if (!needs_value && !needs_from && name != "remove") {
+      return fail(where + " has an unknown op " + quote(name));
+    }
+    auto path = operation.find("path");
+    if (path == operation.end() || !valid_pointer(*path)) {
+      return fail(where + " has no valid JSON pointer path");
+    }
+    if (needs_value && !operation.contains("value")) return fail(where + " has no value");
+    if (needs_from) {
+      auto from = operation.find("from");
+      if (from == operation.end() || !valid_pointer(*from)) {
+        return fail(where + " has no valid JSON pointer from");
+      }
+    }
+  }
+  return kube::Unit{};
+}
+
+std::string encode_review(std::string_view uid, const AdmissionResponse& response) {
+  nlohmann::ordered_json body;
+  body["uid"] = uid;
+  body["allowed"] = response.allowed;
+  if (response.status_code != 0 || !response.status_message.empty()) {
+    nlohmann::ordered_json status;
+    if (response.status_code != 0) status["code"] = response.status_code;
+    if (!response.status_message.empty()) status["message"] = response.status_message;
+    if (!response.status_reason.empty()) status["reason"] = response.status_reason;
+    body["status"] = std::move(status);
+  }
+  if (!response.warnings.empty()) body["warnings"] = response.warnings;
+  if (!response.patch.is_null()) {
+    body["patchType"] = "JSONPatch";
+    body["patch"] = base64_encode(
+        response.patch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  nlohmann::ordered_json review;
+  review["apiVersion"] = kApiVersion;
+  review["kind"] = kKind;
+  review["response"] = std::move(body);
+  return review.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string base64_encode(std::string_view data) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  auto byte = [&data](std::size_t at) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(data[at]));
+  };
+  for (; i + 3 <= data.size(); i += 3) {
+    std::uint32_t triple = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
+    out += kAlphabet[(triple >> 18) & 63];
+    out += kAlphabet[(triple >> 12) & 63];
+    out += kAlphabet[(triple >> 6) & 63];
+    out += kAlphabet[triple & 63];
+  }
+  if (std::size_t rest = data.size() - i; rest > 0) {
+    std::uint32_t triple = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
+    out += kAlphabet[(triple >> 18) & 63];
+    out += kAlphabet[(triple >> 12) & 63];
+    out += rest == 2 ? kAlphabet[(triple >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::string json_pointer_escape(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (char c : token) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace vscaler::webhook
