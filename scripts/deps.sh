@@ -6,7 +6,7 @@ set -euo pipefail
 profile=${1:-build}
 
 build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev nlohmann-json3-dev
-  libyaml-cpp-dev doctest-dev)
+  libyaml-cpp-dev doctest-dev libsimdjson-dev)
 # clang brings libFuzzer and is used for fuzz targets; clang-format for the format check;
 # openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests.
 test_pkgs=(clang clang-format openssl curl procps)
