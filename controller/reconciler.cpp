@@ -1,0 +1,329 @@
+#include "controller/reconciler.h"
+
+#include <algorithm>
+
+#include "controller/resources.h"
+#include "controller/status.h"
+#include "kube/log.h"
+
+namespace vscaler::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+constexpr std::string_view kLogger = "reconciler";
+
+std::string string_at(const json& object, std::initializer_list<const char*> path) {
+  const json* node = &object;
+  for (const char* key : path) {
+    if (!node->is_object()) return {};
+    auto it = node->find(key);
+    if (it == node->end()) return {};
+    node = &*it;
+  }
+  return node->is_string() ? node->get<std::string>() : std::string();
+}
+
+int64_t generation_of(const json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return 0;
+  auto generation = metadata->find("generation");
+  return generation != metadata->end() && generation->is_number_integer()
+             ? generation->get<int64_t>()
+             : 0;
+}
+
+ReconcileOutcome retry(const kube::ApiError& error, std::string_view what) {
+  ReconcileOutcome outcome;
+  outcome.kind = ReconcileOutcome::Kind::kRetry;
+  outcome.error = std::string(what) + ": " + error.to_string();
+  if (error.retry_after)
+    outcome.delay = std::chrono::duration_cast<milliseconds>(*error.retry_after);
+  return outcome;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+/// The reason of condition `type` in a stored status, "" when absent.
+std::string stored_reason(const json& status, std::string_view type) {
+  if (!status.is_object() || !status.contains("conditions")) return {};
+  for (const json& condition : status["conditions"]) {
+    if (condition.is_object() && condition.value("type", "") == type) {
+      return condition.value("reason", "");
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers) {
+  const Scaler* active = nullptr;
+  for (const auto& candidate : scalers) {
+    if (!candidate) continue;
+    if (active == nullptr || std::tie(candidate->creation_timestamp, candidate->name) <
+                                 std::tie(active->creation_timestamp, active->name)) {
+      active = candidate.get();
+    }
+  }
+  return active;
+}
+
+json merge_patch_between(const json& from, const json& to) {
+  if (!from.is_object() || !to.is_object()) return to;
+  json patch = json::object();
+  for (const auto& [key, value] : from.items()) {
+    if (!to.contains(key)) patch[key] = nullptr;
+  }
+  for (const auto& [key, value] : to.items()) {
+    auto old = from.find(key);
+    if (old == from.end()) {
+      patch[key] = value;
+    } else if (*old != value) {
+      patch[key] = merge_patch_between(*old, value);
+    }
+  }
+  return patch;
+}
+
+Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedState& verified,
+                       ReconcilerMetrics& metrics, ReconcilerOptions options)
+    : api_(api), store_(store), verified_(verified), metrics_(metrics), options_(options) {}
+
+ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
+  std::shared_ptr<const Scaler> scaler = store_.get(item.key);
+  if (!scaler) {
+    // Scaler gone: forget it. The Deployment is left exactly as it is.
+    verified_.forget(item.key);
+    std::lock_guard lock(mutex_);
+    mutated_.erase(item.key);
+    recheck_delays_.erase(item.key);
+    return {};
+  }
+
+  // One scaler per Deployment: the oldest is active, the others report Conflict and write nothing.
+  const Scaler* active = nullptr;
+  auto rivals = store_.targeting(scaler->ns, scaler->deployment_name);
+  active = select_active(rivals);
+  if (active != nullptr && active->key() != scaler->key()) {
+    verified_.forget(scaler->key());
+    StatusReport report;
+    report.deployment_name = scaler->deployment_name;
+    report.deployment_found =
+        stored_reason(scaler->status, condition::kDeploymentFound) == reason::kFound;
+    report.deployment_uid = string_at(scaler->status, {"deployment", "uid"});
+    std::string message = "VerticalScaler " + active->name + " already manages Deployment " +
+                          scaler->deployment_name + "; this scaler changes nothing";
+    report.conditions.push_back({condition::kReady, false, reason::kConflict, message});
+    if (stored_reason(scaler->status, condition::kReady) != reason::kConflict) {
+      api_.record_event(*scaler, true, reason::kConflict, message);
+    }
+    auto written = write_status(*scaler, report);
+    if (!written.ok()) return retry(written.error(), "write status");
+    return {};
+  }
+  return reconcile_active(*scaler, item);
+}
+
+ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkItem& item) {
+  StatusReport report;
+  report.deployment_name = scaler.deployment_name;
+  const std::string key = scaler.key();
+
+  auto deployment = api_.get_deployment(scaler.ns, scaler.deployment_name);
+  bool missing = !deployment.ok() && kube::is_not_found(deployment.error());
+  if (!deployment.ok() && !missing) return retry(deployment.error(), "get deployment");
+  bool deleting =
+      deployment.ok() && !string_at(*deployment, {"metadata", "deletionTimestamp"}).empty();
+
+  if (missing || deleting) {
+    // Its creation (or re-creation) will hint; the resync is the safety net.
+    verified_.set(key, Verified{});
+    report.deployment_found = false;
+    std::string message =
+        "Deployment " + scaler.deployment_name +
+        (deleting ? " is being deleted" : " does not exist in namespace " + scaler.ns);
+    report.conditions.push_back({condition::kDeploymentFound, false, reason::kNotFound, message});
+    report.conditions.push_back({condition::kReady, false, reason::kPending,
+                                 "waiting for Deployment " + scaler.deployment_name});
+    auto written = write_status(scaler, report);
+    if (!written.ok()) return retry(written.error(), "write status");
+    // A CREATE/UPDATE hint says the Deployment must become visible: keep looking for a while.
+    bool hint_visible = item.hint.min_generation_exclusive == 0 || !item.hint.gone_uid.empty();
+    return maybe_recheck(item, hint_visible, {});
+  }
+
+  const json& stored = *deployment;
+  const std::string uid = string_at(stored, {"metadata", "uid"});
+  int64_t generation = generation_of(stored);
+  bool hint_visible = (item.hint.min_generation_exclusive == 0 ||
+                       generation > item.hint.min_generation_exclusive) &&
+                      (item.hint.gone_uid.empty() || item.hint.gone_uid != uid);
+
+  report.deployment_found = true;
+  report.deployment_uid = uid;
+  report.conditions.push_back({condition::kDeploymentFound, true, reason::kFound,
+                               "Deployment " + scaler.deployment_name + " exists"});
+
+  ResourcePlan plan = plan_resources(scaler, stored);
+  ReconcileOutcome outcome;
+  Condition scaled{condition::kScaled, false, "", ""};
+  bool applied = false;
+
+  if (scaler.update_mode == UpdateMode::kOff) {
+    scaled.reason = reason::kUpdateModeOff;
+    scaled.message = plan.changed() ? "updateMode is Off: the declared resources are not applied"
+                                    : "updateMode is Off; the Deployment already carries the "
+                                      "declared resources";
+    report.containers = status_containers(plan, true);
+  } else if (!plan.invalid.empty()) {
+    scaled.reason = reason::kInvalidResources;
+    scaled.message = plan.invalid + "; nothing was written";
+    report.containers = status_containers(plan, false);
+  } else if (plan.changed()) {
+    bool known_mutation = false;
+    {
+      std::lock_guard lock(mutex_);
+      auto record = mutated_.find(key);
+      known_mutation = record != mutated_.end() &&
+                       record->second.scaler_generation == scaler.generation &&
+                       record->second.deployment_uid == uid &&
+                       record->second.deployment_generation == generation;
+    }
+    if (known_mutation) {
+      // Already written once and rewritten by another webhook: never loop on it.
+      scaled.reason = reason::kMutatedByAdmission;
+      scaled.message =
+          "another admission webhook changes the resources vscaler sets; not retried "
+          "until the scaler or the Deployment template changes";
+      report.containers = status_containers(plan, false);
+    } else {
+      auto patched = api_.patch_deployment(scaler.ns, scaler.deployment_name,
+                                           strategic_merge_patch(scaler, plan));
+      if (!patched.ok()) {
+        if (kube::is_not_found(patched.error())) {
+          // Deleted between the read and the write: report it on the next pass.
+          return retry(patched.error(), "patch deployment");
+        }
+        StatusReport failed = report;
+        failed.conditions.push_back({condition::kScaled, false, reason::kPatchFailed,
+                                     "patching Deployment " + scaler.deployment_name +
+                                         " failed: " + patched.error().to_string()});
+        failed.conditions.push_back({condition::kReady, false, reason::kPatchFailed,
+                                     "the declared resources are not applied yet"});
+        (void)write_status(scaler, failed);
+        return retry(patched.error(), "patch deployment");
+      }
+      generation = generation_of(*patched);
+      ResourcePlan after = plan_resources(scaler, *patched);
+      if (after.changed()) {
+        std::lock_guard lock(mutex_);
+        mutated_[key] = MutationRecord{scaler.generation, uid, generation};
+        scaled.reason = reason::kMutatedByAdmission;
+        scaled.message =
+            "the Deployment was written but another admission webhook changed the "
+            "declared resources; not retried until the scaler or the Deployment "
+            "template changes";
+        report.containers = status_containers(after, false);
+        api_.record_event(scaler, true, reason::kMutatedByAdmission, scaled.message);
+      } else {
+        applied = true;
+        outcome.patched = true;
+        report.scaled_now = true;
+        report.containers = status_containers(after, false);
+        if (item.priority == Priority::kLow) metrics_.on_resync_correction();
+        api_.record_event(scaler, false, "Scaled",
+                          "set the declared resources on Deployment " + scaler.deployment_name);
+        log::info(kLogger, "patched deployment",
+                  {{"scaler", key},
+                   {"deployment", scaler.deployment_name},
+                   {"generation", std::to_string(generation)}});
+      }
+    }
+  } else {
+    applied = true;
+    report.containers = status_containers(plan, false);
+  }
+
+  if (applied) {
+    std::lock_guard lock(mutex_);
+    mutated_.erase(key);
+  }
+  if (applied && !plan.missing.empty()) {
+    scaled.reason = reason::kContainerNotFound;
+    scaled.message = "container(s) " + join(plan.missing) + " not found in Deployment " +
+                     scaler.deployment_name + "; the others are applied";
+  } else if (applied) {
+    scaled.status = true;
+    scaled.reason = reason::kApplied;
+    scaled.message = "Deployment " + scaler.deployment_name + " carries the declared resources";
+  }
+  report.conditions.push_back(scaled);
+  if (scaled.status || (scaler.update_mode == UpdateMode::kOff && !plan.changed())) {
+    report.conditions.push_back({condition::kReady, true, reason::kUpToDate, scaled.message});
+  } else {
+    report.conditions.push_back({condition::kReady, false, scaled.reason, scaled.message});
+  }
+  if (!scaled.status && stored_reason(scaler.status, condition::kScaled) != scaled.reason &&
+      scaled.reason != reason::kMutatedByAdmission) {
+    api_.record_event(scaler, scaled.reason != reason::kUpdateModeOff, scaled.reason,
+                      scaled.message);
+  }
+
+  verified_.set(key, Verified{true, uid, generation});
+  auto written = write_status(scaler, report);
+  if (!written.ok()) {
+    ReconcileOutcome failed = retry(written.error(), "write status");
+    failed.patched = outcome.patched;
+    return failed;
+  }
+  return maybe_recheck(item, hint_visible, outcome);
+}
+
+ReconcileOutcome Reconciler::maybe_recheck(const WorkItem& item, bool hint_visible,
+                                           ReconcileOutcome outcome) {
+  std::lock_guard lock(mutex_);
+  auto now = std::chrono::steady_clock::now();
+  // The deadline counts from when the hinted write was admitted (the queue stamps hint.issued).
+  if (hint_visible || !item.hint.any() || now - item.hint.issued >= options_.hint_deadline) {
+    // Visible, nothing asked, or never visible (rejected by a later admission step): done.
+    recheck_delays_.erase(item.key);
+    return outcome;
+  }
+  auto [delay, inserted] = recheck_delays_.try_emplace(item.key, options_.hint_recheck_initial);
+  outcome.kind = ReconcileOutcome::Kind::kRecheck;
+  outcome.delay = delay->second;
+  delay->second = std::min(delay->second * 2, options_.hint_recheck_max);
+  return outcome;
+}
+
+kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const Scaler& scaler,
+                                                                  const StatusReport& report) {
+  json stored_status = scaler.status;
+  std::string resource_version = scaler.resource_version;
+  int64_t generation = scaler.generation;
+  for (int attempt = 0;; ++attempt) {
+    json next = build_status(stored_status, generation, report, rfc3339_now());
+    if (next == stored_status) return kube::Unit{};
+    json patch = {{"metadata", {{"resourceVersion", resource_version}}},
+                  {"status", merge_patch_between(stored_status, next)}};
+    auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
+    if (written.ok()) return kube::Unit{};
+    if (!kube::is_conflict(written.error()) || attempt >= options_.status_conflict_retries) {
+      return kube::fail(written.error());
+    }
+    // Someone else wrote the scaler meanwhile: re-read and rebuild from what is stored now.
+    auto fresh = api_.get_scaler(scaler.ns, scaler.name);
+    if (!fresh.ok()) return kube::fail(fresh.error());
+    stored_status = fresh->contains("status") ? (*fresh)["status"] : json::object();
+    resource_version = string_at(*fresh, {"metadata", "resourceVersion"});
+    generation = generation_of(*fresh);
+  }
+}
+
+}  // namespace vscaler::controller

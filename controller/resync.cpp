@@ -1,0 +1,111 @@
+#include "controller/resync.h"
+
+#include <map>
+#include <random>
+
+#include "controller/reconciler.h"
+#include "kube/log.h"
+
+namespace vscaler::controller {
+namespace {
+constexpr std::string_view kLogger = "resync";
+// Page size of the metadata list. A namespace is read with one GET per scaler when that takes
+// no more requests than listing it did last time (few scalers among many Deployments).
+constexpr std::size_t kPageSize = 500;
+
+/// True when what is stored now differs from what was last verified.
+bool changed(const std::optional<Verified>& verified, const DeploymentMeta* observed) {
+  if (!verified) return true;
+  if (observed == nullptr) return verified->found;
+  return !verified->found || verified->uid != observed->uid ||
+         verified->generation != observed->generation;
+}
+}  // namespace
+
+Resyncer::Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState& verified,
+                   WorkQueue& queue, ResyncMetrics& metrics)
+    : api_(api), store_(store), verified_(verified), queue_(queue), metrics_(metrics) {}
+
+ResyncStats Resyncer::run_once() {
+  auto start = std::chrono::steady_clock::now();
+  ResyncStats stats;
+  // Active scalers by namespace. Conflict losers write nothing; they are reconciled when the
+  // active one changes or goes away (the informer enqueues them).
+  std::map<std::string, std::vector<std::shared_ptr<const Scaler>>> by_namespace;
+  for (auto& scaler : store_.snapshot()) {
+    const Scaler* active = select_active(store_.targeting(scaler->ns, scaler->deployment_name));
+    if (active != scaler.get()) continue;
+    by_namespace[scaler->ns].push_back(std::move(scaler));
+  }
+  std::vector<std::string> to_enqueue;
+  for (auto& [ns, scalers] : by_namespace) {
+    stats.scalers += scalers.size();
+    ++stats.namespaces;
+    auto known = last_list_size_.find(ns);
+    std::size_t pages = known == last_list_size_.end() ? 1 : known->second / kPageSize + 1;
+    bool use_gets = known != last_list_size_.end() && scalers.size() <= pages;
+    if (use_gets) {
+      for (const auto& scaler : scalers) {
+        ++stats.api_calls;
+        auto meta = api_.get_deployment(ns, scaler->deployment_name);
+        if (!meta.ok() && !kube::is_not_found(meta.error())) {
+          ++stats.skipped;
+          continue;
+        }
+        const DeploymentMeta* observed = meta.ok() ? &*meta : nullptr;
+        if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
+      }
+      continue;
+    }
+    auto list = api_.list_deployments(ns, stats.api_calls);
+    if (!list.ok()) {
+      // An interrupted list proves nothing about what is absent: judge nobody here this time.
+      stats.skipped += scalers.size();
+      log::warn(kLogger, "listing deployments failed; namespace skipped this pass",
+                {{"namespace", ns}, {"error", list.error().to_string()}});
+      continue;
+    }
+    last_list_size_[ns] = list->size();
+    std::unordered_map<std::string_view, const DeploymentMeta*> by_name;
+    by_name.reserve(list->size());
+    for (const auto& meta : *list) by_name.emplace(meta.name, &meta);
+    for (const auto& scaler : scalers) {
+      auto it = by_name.find(scaler->deployment_name);
+      const DeploymentMeta* observed = it == by_name.end() ? nullptr : it->second;
+      if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
+    }
+  }
+  for (const auto& key : to_enqueue) queue_.add(key, Priority::kLow);
+  stats.enqueued = to_enqueue.size();
+  if (!to_enqueue.empty()) metrics_.on_enqueued(to_enqueue.size());
+  stats.wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  log::debug(kLogger, "resync pass",
+             {{"scalers", std::to_string(stats.scalers)},
+              {"api_calls", std::to_string(stats.api_calls)},
+              {"enqueued", std::to_string(stats.enqueued)},
+              {"wall_ms", std::to_string(stats.wall.count())}});
+  return stats;
+}
+
+void Resyncer::run(std::chrono::milliseconds period) {
+  std::mt19937_64 random(std::random_device{}());
+  std::uniform_real_distribution<double> jitter(0.9, 1.1);
+  while (true) {
+    auto wait = std::chrono::milliseconds(
+        static_cast<int64_t>(static_cast<double>(period.count()) * jitter(random)));
+    {
+      std::unique_lock lock(stop_mutex_);
+      if (stop_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
+    }
+    run_once();
+  }
+}
+
+void Resyncer::stop() {
+  std::lock_guard lock(stop_mutex_);
+  stopping_ = true;
+  stop_cv_.notify_all();
+}
+
+}  // namespace vscaler::controller

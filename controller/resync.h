@@ -1,0 +1,89 @@
+// Resync: the periodic safety net for hints that never came (webhook down, failurePolicy Ignore,
+// operator restart). It reads only Deployment metadata, in the namespaces that hold scalers, so
+// its cost grows with the number of scalers and not with the Deployments of the cluster, and it
+// enqueues (at low priority) only the scalers whose Deployment changed or vanished since the
+// operator last verified it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "controller/scaler_store.h"
+#include "controller/verified_state.h"
+#include "controller/work_queue.h"
+#include "kube/errors.h"
+#include "kube/result.h"
+
+namespace vscaler::controller {
+
+/// What the resync needs to know of one Deployment.
+struct DeploymentMeta {
+  std::string name;
+  std::string uid;
+  int64_t generation = 0;
+};
+
+/// The reads a resync makes; implemented on kube::Client, faked in unit tests.
+class ResyncApi {
+ public:
+  virtual ~ResyncApi() = default;
+  /// Every Deployment of `ns`, metadata only, paginated. An error means the list is incomplete
+  /// (and proves nothing about absent Deployments). `calls` is incremented per API request.
+  virtual kube::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(
+      const std::string& ns, int& calls) = 0;
+  /// One Deployment's metadata; NotFound when it does not exist.
+  virtual kube::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
+                                                                      const std::string& name) = 0;
+};
+
+/// Counters of the resync (vscaler_resync_enqueued_total).
+class ResyncMetrics {
+ public:
+  virtual ~ResyncMetrics() = default;
+  virtual void on_enqueued(std::size_t keys) { (void)keys; }
+};
+
+/// What one pass did, for logs, tests and benchmarks.
+struct ResyncStats {
+  std::size_t scalers = 0;     ///< active scalers considered
+  std::size_t namespaces = 0;  ///< namespaces read
+  int api_calls = 0;           ///< API requests made
+  std::size_t enqueued = 0;    ///< keys enqueued
+  std::size_t skipped = 0;     ///< scalers not judged because a read failed
+  std::chrono::milliseconds wall{0};
+};
+
+/// Runs resync passes; run() loops until stop().
+class Resyncer {
+ public:
+  Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState& verified,
+           WorkQueue& queue, ResyncMetrics& metrics);
+
+  /// One pass: read, compare with what was verified, enqueue what changed or vanished.
+  ResyncStats run_once();
+  /// Calls run_once() every `period` (jittered by up to +-10%) until stop().
+  void run(std::chrono::milliseconds period);
+  /// Makes run() return (from any thread).
+  void stop();
+
+ private:
+  ResyncApi& api_;
+  const ScalerStore& store_;
+  const VerifiedState& verified_;
+  WorkQueue& queue_;
+  ResyncMetrics& metrics_;
+  /// Deployments seen in each namespace's last complete list: when a namespace holds few scalers
+  /// among many Deployments, one metadata GET per scaler is cheaper than listing it.
+  std::unordered_map<std::string, std::size_t> last_list_size_;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace vscaler::controller
