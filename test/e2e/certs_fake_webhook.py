@@ -6,7 +6,8 @@ they change, without a restart: every new connection checks the files and switch
 pair once it loads and matches (a half-replaced pair keeps the old one). Answers every
 AdmissionReview on /mutate-deployments and /validate-verticalscalers with allowed: true and the
 warning "fake-vscaler reached PATH OPERATION NAMESPACE/NAME", and appends the same line to
---log. Other paths get 404, bodies that are not an AdmissionReview 400. Standard library only.
+--log. Closes each connection after a few requests, so clients handshake (and verify the
+certificate) again all the time and a certificate the client does not trust shows at once. Other paths get 404, bodies that are not an AdmissionReview 400. Standard library only.
 """
 import argparse
 import http.server
@@ -61,6 +62,9 @@ def main():
     parser.add_argument("--port", type=int, default=0, help="default: any free port")
     parser.add_argument("--port-file", help="write the bound port here")
     parser.add_argument("--log", help="append one line per admission review")
+    parser.add_argument("--max-requests-per-connection", type=int, default=5,
+                        help="close a keep-alive connection after this many requests, so that "
+                             "clients handshake again often (as cpp-httplib does)")
     args = parser.parse_args()
     certs = Certs(args.cert_dir)
     log_lock = threading.Lock()
@@ -70,6 +74,7 @@ def main():
 
         def setup(self):
             self.request.do_handshake()
+            self.served = 0
             super().setup()
 
         def do_POST(self):
@@ -95,9 +100,13 @@ def main():
                     out.write(line + "\n")
             answer = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                  "response": {"uid": uid, "allowed": True, "warnings": [line]}}).encode()
+            self.served += 1
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(answer)))
+            if self.served >= args.max_requests_per_connection:
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(answer)
 
