@@ -2,9 +2,8 @@
 // decisions can be unit-tested with a fake; KubeReconcileApi implements it on kube::Client.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "controller/scaler.h"
 #include "kube/errors.h"

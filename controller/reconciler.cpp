@@ -154,7 +154,8 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
     auto written = write_status(scaler, report);
     if (!written.ok()) return retry(written.error(), "write status");
     // A CREATE/UPDATE hint says the Deployment must become visible: keep looking for a while.
-    bool hint_visible = item.hint.min_generation_exclusive == 0 || !item.hint.gone_uid.empty();
+    // Only a hinted CREATE is still to come; an UPDATE of a vanished Deployment never will.
+    bool hint_visible = !item.hint.must_exist || !item.hint.gone_uid.empty();
     return maybe_recheck(item, hint_visible, {});
   }
 

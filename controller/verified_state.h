@@ -14,9 +14,9 @@ namespace vscaler::controller {
 
 /// What a reconcile last saw of a scaler's Deployment.
 struct Verified {
-  bool found = false;        ///< the Deployment existed
-  std::string uid;           ///< its uid when found
-  int64_t generation = 0;    ///< its metadata.generation when found
+  bool found = false;      ///< the Deployment existed
+  std::string uid;         ///< its uid when found
+  int64_t generation = 0;  ///< its metadata.generation when found
   friend bool operator==(const Verified&, const Verified&) = default;
 };
 

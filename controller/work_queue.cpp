@@ -48,6 +48,7 @@ void fold(Hint& into, const Hint& hint, WorkQueue::Clock::time_point now) {
 void Hint::merge(const Hint& newer) {
   min_generation_exclusive = std::max(min_generation_exclusive, newer.min_generation_exclusive);
   if (!newer.gone_uid.empty()) gone_uid = newer.gone_uid;
+  must_exist = must_exist || newer.must_exist;
   issued = std::max(issued, newer.issued);
 }
 

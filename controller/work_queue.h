@@ -44,13 +44,16 @@ struct Hint {
   int64_t min_generation_exclusive = 0;
   /// This Deployment uid must be gone or carry a deletionTimestamp; empty = no deletion hint.
   std::string gone_uid;
+  /// The Deployment must exist (a CREATE was admitted: "generation > 0" in DESIGN.md's terms,
+  /// which min_generation_exclusive cannot say since 0 there means "no hint").
+  bool must_exist = false;
   /// When the newest part of this hint was issued; the worker's give-up deadline (30 s) counts
   /// from it. WorkQueue stamps it on add when a hint that asks for something has none, so
   /// callers may leave it unset; re-adding an item's hint (a re-check) keeps its original time.
   std::chrono::steady_clock::time_point issued{};
 
-  /// True when the hint asks for something (a generation or a uid).
-  bool any() const { return min_generation_exclusive > 0 || !gone_uid.empty(); }
+  /// True when the hint asks for something (a generation, a uid, or existence).
+  bool any() const { return min_generation_exclusive > 0 || !gone_uid.empty() || must_exist; }
 
   /// Folds a newer hint into this one: the larger generation wins (a later write implies the
   /// earlier ones), a newer gone_uid replaces an older one (a Deployment recreated and deleted

@@ -307,6 +307,29 @@ TEST_CASE("a hint not yet visible is re-checked with a short backoff, not counte
   CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kDone);
 }
 
+TEST_CASE("a hinted CREATE not yet stored is re-checked until the Deployment appears") {
+  Fixture f;
+  f.add_scaler("web", kSpec);
+  Hint hint;
+  hint.must_exist = true;
+  hint.issued = std::chrono::steady_clock::now();
+  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kRecheck);
+  f.add_deployment("web", R"([{"name": "app"}])");
+  auto outcome = f.run("web", Priority::kHigh, hint);
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(outcome.patched);
+}
+
+TEST_CASE("a hint never made visible is given up after its deadline") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  Hint hint;
+  hint.min_generation_exclusive = 5;
+  hint.issued = std::chrono::steady_clock::now() - std::chrono::seconds(31);
+  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kDone);
+}
+
 TEST_CASE("merge_patch_between sets changes and nulls removed members") {
   json from = json::parse(R"({"a": 1, "b": {"c": 2, "d": 3}, "e": [1]})");
   json to = json::parse(R"({"a": 1, "b": {"c": 4}, "e": [2], "f": true})");

@@ -1,0 +1,44 @@
+// The reconciler's and the resync's API calls implemented on kube::Client: the production side
+// of ReconcileApi and ResyncApi.
+#pragma once
+
+#include "controller/reconcile_api.h"
+#include "controller/resync.h"
+#include "kube/client.h"
+
+namespace vscaler::controller {
+
+/// The field manager every vscaler write records (DESIGN.md: names).
+inline constexpr const char* kFieldManager = "vscaler";
+
+/// ReconcileApi over the API server.
+class KubeReconcileApi : public ReconcileApi {
+ public:
+  explicit KubeReconcileApi(kube::Client client) : client_(std::move(client)) {}
+  ApiResult get_deployment(const std::string& ns, const std::string& name) override;
+  ApiResult patch_deployment(const std::string& ns, const std::string& name,
+                             const nlohmann::json& patch) override;
+  ApiResult get_scaler(const std::string& ns, const std::string& name) override;
+  ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
+                                const nlohmann::json& merge_patch) override;
+  void record_event(const Scaler& scaler, bool warning, const std::string& reason,
+                    const std::string& message) override;
+
+ private:
+  kube::Client client_;
+};
+
+/// ResyncApi over the API server: metadata-only reads (PartialObjectMetadata), paginated.
+class KubeResyncApi : public ResyncApi {
+ public:
+  explicit KubeResyncApi(kube::Client client) : client_(std::move(client)) {}
+  kube::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(const std::string& ns,
+                                                                             int& calls) override;
+  kube::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
+                                                              const std::string& name) override;
+
+ private:
+  kube::Client client_;
+};
+
+}  // namespace vscaler::controller

@@ -1,0 +1,221 @@
+#include "controller/manager.h"
+
+#include "kube/log.h"
+
+namespace vscaler::controller {
+namespace {
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+constexpr std::string_view kLogger = "manager";
+constexpr const char* kControllerName = "verticalscaler";
+
+int64_t generation_of(const json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return 0;
+  return metadata->value("generation", int64_t{0});
+}
+}  // namespace
+
+/// The Prometheus side of the queue, reconciler and resync observers (controller-runtime names).
+class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public ResyncMetrics {
+ public:
+  explicit Metrics(metrics::Registry& registry)
+      : depth_(
+            registry.gauge("workqueue_depth", "Current depth of workqueue", {"controller", "name"})
+                .with({kControllerName, kControllerName})),
+        adds_(registry
+                  .counter("workqueue_adds_total", "Total number of adds handled by workqueue",
+                           {"controller", "name"})
+                  .with({kControllerName, kControllerName})),
+        retries_(registry
+                     .counter("workqueue_retries_total",
+                              "Total number of retries handled by workqueue",
+                              {"controller", "name"})
+                     .with({kControllerName, kControllerName})),
+        queue_duration_(registry
+                            .histogram("workqueue_queue_duration_seconds",
+                                       "How long in seconds an item stays in workqueue before "
+                                       "being requested",
+                                       {"controller", "name"})
+                            .with({kControllerName, kControllerName})),
+        work_duration_(registry
+                           .histogram("workqueue_work_duration_seconds",
+                                      "How long in seconds processing an item from workqueue takes",
+                                      {"controller", "name"})
+                           .with({kControllerName, kControllerName})),
+        reconcile_total_(registry.counter("controller_runtime_reconcile_total",
+                                          "Total number of reconciliations per controller",
+                                          {"controller", "result"})),
+        reconcile_time_(registry
+                            .histogram("controller_runtime_reconcile_time_seconds",
+                                       "Length of time per reconciliation per controller",
+                                       {"controller"})
+                            .with({kControllerName})),
+        resync_enqueued_(registry
+                             .counter("vscaler_resync_enqueued_total",
+                                      "Scaler keys the periodic resync enqueued")
+                             .get()),
+        resync_corrections_(registry
+                                .counter("vscaler_resync_corrections_total",
+                                         "Reconciles from the resync that found real drift (the "
+                                         "fast path missed it)")
+                                .get()) {
+    // Pre-create the result series so dashboards see zeros rather than gaps.
+    for (const char* result : {"success", "error", "requeue", "requeue_after"}) {
+      reconcile_total_.with({kControllerName, result});
+    }
+  }
+
+  void on_add(Priority) override { adds_.inc(); }
+  void on_depth(size_t depth) override { depth_.set(static_cast<double>(depth)); }
+  void on_retry() override { retries_.inc(); }
+  void on_queue_latency(double seconds) override { queue_duration_.observe(seconds); }
+  void on_work_duration(double seconds) override { work_duration_.observe(seconds); }
+  void on_resync_correction() override { resync_corrections_.inc(); }
+  void on_enqueued(std::size_t keys) override { resync_enqueued_.inc(static_cast<double>(keys)); }
+
+  void on_reconcile(const char* result, double seconds) {
+    reconcile_total_.with({kControllerName, result}).inc();
+    reconcile_time_.observe(seconds);
+  }
+
+ private:
+  metrics::Gauge& depth_;
+  metrics::Counter& adds_;
+  metrics::Counter& retries_;
+  metrics::Histogram& queue_duration_;
+  metrics::Histogram& work_duration_;
+  metrics::CounterFamily& reconcile_total_;
+  metrics::Histogram& reconcile_time_;
+  metrics::Counter& resync_enqueued_;
+  metrics::Counter& resync_corrections_;
+};
+
+Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry& registry)
+    : client_(client),
+      options_(std::move(options)),
+      metrics_(std::make_unique<Metrics>(registry)),
+      reconcile_api_(client),
+      resync_api_(client) {
+  WorkQueueOptions queue_options;
+  // The queue calls its observer; the manager owns it and outlives the queue.
+  queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
+  queue_ = std::make_unique<WorkQueue>(queue_options);
+  reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, *metrics_,
+                                             options_.reconciler);
+  resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
+
+  kube::InformerOptions informer_options;
+  informer_options.type = kube::resources::kVerticalScalers;
+  informer_options.ns = options_.ns;
+  informer_options.name = "verticalscalers";
+  kube::InformerHandlers handlers;
+  handlers.on_add = [this](const json& object) { on_scaler_event(nullptr, &object); };
+  handlers.on_update = [this](const json& old_object, const json& new_object) {
+    on_scaler_event(&old_object, &new_object);
+  };
+  handlers.on_delete = [this](const json& last_known) { on_scaler_event(&last_known, nullptr); };
+  informer_ = std::make_unique<kube::Informer>(client_, informer_options, std::move(handlers));
+}
+
+Manager::~Manager() {
+  stop();
+}
+
+void Manager::start() {
+  if (started_.exchange(true)) return;
+  informer_->start();
+  for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  resync_thread_ = std::thread([this] {
+    // The first pass waits for the informer: an unsynced store would judge nothing.
+    while (!informer_->wait_for_sync(std::chrono::milliseconds(500))) {
+      if (stopped_.load()) return;
+    }
+    resyncer_->run(options_.resync_period);
+  });
+}
+
+void Manager::stop() {
+  if (!started_.load() || stopped_.exchange(true)) return;
+  informer_->stop();
+  resyncer_->stop();
+  if (resync_thread_.joinable()) resync_thread_.join();
+  // Intake stops; in-flight reconciles finish; waiting keys are dropped (they are level-based:
+  // the next start relists and reconciles everything anyway).
+  queue_->shutdown();
+  for (auto& worker : workers_) worker.join();
+  workers_.clear();
+}
+
+void Manager::enqueue_target(const std::string& ns, const std::string& deployment) {
+  store_.index().lookup(ns, deployment, [this](std::string_view key) { queue_->add(key); });
+}
+
+void Manager::on_scaler_event(const json* old_object, const json* new_object) {
+  if (new_object == nullptr) {
+    // Deleted: forget it; the scalers left on its Deployment may become active.
+    std::string key = object_key(*old_object);
+    auto removed = store_.remove(key);
+    queue_->add(key);  // the worker forgets its in-memory state
+    if (removed) enqueue_target(removed->ns, removed->deployment_name);
+    return;
+  }
+  auto parsed = parse_scaler(*new_object);
+  if (!parsed.ok()) {
+    // Admitted by an older CRD or while the validating webhook was down: report, touch nothing.
+    log::warn(kLogger, "ignoring an invalid VerticalScaler",
+              {{"scaler", object_key(*new_object)}, {"error", parsed.error()}});
+    auto removed = store_.remove(object_key(*new_object));
+    if (removed) enqueue_target(removed->ns, removed->deployment_name);
+    return;
+  }
+  auto scaler = std::make_shared<const Scaler>(std::move(parsed).value());
+  std::string key = scaler->key();
+  auto previous = store_.upsert(scaler);
+  bool spec_changed = old_object == nullptr || previous == nullptr ||
+                      generation_of(*old_object) != scaler->generation;
+  if (!spec_changed) return;  // status-only (or metadata-only) update: nothing to do
+  // The scaler and everything on its Deployment (a new or changed scaler can win or lose the
+  // one-scaler-per-Deployment election); with a new deploymentName, the old Deployment's too.
+  enqueue_target(scaler->ns, scaler->deployment_name);
+  queue_->add(key);
+  if (previous && previous->deployment_name != scaler->deployment_name) {
+    enqueue_target(previous->ns, previous->deployment_name);
+  }
+}
+
+void Manager::work() {
+  while (auto item = queue_->get()) {
+    auto start = Clock::now();
+    ReconcileOutcome outcome;
+    try {
+      outcome = reconciler_->reconcile(*item);
+    } catch (const std::exception& error) {
+      // A bug, not an API failure; keep the worker alive and retry with backoff.
+      outcome.kind = ReconcileOutcome::Kind::kRetry;
+      outcome.error = std::string("unexpected exception: ") + error.what();
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    switch (outcome.kind) {
+      case ReconcileOutcome::Kind::kDone:
+        queue_->forget(item->key);
+        metrics_->on_reconcile("success", seconds);
+        break;
+      case ReconcileOutcome::Kind::kRecheck:
+        // Not a failure: look again shortly, keeping the hint (and its issue time).
+        queue_->forget(item->key);
+        queue_->add_after(item->key, outcome.delay, item->priority, item->hint);
+        metrics_->on_reconcile("requeue_after", seconds);
+        break;
+      case ReconcileOutcome::Kind::kRetry:
+        log::warn(kLogger, "reconcile failed; retrying with backoff",
+                  {{"scaler", item->key}, {"error", outcome.error}});
+        queue_->add_rate_limited(item->key, item->priority, item->hint, outcome.delay);
+        metrics_->on_reconcile("error", seconds);
+        break;
+    }
+    queue_->done(item->key);
+  }
+}
+
+}  // namespace vscaler::controller

@@ -1,0 +1,79 @@
+// Manager: the operator's controller half, assembled. It owns the scaler store and index, the work
+// queue, the reconciler and its workers, the VerticalScaler informer and the resync loop, and
+// exposes what the webhook needs (the store to look up, the queue to enqueue into).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/kube_api.h"
+#include "controller/reconciler.h"
+#include "controller/resync.h"
+#include "controller/scaler_store.h"
+#include "controller/verified_state.h"
+#include "controller/work_queue.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "metrics/registry.h"
+
+namespace vscaler::controller {
+
+/// What the manager runs.
+struct ManagerOptions {
+  std::string ns;  ///< "" = all namespaces
+  int workers = 4;
+  std::chrono::milliseconds resync_period{60'000};
+  ReconcilerOptions reconciler;
+};
+
+/// Runs everything of the controller side; start() then stop().
+class Manager {
+ public:
+  Manager(kube::Client client, ManagerOptions options,
+          metrics::Registry& registry = metrics::default_registry());
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  /// Starts the informer, the workers and the resync loop.
+  void start();
+  /// Stops intake, lets in-flight reconciles finish, joins every thread. Idempotent.
+  void stop();
+  /// True once the VerticalScaler informer has listed everything once (for /readyz).
+  bool synced() const { return informer_ && informer_->has_synced(); }
+
+  /// The scalers and their index (the admission handlers read them; never written from there).
+  const ScalerStore& store() const { return store_; }
+  /// The queue the admission handlers enqueue hints into.
+  WorkQueue& queue() { return *queue_; }
+  /// Runs one resync pass now (tests and benchmarks).
+  ResyncStats resync_once() { return resyncer_->run_once(); }
+
+ private:
+  class Metrics;
+  void on_scaler_event(const nlohmann::json* old_object, const nlohmann::json* new_object);
+  void enqueue_target(const std::string& ns, const std::string& deployment);
+  void work();
+
+  kube::Client client_;
+  ManagerOptions options_;
+  std::unique_ptr<Metrics> metrics_;
+  ScalerStore store_;
+  VerifiedState verified_;
+  std::unique_ptr<WorkQueue> queue_;
+  KubeReconcileApi reconcile_api_;
+  KubeResyncApi resync_api_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<Resyncer> resyncer_;
+  std::unique_ptr<kube::Informer> informer_;
+  std::vector<std::thread> workers_;
+  std::thread resync_thread_;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace vscaler::controller
