@@ -11,7 +11,7 @@ work=$(mktemp -d /tmp/vscaler-manifests-test.XXXXXX)
 SA=system:serviceaccount:vscaler-system:vscaler
 cleanup() {
   k delete -f "$root/manifests/rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true
-  [ -f "$work/ns-rbac.yaml" ] && k delete -f "$work/ns-rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true
+  if [ -f "$work/ns-rbac.yaml" ]; then k delete -f "$work/ns-rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -24,7 +24,7 @@ k kustomize "$root/manifests" >"$work/all.yaml" || fail "kubectl kustomize manif
 k kustomize "$root/manifests/local" >"$work/local.yaml" || fail "kubectl kustomize manifests/local failed"
 # Components are enabled the documented way: uncommented in (a copy of) the root kustomization.
 variant() {
-  rm -rf "$work/$1" && cp -r "$root/manifests" "$work/$1"
+  rm -rf "${work:?}/$1" && cp -r "$root/manifests" "$work/$1"
   sed -i "s|^# - $1\$|- $1|" "$work/$1/kustomization.yaml"
   grep -q "^- $1\$" "$work/$1/kustomization.yaml" || fail "manifests/kustomization.yaml has no '# - $1' line to enable"
 }
