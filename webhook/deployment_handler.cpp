@@ -1,0 +1,107 @@
+#include "webhook/deployment_handler.h"
+
+#include "controller/reconciler.h"
+#include "controller/resources.h"
+#include "kube/log.h"
+
+namespace vscaler::webhook {
+namespace {
+
+using nlohmann::json;
+
+std::string metadata_string(const json& object, const char* key) {
+  if (!object.is_object()) return {};
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  auto value = metadata->find(key);
+  return value != metadata->end() && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+int64_t metadata_generation(const json& object) {
+  if (!object.is_object()) return 0;
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return 0;
+  auto value = metadata->find("generation");
+  return value != metadata->end() && value->is_number_integer() ? value->get<int64_t>() : 0;
+}
+
+}  // namespace
+
+DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
+                                     controller::WorkQueue& queue, metrics::Counter& enqueued)
+    : store_(store), queue_(queue), enqueued_(enqueued) {}
+
+const Projection& DeploymentHandler::projection() {
+  static const Projection projection = *Projection::parse({
+      "/metadata/name",
+      "/metadata/namespace",
+      "/metadata/uid",
+      "/metadata/generation",
+      "/metadata/deletionTimestamp",
+      "/spec/template/spec/containers/*/name",
+      "/spec/template/spec/containers/*/resources",
+  });
+  return projection;
+}
+
+AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
+  if (request.resource.group != "apps" || request.resource.resource != "deployments" ||
+      !request.sub_resource.empty()) {
+    return AdmissionResponse::allow();  // registered for deployments only; anything else is a
+                                        // misconfiguration we must not break
+  }
+  // Nothing is trusted from the review beyond naming the Deployment: the worker reads it live.
+  // On DELETE (also in a deletecollection, where request.name is empty) only oldObject has it.
+  const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
+  std::string name = metadata_string(named, "name");
+  if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
+  std::string ns = metadata_string(named, "namespace");
+  if (ns.empty()) ns = request.namespace_name;
+
+  auto scalers = store_.targeting(ns, name);
+  const controller::Scaler* active = controller::select_active(scalers);
+  if (active == nullptr) return AdmissionResponse::allow();
+
+  controller::Hint hint;
+  switch (request.operation) {
+    case Operation::kCreate:
+      hint.must_exist = true;
+      break;
+    case Operation::kUpdate:
+      hint.min_generation_exclusive = metadata_generation(request.old_object);
+      break;
+    case Operation::kDelete:
+      hint.gone_uid = metadata_string(request.old_object, "uid");
+      break;
+    case Operation::kConnect:
+      return AdmissionResponse::allow();
+  }
+  if (!request.dry_run) {
+    queue_.add(active->key(), controller::Priority::kHigh, hint);
+    enqueued_.inc();
+  }
+
+  AdmissionResponse response;
+  if (active->update_mode != controller::UpdateMode::kAuto ||
+      request.operation == Operation::kDelete) {
+    return response;
+  }
+  controller::ResourcePlan plan = controller::plan_resources(*active, request.object);
+  if (!plan.invalid.empty()) {
+    // A patch yielding an invalid object would make the API server reject the user's write.
+    response.warnings.push_back("vscaler: VerticalScaler " + active->name +
+                                " not applied: " + plan.invalid);
+    return response;
+  }
+  if (!plan.changed()) return response;
+  response.patch = controller::admission_json_patch(plan);
+  for (const auto& container : plan.containers) {
+    for (const auto& overridden : container.overridden) {
+      response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
+                                  container.name + " " + overridden);
+    }
+  }
+  return response;
+}
+
+}  // namespace vscaler::webhook

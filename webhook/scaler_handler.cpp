@@ -1,0 +1,62 @@
+#include "webhook/scaler_handler.h"
+
+#include "controller/reconciler.h"
+#include "controller/resources.h"
+
+namespace vscaler::webhook {
+
+using nlohmann::json;
+
+ScalerHandler::ScalerHandler(const controller::ScalerStore& store, controller::ReconcileApi& api)
+    : store_(store), api_(api) {}
+
+AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
+  if (request.operation != Operation::kCreate && request.operation != Operation::kUpdate) {
+    return AdmissionResponse::allow();
+  }
+  const json& object = request.object;
+  if (!object.is_object()) {
+    return AdmissionResponse::deny(400, "request.object: must be a VerticalScaler object");
+  }
+  auto spec = object.is_object() && object.contains("spec") ? object["spec"] : json();
+  std::vector<std::string> errors = controller::validate_scaler_spec(spec);
+  if (!errors.empty()) {
+    std::string message = "VerticalScaler is invalid: " + errors.front();
+    for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i];
+    return AdmissionResponse::deny(422, message, "Invalid");
+  }
+  json named = object;
+  if (!named["metadata"].contains("namespace"))
+    named["metadata"]["namespace"] = request.namespace_name;
+  auto scaler = controller::parse_scaler(named);
+  if (!scaler.ok())
+    return AdmissionResponse::deny(422, "VerticalScaler is invalid: " + scaler.error(), "Invalid");
+
+  AdmissionResponse response;
+  const std::string& deployment = scaler->deployment_name;
+  for (const auto& other : store_.targeting(scaler->ns, deployment)) {
+    if (other->name == scaler->name) continue;
+    response.warnings.push_back("VerticalScaler " + other->name + " already targets Deployment " +
+                                deployment + "; only the oldest scaler is applied");
+    break;
+  }
+  auto found = api_.get_deployment(scaler->ns, deployment);
+  if (!found.ok()) {
+    if (kube::is_not_found(found.error())) {
+      response.warnings.push_back("Deployment " + deployment +
+                                  " does not exist yet; it is scaled once it is created");
+    }
+    return response;  // any other failure: no warning is better than a wrong one
+  }
+  auto plan = controller::plan_resources(*scaler, *found);
+  if (!plan.invalid.empty()) {
+    response.warnings.push_back("declared values conflict with Deployment " + deployment + ": " +
+                                plan.invalid + "; nothing will be applied");
+  }
+  for (const auto& missing : plan.missing) {
+    response.warnings.push_back("Deployment " + deployment + " has no container " + missing);
+  }
+  return response;
+}
+
+}  // namespace vscaler::webhook

@@ -1,0 +1,27 @@
+// The VerticalScaler validating hook: denies what the CRD schema and CEL cannot say (every error
+// naming its field) and warns, never denies, about the cluster's state: the Deployment does not
+// exist yet, another scaler already targets it, or the declared values conflict with the
+// Deployment's own limits.
+#pragma once
+
+#include "controller/reconcile_api.h"
+#include "controller/scaler_store.h"
+#include "webhook/admission.h"
+
+namespace vscaler::webhook {
+
+/// POST /validate-verticalscalers.
+class ScalerHandler {
+ public:
+  /// `api` reads the target Deployment for the warnings (this hook is off the hot path).
+  ScalerHandler(const controller::ScalerStore& store, controller::ReconcileApi& api);
+
+  /// Answers one CREATE or UPDATE review of a VerticalScaler.
+  AdmissionResponse handle(const AdmissionRequest& request);
+
+ private:
+  const controller::ScalerStore& store_;
+  controller::ReconcileApi& api_;
+};
+
+}  // namespace vscaler::webhook
