@@ -62,6 +62,23 @@ demo: build cluster-up
 demo-down:
 	@scripts/demo.sh down
 
+.PHONY: deploy undeploy
+KUBECTL ?= kubectl
+CERT_DIR ?= $(or $(VSCALER_CERT_DIR),certs/out)
+## deploy: install vscaler on the cluster of the current KUBECONFIG: `kubectl apply -k manifests/`,
+## then its serving certificate (certs/install.sh; the CA and its key stay in CERT_DIR=certs/out)
+deploy:
+	@command -v $(KUBECTL) >/dev/null || { echo "deploy: $(KUBECTL) not found (set KUBECTL=...)" >&2; exit 1; }
+	$(KUBECTL) apply -k manifests/
+	@KUBECTL=$(KUBECTL) certs/install.sh --cert-dir $(CERT_DIR)
+	@echo "deploy: done; the image vscaler:0.1.0 must be pullable by the nodes (manifests/README.md)"
+## undeploy: remove what deploy installed, webhooks first; also the CRD, so every VerticalScaler
+## (never a Deployment); CERT_DIR is kept
+undeploy:
+	@command -v $(KUBECTL) >/dev/null || { echo "undeploy: $(KUBECTL) not found (set KUBECTL=...)" >&2; exit 1; }
+	@KUBECTL=$(KUBECTL) certs/install.sh --uninstall
+	$(KUBECTL) delete -k manifests/ --ignore-not-found
+
 .PHONY: bench
 ## bench: benchmarks next to their peers; writes bench/RESULTS.md
 bench: build cluster-build
