@@ -7,6 +7,8 @@
 #     call would pass silently, so each answer must carry the webhook's warning);
 #   - real Deployment PATCHes changing the pod template (kubectl edits, same check);
 #   - server-side dry-run VerticalScaler CREATEs (validating webhook, failurePolicy Fail).
+# and, for target 1, AdmissionReviews sent straight to the webhook by test/e2e/certs_loadgen.py
+# (it reconnects often and trusts the CAs in the directory): none may fail either.
 # Target 1: the cert dir the local webhook serves from (--local). Target 2: the Secret
 # vscaler-webhook-tls, copied into the webhook's directory by a loop standing in for the kubelet.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -139,6 +141,10 @@ dir=$work/local
 start_fake "$dir"
 "$root/certs/install.sh" --local --port "$FAKE_PORT" --cert-dir "$dir" 2>/dev/null
 start_load
+python3 "$here/certs_loadgen.py" --port "$FAKE_PORT" --ca-dir "$dir" --rate 100 --clients 4 \
+  --reconnect-every 10 >"$work/loadgen.json" 2>"$work/loadgen.err" &
+loadgen_pid=$!
+pids+=("$loadgen_pid")
 sleep 2
 old_fp=$(openssl x509 -in "$dir/tls.crt" -noout -fingerprint)
 old_ca=$(openssl x509 -in "$dir/ca.crt" -noout -subject)
@@ -149,6 +155,14 @@ sleep 1
 "$root/certs/rotate.sh" ca --local --port "$FAKE_PORT" --cert-dir "$dir" || fail "rotate.sh ca failed"
 sleep 2
 stop_load "target 1"
+kill -TERM "$loadgen_pid"
+wait "$loadgen_pid" || true
+python3 - "$work/loadgen.json" <<'PY' || fail "direct load: $(cat "$work/loadgen.json" "$work/loadgen.err")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["failed"] == 0 and s["sent"] >= 100, s
+print(f"ok: target 1: {s['sent']} reviews sent straight to the webhook ({s['rate']}/s, {s['handshakes']} handshakes), 0 failed")
+PY
 [ "$(openssl x509 -in "$dir/ca.crt" -noout -subject)" != "$old_ca" ] || fail "the CA did not change"
 expect_eq "old CA kept as ca-old.crt" "$(openssl x509 -in "$dir/ca-old.crt" -noout -subject)" "$old_ca"
 expect_eq "no next CA left" "$(ls "$dir"/ca-next.* 2>/dev/null)" ""
