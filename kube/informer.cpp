@@ -270,7 +270,10 @@ void Informer::run() {
       continue;
     }
     const ApiError& error = result.error();
-    if (is_canceled(error)) return;
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
     if (watch->events() > 0) backoff = options_.initial_backoff;
     if (is_expired(error)) {
       // The version we would resume from was compacted: only a new list can tell what happened.

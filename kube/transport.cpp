@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -455,6 +456,16 @@ class PooledTransport final : public Transport {
 }  // namespace
 
 Result<std::shared_ptr<Transport>> Transport::create(const ClientConfig& config) {
+  // OpenSSL writes to sockets with write(2): a connection the peer (or cancel()) has shut down
+  // would kill the process with SIGPIPE instead of returning EPIPE. A process that installed
+  // its own handler keeps it.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] {
+    struct sigaction current {};
+    if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      ::signal(SIGPIPE, SIG_IGN);
+    }
+  });
   std::string origin = config.source.empty() ? "client configuration" : config.source;
   auto url = parse_server_url(config.server);
   if (!url) return fail(origin + ": " + url.error());
