@@ -34,3 +34,96 @@ unique_namespace() {
   k create namespace "$ns" >/dev/null
   echo "$ns"
 }
+
+# ---- the operator as a process -------------------------------------------------------------
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# install_crd: applies the VerticalScaler CRD and waits until it is served.
+install_crd() {
+  k apply -f "$ROOT/manifests/crd/verticalscalers.yaml" >/dev/null
+  k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vscaler.dev >/dev/null
+}
+
+# free_port: one free TCP port on 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# self_signed_certs DIR: a throwaway serving certificate for 127.0.0.1 in DIR/tls.{crt,key}.
+self_signed_certs() {
+  mkdir -p "$1"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$1/tls.key" -out "$1/tls.crt" 2>/dev/null
+}
+
+# start_operator [FLAGS...]: runs $VSCALER_BIN against the test cluster on free ports, waits for
+# /readyz and stops it when the test exits. Sets OPERATOR_PID, METRICS_URL, WEBHOOK_PORT,
+# OPERATOR_LOG, CERT_DIR (uses $CERT_DIR when set and holding tls.crt).
+start_operator() {
+  : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
+  WORK_DIR=${WORK_DIR:-$(mktemp -d /tmp/vscaler-e2e.XXXXXX)}
+  CERT_DIR=${CERT_DIR:-$WORK_DIR/certs}
+  [ -f "$CERT_DIR/tls.crt" ] || self_signed_certs "$CERT_DIR"
+  WEBHOOK_PORT=${WEBHOOK_PORT:-$(free_port)}
+  local metrics_port health_port
+  metrics_port=$(free_port)
+  health_port=$(free_port)
+  METRICS_URL=http://127.0.0.1:$metrics_port/metrics
+  HEALTH_URL=http://127.0.0.1:$health_port
+  OPERATOR_LOG=$WORK_DIR/operator.log
+  "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" \
+    --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
+    "$@" >>"$OPERATOR_LOG" 2>&1 &
+  OPERATOR_PID=$!
+  trap 'stop_operator' EXIT
+  local deadline=$((SECONDS + 60))
+  until curl -fsS "$HEALTH_URL/readyz" >/dev/null 2>&1; do
+    if ! kill -0 "$OPERATOR_PID" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+      echo "operator did not become ready; its log:" >&2
+      tail -n 40 "$OPERATOR_LOG" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+}
+
+stop_operator() {
+  if [ -n "${OPERATOR_PID:-}" ] && kill -0 "$OPERATOR_PID" 2>/dev/null; then
+    kill -TERM "$OPERATOR_PID" 2>/dev/null || true
+    wait "$OPERATOR_PID" 2>/dev/null || true
+  fi
+  if [ "${KEEP_LOGS:-}" = "" ] && [ -n "${WORK_DIR:-}" ]; then rm -rf "$WORK_DIR"; fi
+}
+
+# metric NAME_WITH_LABELS: the operator's current value of one series (0 when absent).
+metric() {
+  curl -fsS "$METRICS_URL" | awk -v name="$1" '$1 == name {print $2; found=1} END {if (!found) print 0}'
+}
+
+# jp NS KIND/NAME JSONPATH: one field of one object.
+jp() { k -n "$1" get "$2" -o jsonpath="$3"; }
+
+# condition NS SCALER TYPE [FIELD]: reason (or another field) of a scaler's condition.
+condition() {
+  jp "$1" "vsc/$2" "{.status.conditions[?(@.type==\"$3\")].${4:-reason}}"
+}
+
+# make_deployment NS NAME [CONTAINERS_JSON]: a Deployment (never runs: no kubelet here).
+make_deployment() {
+  local containers=${3:-'[{"name":"app","image":"registry.k8s.io/pause:3.10"}]'}
+  k -n "$1" apply -f - >/dev/null <<JSON
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"$2"},
+ "spec":{"replicas":1,"selector":{"matchLabels":{"app":"$2"}},
+  "template":{"metadata":{"labels":{"app":"$2"}},"spec":{"containers":$containers}}}}
+JSON
+}
+
+# make_scaler NS NAME DEPLOYMENT MODE CONTAINERS_JSON: a VerticalScaler.
+make_scaler() {
+  k -n "$1" apply -f - >/dev/null <<JSON
+{"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"$2"},
+ "spec":{"deploymentName":"$3","updateMode":"$4","containers":$5}}
+JSON
+}
