@@ -202,11 +202,12 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
   auto loaded = attempt();
   if (!loaded) {
     last_failed_ = true;
-    reloads_failed_.inc();
     bool had_pair = current() != nullptr;
+    // Retried on every poll; logged and counted once per file state and reason.
     std::string key = state + "|" + loaded.error();
     if (key != last_logged_failure_) {
       last_logged_failure_ = key;
+      reloads_failed_.inc();
       if (had_pair) {
         log::warn(kLogger, "new serving certificate refused; the previous one keeps serving",
                   {{"cert_dir", options_.cert_dir}, {"reason", loaded.error()}});
