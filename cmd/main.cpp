@@ -1,26 +1,151 @@
 // vscaler: keeps Deployments' container resources as VerticalScaler resources declare them.
-// main() parses flags, wires the informer, index, queue, workers and webhook server, and handles
-// SIGTERM/SIGINT.
+// main() parses flags, wires the pieces (kube client -> manager: informer, index, queue,
+// workers, resync; webhook server with its handlers; health and metrics endpoints) and stops
+// them in order on SIGTERM/SIGINT.
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cmd/options.h"
+#include "controller/kube_api.h"
+#include "controller/manager.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/log.h"
+#include "metrics/registry.h"
+#include "webhook/cert_watcher.h"
+#include "webhook/deployment_handler.h"
+#include "webhook/health_server.h"
+#include "webhook/scaler_handler.h"
+#include "webhook/server.h"
+
+namespace {
+
+using namespace vscaler;
+constexpr std::string_view kLogger = "main";
+
+/// Blocks until SIGTERM or SIGINT; returns the signal's name.
+const char* wait_for_signal() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  return received == SIGTERM ? "SIGTERM" : "SIGINT";
+}
+
+int run(const cmd::Options& options) {
+  // Every thread started from here on inherits the blocked mask; only sigwait() sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a peer closing a TLS connection must not kill the process
+
+  auto config = kube::load_default(options.kubeconfig);
+  if (!config.ok()) {
+    log::error(kLogger, "cannot load the cluster configuration", {{"error", config.error()}});
+    return 1;
+  }
+  auto client = kube::Client::connect(*config);
+  if (!client.ok()) {
+    log::error(kLogger, "cannot build the API client", {{"error", client.error()}});
+    return 1;
+  }
+  auto& registry = metrics::default_registry();
+
+  controller::ManagerOptions manager_options;
+  manager_options.ns = options.namespace_;
+  manager_options.workers = options.workers;
+  manager_options.resync_period = options.resync_period;
+  controller::Manager manager(*client, manager_options, registry);
+
+  webhook::CertWatcherOptions cert_options;
+  cert_options.cert_dir = options.cert_dir;
+  webhook::CertWatcher certs(cert_options);
+  certs.start();
+
+  auto& enqueued =
+      registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
+          .get();
+  webhook::DeploymentHandler deployments(manager.store(), manager.queue(), enqueued);
+  controller::KubeReconcileApi validation_api(*client);
+  webhook::ScalerHandler scalers(manager.store(), validation_api);
+
+  webhook::AdmissionServerOptions server_options;
+  server_options.port = options.webhook_port;
+  server_options.registry = &registry;
+  webhook::AdmissionServer server(certs, server_options);
+  webhook::HandlerOptions deployment_options;
+  deployment_options.projection = webhook::DeploymentHandler::projection();
+  server.handle(
+      "/mutate-deployments",
+      [&deployments](const webhook::AdmissionRequest& request) {
+        return deployments.handle(request);
+      },
+      deployment_options);
+  server.handle("/validate-verticalscalers", [&scalers](const webhook::AdmissionRequest& request) {
+    return scalers.handle(request);
+  });
+
+  webhook::HealthServer health(options.health_addr);
+  health.add_readiness_check("informer-synced", [&manager] { return manager.synced(); });
+  health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
+  webhook::HealthServer metrics_server(options.metrics_addr);
+  metrics_server.expose_metrics(registry);
+
+  manager.start();
+  if (auto started = server.start(); !started.ok()) {
+    log::error(kLogger, "cannot start the webhook server", {{"error", started.error()}});
+    manager.stop();
+    return 1;
+  }
+  for (auto* endpoint : {&health, &metrics_server}) {
+    if (auto started = endpoint->start(); !started.ok()) {
+      log::error(kLogger, "cannot start the health or metrics server",
+                 {{"error", started.error()}});
+      server.stop();
+      manager.stop();
+      return 1;
+    }
+  }
+  log::info(kLogger, "vscaler started",
+            {{"version", VSCALER_VERSION},
+             {"webhook_port", std::to_string(server.port())},
+             {"namespace", options.namespace_.empty() ? "(all)" : options.namespace_},
+             {"workers", std::to_string(options.workers)}});
+
+  const char* signal_name = wait_for_signal();
+  log::info(kLogger, "shutting down", {{"signal", signal_name}});
+  // Stop taking admission requests first (in-flight ones finish), then the controller.
+  server.stop();
+  manager.stop();
+  health.stop();
+  metrics_server.stop();
+  certs.stop();
+  log::info(kLogger, "stopped");
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  auto options = vscaler::cmd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  auto options = cmd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!options.ok()) {
     std::fprintf(stderr, "vscaler: %s\n", options.error().c_str());
     return 2;
   }
   if (options->help) {
-    std::fputs(vscaler::cmd::kUsage, stdout);
+    std::fputs(cmd::kUsage, stdout);
     return 0;
   }
   if (options->version) {
     std::printf("vscaler %s\n", VSCALER_VERSION);
     return 0;
   }
-  std::fputs(vscaler::cmd::kUsage, stderr);
-  return 2;
+  log::set_level(options->log_level);
+  return run(*options);
 }

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kube/log.h"
+#include "webhook/health_server.h"
 
 namespace vscaler::cmd {
 
@@ -74,20 +75,6 @@ kube::Result<std::chrono::milliseconds> parse_duration(const std::string& text) 
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total)));
 }
 
-kube::Result<HostPort> parse_address(const std::string& text) {
-  auto colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    return kube::fail("address \"" + text + "\" must be HOST:PORT or :PORT");
-  }
-  HostPort address;
-  address.host = text.substr(0, colon);
-  if (address.host.empty()) address.host = "0.0.0.0";
-  auto port = parse_int("port", text.substr(colon + 1), 0, 65535);
-  if (!port.ok()) return kube::fail("address \"" + text + "\": " + port.error());
-  address.port = *port;
-  return address;
-}
-
 kube::Result<Options> parse_options(const std::vector<std::string>& args) {
   Options options;
   using Setter = std::function<kube::Result<kube::Unit>(const std::string&)>;
@@ -99,7 +86,7 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
   };
   auto address = [](std::string& field, const char* flag) {
     return Setter([&field, flag](const std::string& value) -> kube::Result<kube::Unit> {
-      auto parsed = parse_address(value);
+      auto parsed = webhook::parse_listen_address(value);
       if (!parsed.ok()) return kube::fail(std::string(flag) + ": " + parsed.error());
       field = value;
       return kube::Unit{};

@@ -31,13 +31,6 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args);
 /// Parses a Go-style duration: "60s", "2s", "500ms", "1m", "1h30m", "1.5s".
 kube::Result<std::chrono::milliseconds> parse_duration(const std::string& text);
 
-/// A listen address ":8080" / "127.0.0.1:0" split into host ("0.0.0.0" for empty) and port.
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-kube::Result<HostPort> parse_address(const std::string& text);
-
 /// The --help text.
 extern const char* const kUsage;
 
