@@ -31,7 +31,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace vscaler::controller {
@@ -162,22 +161,15 @@ class WorkQueue {
   size_t len() const;
 
  private:
-  struct Entry;
-  /// Transparent string hash so lookups by string_view build no std::string.
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
-  };
-  using Map = std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>>;
-
   /// All the queue knows about one key; it exists while the key is waiting, delayed, in process
   /// or has unforgotten failures, and is recycled as soon as none holds.
   struct Entry {
-    const std::string* key = nullptr;  // the map's key, stable while the entry lives
-    Entry* prev = nullptr;             // links in ready_[priority] while waiting
-    Entry* next = nullptr;
-    Hint hint;          // for the waiting key, or for the requeue after done() when dirty
-    Hint delayed_hint;  // for the pending delayed add
+    std::string key;
+    uint64_t hash = 0;
+    Entry* prev = nullptr;  // links in ready_[priority] while waiting
+    Entry* next = nullptr;  // (next also links the free list)
+    Hint hint;              // for the waiting key, or for the requeue after done() when dirty
+    Hint delayed_hint;      // for the pending delayed add
     Clock::time_point added{};
     Clock::time_point started{};
     Clock::time_point delayed_until = Clock::time_point::max();  // max: no pending delayed add
@@ -188,6 +180,13 @@ class WorkQueue {
     bool waiting = false;     // in a ready list
     bool processing = false;  // handed out, done() not called yet
     bool dirty = false;       // added while processing: requeue at done()
+  };
+
+  /// One slot of the open-addressing table of entries (linear probing, backward-shift deletion,
+  /// so no tombstones): the hash is kept beside the pointer so probes rarely touch an Entry.
+  struct Slot {
+    uint64_t hash = 0;
+    Entry* entry = nullptr;  // null: empty
   };
 
   /// An intrusive FIFO of waiting entries: O(1) push, pop and removal (for promotion).
@@ -204,9 +203,11 @@ class WorkQueue {
     std::string key;
   };
 
-  Entry* find_locked(std::string_view key);
-  const Entry* find_locked(std::string_view key) const;
+  uint64_t hash(std::string_view key) const;
+  size_t probe(std::string_view key, uint64_t hash, bool& found) const;
+  Entry* find_locked(std::string_view key) const;
   Entry* find_or_create_locked(std::string_view key);
+  void grow_locked();
   void erase_if_idle_locked(Entry* entry);
   void enqueue_locked(Entry* entry, Priority priority, const Hint& hint, Clock::time_point now);
   void schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,
@@ -221,15 +222,19 @@ class WorkQueue {
   static void unlink(List& list, Entry* entry);
 
   WorkQueueOptions options_;
-  QueueMetrics* metrics_;  // never null: options_.metrics or a shared no-op
+  QueueMetrics* metrics_;  // null when there are none: then no clock is read for them
+  uint64_t seed_;          // per-queue hash seed: keys come from users, so no crafted collisions
 
   mutable std::mutex mutex_;
   std::condition_variable ready_cv_;
-  Map entries_;
+  std::vector<Slot> slots_;    // a power of two in size, at most half full
+  size_t count_ = 0;           // entries in slots_
   List ready_[2];              // indexed by Priority
   std::vector<Timer> timers_;  // a min-heap on (at, seq)
-  // Extracted map nodes kept for reuse, so a steady flow of keys allocates nothing.
-  std::vector<Map::node_type> spare_nodes_;
+  // Recycled entries (their strings keep their buffers), so a steady flow of keys allocates
+  // nothing; capped so a resync burst does not pin memory.
+  Entry* free_ = nullptr;
+  size_t free_count_ = 0;
   size_t waiters_ = 0;  // getters blocked on ready_cv_
   size_t dirty_ = 0;    // in-process keys with a requeue pending (drain waits for them)
   uint64_t next_seq_ = 0;
