@@ -1,22 +1,105 @@
 #!/usr/bin/env bash
-# `make demo`: shows vscaler's job on the local control plane. `scripts/demo.sh down` stops it.
+# `make demo`: vscaler's job on the local control plane, shown step by step: the CRD and the
+# url-based webhooks are registered, vscaler runs as a process on 127.0.0.1, a sample Deployment
+# and VerticalScaler are applied, and what vscaler did is printed. `scripts/demo.sh down` (make
+# demo-down) stops vscaler, unregisters the webhooks and stops the control plane.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cluster_dir=${VSCALER_CLUSTER_DIR:-/tmp/vscaler-cluster}
-kubectl=$cluster_dir/bin/kubectl
+demo_dir=$cluster_dir/demo
 export KUBECONFIG=$cluster_dir/kubeconfig
+export KUBECTL=$cluster_dir/bin/kubectl
+k() { "$KUBECTL" "$@"; }
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+stop_vscaler() {
+  if [ -f "$demo_dir/vscaler.pid" ]; then
+    local pid
+    pid=$(cat "$demo_dir/vscaler.pid")
+    if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q vscaler; then
+      kill -TERM "$pid"
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      echo "demo: stopped vscaler (pid $pid)"
+    fi
+    rm -f "$demo_dir/vscaler.pid"
+  fi
+}
 
 if [ "${1:-}" = down ]; then
+  stop_vscaler
+  if [ -f "$KUBECONFIG" ]; then "$root/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true; fi
   "$root/test/cluster/down.sh"
   exit 0
 fi
 
-echo "== the local control plane"
-"$kubectl" version
+[ -f "$KUBECONFIG" ] || { echo "demo: no control plane in $cluster_dir (make demo starts one)" >&2; exit 1; }
+mkdir -p "$demo_dir"
+stop_vscaler  # a second `make demo` restarts vscaler with the current build
+
+step "1. the local control plane"
+k version 2>/dev/null | sed 's/^/   /'
+
+step "2. the VerticalScaler CRD, a serving certificate and the url-based webhook configurations"
+k apply -f "$root/manifests/crd/verticalscalers.yaml" | sed 's/^/   /'
+k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vscaler.dev >/dev/null
+port=9443
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fi
+"$root/certs/install.sh" --local --port "$port" --cert-dir "$demo_dir/certs" | sed 's/^/   /'
+
+step "3. vscaler, running as a process (log: $demo_dir/vscaler.log)"
+setsid "$root/build/vscaler" --kubeconfig "$KUBECONFIG" --webhook-port "$port" \
+  --cert-dir "$demo_dir/certs" --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 \
+  --resync-period 30s > "$demo_dir/vscaler.log" 2>&1 < /dev/null &
+echo $! > "$demo_dir/vscaler.pid"
+for _ in $(seq 1 150); do
+  curl -fsS http://127.0.0.1:18081/readyz >/dev/null 2>&1 && break
+  kill -0 "$(cat "$demo_dir/vscaler.pid")" 2>/dev/null || { tail -20 "$demo_dir/vscaler.log"; exit 1; }
+  sleep 0.2
+done
+echo "   ready: webhook https://127.0.0.1:$port, metrics http://127.0.0.1:18080/metrics"
+
+step "4. a sample Deployment (namespace shop) with resources of its own"
+k create namespace shop --dry-run=client -o yaml | k apply -f - >/dev/null
+k delete verticalscaler web -n shop --ignore-not-found >/dev/null
+k apply -f "$root/manifests/samples/deployment.yaml" | sed 's/^/   /'
+show_resources() {
+  k -n shop get deploy web -o jsonpath='{range .spec.template.spec.containers[*]}   {.name}: {.resources}{"\n"}{end}'
+  echo "   generation: $(k -n shop get deploy web -o jsonpath='{.metadata.generation}')"
+}
+show_resources
+
+step "5. a VerticalScaler for it (updateMode Auto)"
+k apply -f "$root/manifests/samples/verticalscaler.yaml" 2>&1 | sed 's/^/   /'
+k -n shop wait --for=condition=Ready --timeout=30s verticalscaler/web >/dev/null
+k -n shop get verticalscaler web | sed 's/^/   /'
+echo "   the Deployment now:"
+show_resources
+echo "   conditions:"
+k -n shop get vsc web -o jsonpath='{range .status.conditions[*]}     {.type}={.status} ({.reason}): {.message}{"\n"}{end}'
+
+step "6. a Helm-style upgrade resets the resources: in Auto mode the admission webhook keeps them"
+k apply -f "$root/manifests/samples/deployment.yaml" 2>&1 | sed 's/^/   /'
+show_resources
+echo "   (the generation did not move: the reset was a no-op write, no extra rollout)"
+
+step "7. someone edits the resources by hand: the same write gets the declared values back"
+k -n shop set resources deploy web -c app --requests=cpu=150m 2>&1 | sed 's/^/   /'
+show_resources
+
+step "8. in Reconcile mode vscaler restores an edit after the fact (one extra rollout)"
+k -n shop patch vsc web --type merge -p '{"spec":{"updateMode":"Reconcile"}}' | sed 's/^/   /'
+sleep 0.5
+k -n shop set resources deploy web -c app --requests=cpu=150m 2>&1 | sed 's/^/   /'
+sleep 0.5
+show_resources
+k -n shop get events --field-selector involvedObject.kind=VerticalScaler \
+  -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message 2>/dev/null | sed 's/^/   /'
+
+
+step "9. what vscaler counted"
+curl -fsS http://127.0.0.1:18080/metrics | grep -E '^(vscaler_|controller_runtime_reconcile_total|controller_runtime_webhook_requests_total)' | sed 's/^/   /'
 echo
-"$kubectl" get namespaces
-echo
-echo "== done: a local etcd + kube-apiserver run on 127.0.0.1."
-echo "   kubeconfig: $KUBECONFIG"
-echo "   kubectl:    $kubectl"
-echo "   stop it:    make demo-down"
+echo "Done. Try: KUBECONFIG=$KUBECONFIG $KUBECTL -n shop get vsc,deploy"
+echo "Stop everything: make demo-down"
