@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "kube/log.h"
 
@@ -223,7 +224,11 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
   last_logged_failure_.clear();
   expiry_.set(static_cast<double>(pair->not_after()));
   reloads_ok_.inc();
-  auto previous = current_.exchange(pair);
+  std::shared_ptr<const CertificatePair> previous;
+  {
+    std::lock_guard lock(current_mutex_);
+    previous = std::exchange(current_, pair);
+  }
   generation_.fetch_add(1);
   std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
   log::info(kLogger, previous ? "serving certificate reloaded" : "serving certificate loaded",
