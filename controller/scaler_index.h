@@ -8,6 +8,7 @@
 #include <array>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -30,7 +31,8 @@ struct ScalerTarget {
 /// Thread-safe: one writer (the informer) and any number of readers at once.
 class ScalerIndex {
  public:
-  ScalerIndex() = default;
+  ScalerIndex();
+  ~ScalerIndex();
   ScalerIndex(const ScalerIndex&) = delete;
   ScalerIndex& operator=(const ScalerIndex&) = delete;
 
@@ -48,13 +50,13 @@ class ScalerIndex {
   /// keep it short (enqueueing is fine) and never call upsert/remove from it.
   template <typename OnKey>
   size_t lookup(std::string_view ns, std::string_view deployment, OnKey&& on_key) const {
-    TargetView view{ns, deployment, hash(ns, deployment)};
-    const Shard& shard = shards_[view.hash % kShards];
+    uint64_t h = hash(ns, deployment);
+    const Shard& shard = shards_[h >> kShardShift];
     std::shared_lock lock(shard.mutex);
-    auto it = shard.map.find(view);
-    if (it == shard.map.end()) return 0;
-    for (const std::string& key : it->second) on_key(std::string_view(key));
-    return it->second.size();
+    const Target* target = find_locked(shard, h, ns, deployment);
+    if (!target) return 0;
+    for (const std::string& key : target->scalers) on_key(std::string_view(key));
+    return target->scalers.size();
   }
   /// The scalers targeting ns/deployment, copied (for callers off the hot path, and tests).
   std::vector<std::string> lookup(std::string_view ns, std::string_view deployment) const;
@@ -65,48 +67,42 @@ class ScalerIndex {
 
  private:
   // Shards so that readers of different Deployments touch different lock words (a shared_mutex's
-  // reader count is one contended cache line) and the writer blocks only 1/kShards of readers.
-  static constexpr size_t kShards = 64;
+  // reader count is one contended cache line) and the writer blocks only 1/64 of the readers.
+  static constexpr unsigned kShardBits = 6;
+  static constexpr unsigned kShardShift = 64 - kShardBits;  // shard from the top bits of a hash
 
-  /// The map key: a target with its hash computed once.
-  struct TargetKey {
-    std::string ns;
-    std::string deployment;
-    size_t hash;
+  /// One Deployment that scalers target.
+  struct Target {
+    std::string key;                   // "namespace/deployment"
+    size_t ns_size;                    // where the namespace ends in key
+    std::vector<std::string> scalers;  // sorted; almost always one (more is a Conflict)
   };
-  /// The heterogeneous lookup key: views and a precomputed hash, so no std::string is built.
-  struct TargetView {
-    std::string_view ns;
-    std::string_view deployment;
-    size_t hash;
-  };
-  struct TargetHash {
-    using is_transparent = void;
-    size_t operator()(const TargetKey& key) const { return key.hash; }
-    size_t operator()(const TargetView& view) const { return view.hash; }
-  };
-  struct TargetEqual {
-    using is_transparent = void;
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return a.hash == b.hash && a.deployment == b.deployment && a.ns == b.ns;
-    }
+  /// A slot of a shard's open-addressing table (linear probing, backward-shift deletion). The
+  /// hash sits beside the pointer, so a miss (most Deployment writes in a cluster) touches no
+  /// Target, usually one cache line.
+  struct Slot {
+    uint64_t hash = 0;
+    Target* target = nullptr;  // null: empty
   };
   struct alignas(64) Shard {
     mutable std::shared_mutex mutex;
-    // Sorted scaler keys; almost always one (two scalers on one Deployment is a Conflict).
-    std::unordered_map<TargetKey, std::vector<std::string>, TargetHash, TargetEqual> map;
+    std::vector<Slot> slots;  // a power of two in size, at most half full; owns the Targets
+    size_t count = 0;
   };
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
 
-  static size_t hash(std::string_view ns, std::string_view deployment);
+  uint64_t hash(std::string_view ns, std::string_view deployment) const;
+  static bool same_target(const Target& target, std::string_view ns, std::string_view deployment);
+  static const Target* find_locked(const Shard& shard, uint64_t hash, std::string_view ns,
+                                   std::string_view deployment);
   void insert_locked(std::string_view scaler_key, const ScalerTarget& target);
   void erase_locked(std::string_view scaler_key, const ScalerTarget& target);
 
-  std::array<Shard, kShards> shards_;
+  const uint64_t seed_;  // random per index: scaler and Deployment names come from users
+  std::array<Shard, size_t{1} << kShardBits> shards_;
   // Writers only: scaler key -> its target, to move or remove it. Serialises writers.
   mutable std::mutex writer_mutex_;
   std::unordered_map<std::string, ScalerTarget, KeyHash, std::equal_to<>> by_scaler_;

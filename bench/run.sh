@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs the benchmarks next to their peers and prints ONE markdown table,
+#   | benchmark | vscaler | peer | vscaler/peer |
+# then writes it, with the date and the machine, to bench/RESULTS.md. `make bench` calls it after
+# `make build` (build/release); run directly, it builds build/release itself.
+#
+# The table is made of sections: every bench/sections/<name>.sh, in name order. A section builds
+# what it needs beyond build/release (its peer, into build/bench/), runs, and prints only table
+# rows on stdout ("| label | vscaler | peer | ratio |"; bench/lib.sh has helpers); anything else
+# goes to stderr. A failing section shows as a "failed" row and makes this script fail, after the
+# other sections ran. Adding a benchmark is adding a section file; this script does not change.
+#
+# Usage: bench/run.sh [section...]   (names without .sh; default: all)
+# Environment: VSCALER_BENCH_RUNS (runs per program, median reported; default 3);
+# VSCALER_BUILD_DIR (the release build tree the sections run from; default build/release).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export VSCALER_BUILD_DIR=${VSCALER_BUILD_DIR:-build/release}
+
+if [ ! -f "$VSCALER_BUILD_DIR/build.ninja" ]; then
+  cmake -S . -B "$VSCALER_BUILD_DIR" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+    exit 1
+fi
+cmake --build "$VSCALER_BUILD_DIR" >&2 || { echo "bench/run.sh: the build failed" >&2; exit 1; }
+mkdir -p build/bench
+
+if [ $# -gt 0 ]; then
+  sections=()
+  for name in "$@"; do sections+=("bench/sections/$name.sh"); done
+else
+  sections=(bench/sections/*.sh)
+fi
+
+rows=()
+failed=()
+for section in "${sections[@]}"; do
+  name=$(basename "$section" .sh)
+  echo "bench: $name ..." >&2
+  start=$SECONDS
+  if output=$(bash "$section"); then
+    while IFS= read -r line; do
+      [[ $line == \|* ]] && rows+=("$line")
+    done <<<"$output"
+  else
+    failed+=("$name")
+    rows+=("| $name | failed | | |")
+  fi
+  echo "bench: $name done in $((SECONDS - start)) s" >&2
+done
+
+table=$(
+  echo "| benchmark | vscaler | peer | vscaler/peer |"
+  echo "|---|---:|---:|---:|"
+  printf '%s\n' "${rows[@]}"
+)
+echo "$table"
+
+cpu=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
+memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+{
+  echo "# Benchmark results"
+  echo
+  echo "Written by \`make bench\` (bench/run.sh); each value is the median of" \
+    "${VSCALER_BENCH_RUNS:-3} runs."
+  echo
+  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- machine: $(nproc) CPUs (${cpu:-unknown}), $memory memory, Linux $(uname -r)"
+  echo "- compilers: $(g++ --version | head -1); $(go version 2>/dev/null || echo 'no go')"
+  echo
+  echo "Each section's script in bench/sections/ says what its peer is and what it measures." \
+    "ops/s and items/s: higher is better; ns/op and latencies: lower is better."
+  echo
+  echo "$table"
+} >bench/RESULTS.md
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "bench: failed sections: ${failed[*]}" >&2
+  exit 1
+fi
