@@ -96,6 +96,7 @@ Informer::~Informer() {
 }
 
 void Informer::start() {
+  std::lock_guard join_lock(join_mutex_);
   std::lock_guard lock(mutex_);
   if (thread_.joinable() || stopping_) return;
   thread_ = std::thread([this] { run(); });
@@ -108,6 +109,8 @@ void Informer::stop() {
     if (current_watch_) current_watch_->cancel();
   }
   changed_.notify_all();
+  // Two threads may call stop() at once; joining one std::thread twice is undefined.
+  std::lock_guard join_lock(join_mutex_);
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -256,6 +259,8 @@ void Informer::run() {
     watches_.fetch_add(1);
     auto result = watch->run([&](const WatchEvent& event) {
       apply(event);
+      std::lock_guard lock(mutex_);
+      resource_version_ = watch->resource_version();
       return true;
     });
     {
