@@ -67,6 +67,7 @@ struct Connection {
   std::atomic<bool> shut{false};
 
   bool handshake_done = false;
+  bool headers_accepted = false;  // pre_route let this request's body be read
   bool request_started = false;
   bool close_after_response = false;
   Clock::time_point request_start{};
@@ -87,9 +88,10 @@ struct GuardLimits {
   std::int64_t request_ns;
   std::int64_t closing_ns;
   std::uint64_t handshake_bytes;
-  std::uint64_t request_bytes;
-  std::int64_t linger_ns;      // how long a refused request's unread body is drained
-  std::uint64_t linger_bytes;  // and how much of it
+  std::uint64_t header_bytes;   // a request until its headers are parsed
+  std::uint64_t request_bytes;  // a request whose headers were accepted (body included)
+  std::int64_t linger_ns;       // how long a refused request's unread body is drained
+  std::uint64_t linger_bytes;   // and how much of it
 };
 
 // Enforces what httplib cannot: a deadline on a whole handshake or request (its timeouts are per
@@ -295,17 +297,21 @@ void message_callback(int write, int, int content_type, const void* buffer, std:
   int phase = connection->phase.load(std::memory_order_relaxed);
   if (phase == kIdle) {
     connection->enter(kReading);
+    connection->headers_accepted = false;
     phase = kReading;
   }
   std::uint64_t total = connection->bytes.fetch_add(record, std::memory_order_relaxed) + record;
   const auto& limits = connection->guard->limits();
   if (phase == kHandshake && total > limits.handshake_bytes) {
     connection->guard->cut_own(connection, "handshake_too_large");
-  } else if (phase == kReading && total > limits.request_bytes) {
-    // Also stop OpenSSL from handing over what is already buffered: this record is discarded
-    // and every later SSL_read returns 0, so httplib closes the connection.
-    SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
-    connection->guard->cut_own(connection, "request_too_large");
+  } else if (phase == kReading) {
+    bool headers = !connection->headers_accepted;
+    if (total > (headers ? limits.header_bytes : limits.request_bytes)) {
+      // Also stop OpenSSL from handing over what is already buffered: this record is discarded
+      // and every later SSL_read returns 0, so httplib closes the connection.
+      SSL_set_shutdown(ssl, SSL_get_shutdown(ssl) | SSL_RECEIVED_SHUTDOWN);
+      connection->guard->cut_own(connection, headers ? "headers_too_large" : "request_too_large");
+    }
   }
 }
 
@@ -557,9 +563,12 @@ class AdmissionServer::Impl {
     limits.closing_ns = ns(std::chrono::milliseconds(250));
     // ClientHello, certificates and key exchange fit easily; OpenSSL limits messages itself.
     limits.handshake_bytes = 256 * 1024;
-    // The largest body, 64 KiB of headers, and TLS record overhead (at most 256 bytes per 16 KiB
-    // record) on top.
-    std::uint64_t payload = options.max_body_bytes + 64 * 1024;
+    // Headers: 64 KiB (the API server sends well under 1 KiB), plus the one 16 KiB record of
+    // body httplib may have pulled in with them. A request: the largest body plus that. Both with
+    // TLS record overhead (at most 256 bytes per 16 KiB record) on top.
+    std::uint64_t headers = 64 * 1024 + 16 * 1024;
+    std::uint64_t payload = options.max_body_bytes + headers;
+    limits.header_bytes = headers + headers / 32 + 1024;
     limits.request_bytes = payload + payload / 32 + 1024;
     limits.linger_ns = std::min(ns(options.request_timeout), ns(std::chrono::milliseconds(2000)));
     limits.linger_bytes = 2 * limits.request_bytes;
@@ -653,7 +662,10 @@ class AdmissionServer::Impl {
       return refuse(req, res, 400, "unexpected_body",
                     "a " + printable(req.method) + " request cannot carry a body\n");
     }
-    if (body_method) return httplib::Server::HandlerResponse::Unhandled;
+    if (body_method) {
+      if (Connection* connection = t_connection) connection->headers_accepted = true;
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     // GET, HEAD, OPTIONS...: nothing is served that way.
     if (route_for(req.path) != nullptr) {
       res.status = 405;

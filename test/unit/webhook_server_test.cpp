@@ -265,13 +265,23 @@ TEST_CASE(
   CHECK(review["response"]["allowed"] == false);
   CHECK(review["response"]["status"]["code"] == 422);
 
+  // A review just under the 7 MiB limit is read and answered like any other.
+  auto big = json::parse(review_body());
+  big["request"]["object"]["metadata"]["annotations"]["big"] =
+      std::string(7 * 1024 * 1024 - review_body().size() - 200, 'x');
+  auto big_body = big.dump();
+  REQUIRE(big_body.size() <= 7 * 1024 * 1024);
+  auto big_result = client->Post("/mutate-deployments", big_body, "application/json");
+  REQUIRE(big_result);
+  CHECK(big_result->status == 200);
+
   CHECK(
       fixture.metric(
           R"(controller_runtime_webhook_requests_total{webhook="/mutate-deployments",code="200"})") ==
-      3);
+      4);
   CHECK(fixture.metric(
             R"(controller_runtime_webhook_latency_seconds_count{webhook="/mutate-deployments"})") ==
-        3);
+        4);
   CHECK(
       fixture.metric(
           R"(controller_runtime_webhook_requests_total{webhook="/validate-verticalscalers",code="200"})") ==
@@ -484,14 +494,37 @@ TEST_CASE("server: hostile input, one case at a time, while valid reviews keep b
   MESSAGE("valid reviews answered during the hostile cases: " << traffic.ok());
 }
 
-TEST_CASE("server: a byte flood without newlines is cut at the request byte budget") {
-  Fixture fixture([](AdmissionServerOptions& options) { options.max_body_bytes = 64 * 1024; });
-  RawTlsClient raw(fixture.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, fixture.ca.cert_pem());
-  REQUIRE(raw.ok());
-  // A request line that never ends: httplib would buffer it without limit.
-  bool broken = !raw.send("POST /" + std::string(4 * 1024 * 1024, 'a'));
-  CHECK((broken || closed_by_peer_within(raw.fd(), 3s)));
-  CHECK(fixture.metric(R"(vscaler_webhook_rejected_total{reason="request_too_large"})") == 1);
+TEST_CASE("server: byte floods are cut at the header and body budgets") {
+  Fixture fixture;
+  {
+    // A request line that never ends: httplib would buffer it without limit.
+    RawTlsClient raw(fixture.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, fixture.ca.cert_pem());
+    REQUIRE(raw.ok());
+    bool broken = !raw.send("POST /" + std::string(4 * 1024 * 1024, 'a'));
+    CHECK((broken || closed_by_peer_within(raw.fd(), 3s)));
+    CHECK(fixture.metric(R"(vscaler_webhook_rejected_total{reason="headers_too_large"})") == 1);
+  }
+  {
+    // Endless small headers.
+    RawTlsClient raw(fixture.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, fixture.ca.cert_pem());
+    REQUIRE(raw.ok());
+    std::string many = "POST /mutate-deployments HTTP/1.1\r\n";
+    for (int i = 0; i < 40000; ++i) many += "X-Filler-" + std::to_string(i) + ": y\r\n";
+    bool broken = !raw.send(many);
+    CHECK((broken || closed_by_peer_within(raw.fd(), 3s)));
+    CHECK(fixture.metric(R"(vscaler_webhook_rejected_total{reason="headers_too_large"})") == 2);
+  }
+  {
+    // A body longer than its Content-Length, sent as fast as possible: the declared 7 MiB are
+    // read and answered (400: not JSON), the rest is read as the next request's headers and cut
+    // at their budget.
+    RawTlsClient raw(fixture.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, fixture.ca.cert_pem());
+    REQUIRE(raw.ok());
+    bool broken =
+        !raw.send(headers("Content-Length: 7340032\r\n") + std::string(12 * 1024 * 1024, ' '));
+    CHECK((broken || closed_by_peer_within(raw.fd(), 5s)));
+    CHECK(fixture.metric(R"(vscaler_webhook_rejected_total{reason="headers_too_large"})") == 3);
+  }
   auto result = fixture.client()->Post("/mutate-deployments", review_body(), "application/json");
   REQUIRE(result);
   CHECK(result->status == 200);
