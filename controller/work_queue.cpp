@@ -141,8 +141,8 @@ WorkQueue::Entry* WorkQueue::find_locked(std::string_view key) const {
   return found ? slots_[i].entry : nullptr;
 }
 
-void WorkQueue::grow_locked() {
-  std::vector<Slot> old(slots_.size() * 2);
+void WorkQueue::resize_locked(size_t slots) {
+  std::vector<Slot> old(slots);
   old.swap(slots_);
   size_t mask = slots_.size() - 1;
   for (const Slot& slot : old) {
@@ -159,7 +159,7 @@ WorkQueue::Entry* WorkQueue::find_or_create_locked(std::string_view key) {
   size_t i = probe(key, h, found);
   if (found) return slots_[i].entry;
   if ((count_ + 1) * 2 > slots_.size()) {
-    grow_locked();
+    resize_locked(slots_.size() * 2);
     i = probe(key, h, found);
   }
   Entry* entry = free_;
@@ -197,6 +197,9 @@ void WorkQueue::erase_if_idle_locked(Entry* entry) {
   }
   slots_[hole] = Slot{};
   --count_;
+  // Give back the table of a past burst (a full resync) once it is mostly empty; the gap between
+  // growing at 1/2 and shrinking at 1/8 keeps a steady load from resizing back and forth.
+  if (slots_.size() > kInitialSlots && count_ * 8 < slots_.size()) resize_locked(slots_.size() / 2);
   if (free_count_ >= kMaxFreeEntries) {
     delete entry;
     return;

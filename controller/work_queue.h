@@ -207,7 +207,7 @@ class WorkQueue {
   size_t probe(std::string_view key, uint64_t hash, bool& found) const;
   Entry* find_locked(std::string_view key) const;
   Entry* find_or_create_locked(std::string_view key);
-  void grow_locked();
+  void resize_locked(size_t slots);
   void erase_if_idle_locked(Entry* entry);
   void enqueue_locked(Entry* entry, Priority priority, const Hint& hint, Clock::time_point now);
   void schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,

@@ -486,3 +486,31 @@ TEST_CASE("metrics hooks see adds, depth, retries, time in queue and work durati
   queue.add_after("a/4", 1ms);
   CHECK(metrics->retries == 2);
 }
+
+TEST_CASE("keys stay findable through table growth, shrinking and deletions in any order") {
+  // The queue's own hash table (open addressing, backward-shift deletion) under a resync-sized
+  // burst: every key must keep its state whatever order the others leave in.
+  WorkQueue queue;
+  constexpr int kKeys = 20'000;
+  auto key = [](int i) { return "burst-namespace/scaler-" + std::to_string(i); };
+  for (int i = 0; i < kKeys; ++i) queue.add(key(i), Priority::kLow);
+  for (int i = 0; i < kKeys; i += 3) queue.add_rate_limited(key(i), Priority::kLow, {}, 1h);
+  CHECK(queue.len() == kKeys);
+  std::vector<std::string> taken;
+  for (int i = 0; i < kKeys; ++i) {
+    WorkItem item = take(queue);
+    CHECK(item.key == key(i));
+    taken.push_back(item.key);
+  }
+  // Finish in a scattered order (a fixed permutation: i * 7919 mod kKeys).
+  for (int i = 0; i < kKeys; ++i) queue.done(taken[(static_cast<int64_t>(i) * 7919) % kKeys]);
+  for (int i = 0; i < kKeys; ++i) {
+    INFO(i);
+    REQUIRE(queue.num_requeues(key(i)) == (i % 3 == 0 ? 1u : 0u));
+  }
+  for (int i = 0; i < kKeys; i += 3) queue.forget(key(i));  // the timers still hold these keys
+  CHECK(queue.len() == 0);
+  queue.add("after/burst");
+  CHECK(take(queue).key == "after/burst");
+  CHECK(queue.shutdown() == static_cast<size_t>((kKeys + 2) / 3));  // the 1 h timers
+}
