@@ -25,14 +25,14 @@ build: deps
 	$(call configure,build/release,-DCMAKE_BUILD_TYPE=Release)
 	@cmake --build build/release
 	@cp build/release/vscaler build/vscaler
-## build-asan: everything under AddressSanitizer + UndefinedBehaviorSanitizer
+## build-asan: the unit tests and fuzz targets under AddressSanitizer + UndefinedBehaviorSanitizer
 build-asan: deps
 	$(call configure,build/asan,-DCMAKE_BUILD_TYPE=Debug -DVSCALER_SANITIZE=address)
-	@cmake --build build/asan
-## build-tsan: everything under ThreadSanitizer
+	@cmake --build build/asan --target unit_tests fuzz_targets
+## build-tsan: the unit tests under ThreadSanitizer
 build-tsan: deps
 	$(call configure,build/tsan,-DCMAKE_BUILD_TYPE=RelWithDebInfo -DVSCALER_SANITIZE=thread)
-	@cmake --build build/tsan
+	@cmake --build build/tsan --target unit_tests
 
 .PHONY: test unit
 ## test: install, build, and run every test: unit (normal, ASan+UBSan, TSan), fuzz corpus
