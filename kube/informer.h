@@ -131,7 +131,7 @@ class Informer {
   Store store_;
   std::thread thread_;
 
-  std::mutex join_mutex_;      // serialises joins of thread_ by concurrent stop() calls
+  std::mutex join_mutex_;     // serialises joins of thread_ by concurrent stop() calls
   mutable std::mutex mutex_;  // guards stopping_, current_watch_, resource_version_
   mutable std::condition_variable changed_;
   bool stopping_ = false;
