@@ -520,7 +520,12 @@ class AdmissionServer::Impl {
     while (!server_.is_running() && !listener_done_.load() && Clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    running_.store(server_.is_running());
+    if (!server_.is_running()) {
+      listener_.join();
+      guard_.stop();
+      return kube::fail("the admission server did not start accepting connections");
+    }
+    running_.store(true);
     log::info(kLogger, "admission server listening",
               {{"address", host},
                {"port", std::to_string(port)},
