@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -266,7 +267,7 @@ void info_callback(const SSL* ssl, int where, int) {
     if (connection_of(ssl) != nullptr) return;  // renegotiation is disabled; be safe anyway
     auto* guard =
         static_cast<ConnectionGuard*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ctx_index()));
-    if (guard == nullptr) return;
+    if (guard == nullptr || SSL_get_fd(ssl) < 0) return;
     // OpenSSL hands info callbacks a const SSL; attaching our state to it is what ex_data is for.
     SSL* mutable_ssl = const_cast<SSL*>(ssl);
     auto* connection = new Connection(SSL_get_fd(ssl), mutable_ssl, guard);
