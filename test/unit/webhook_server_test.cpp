@@ -559,6 +559,41 @@ TEST_CASE("server: binding a port in use fails with a message") {
   CHECK(started.error().find("cannot listen on 127.0.0.1:") != std::string::npos);
 }
 
+TEST_CASE("server: without a certificate handshakes fail; once one appears they succeed") {
+  TestCa ca;
+  TempDir dir;
+  Registry registry;
+  CertWatcherOptions cert_options;
+  cert_options.cert_dir = dir.path();
+  cert_options.poll_interval = 50ms;
+  cert_options.registry = &registry;
+  CertWatcher certs(cert_options);
+  certs.start();
+  AdmissionServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.registry = &registry;
+  AdmissionServer server(certs, options);
+  server.handle("/mutate-deployments",
+                [](const AdmissionRequest&) { return AdmissionResponse::allow(); });
+  REQUIRE(server.start().ok());
+  {
+    RawTlsClient early(server.port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.cert_pem());
+    CHECK_FALSE(early.ok());
+  }
+  auto pair = ca.issue(9);
+  write_file(dir.file("tls.key"), pair.key);
+  write_file(dir.file("tls.crt"), pair.cert);
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (!certs.loaded() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  RawTlsClient later(server.port(), TLS1_2_VERSION, TLS1_3_VERSION, ca.cert_pem());
+  CHECK_MESSAGE(later.ok(), later.error());
+  CHECK(later.peer_fingerprint() == fingerprint_of(pair.cert));
+  server.stop();
+}
+
 TEST_CASE("server: certificate rotation drops no request; a broken pair keeps the old one") {
   Fixture fixture({}, /*secret_volume=*/true);
   // Two keep-alive clients and one that handshakes for every request.
