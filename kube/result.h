@@ -21,7 +21,9 @@ Failure<std::decay_t<E>> fail(E&& error) {
 }
 
 /// Failure<const char*> converts to Failure<std::string> so string literals work as errors.
-inline Failure<std::string> fail(const char* error) { return {std::string(error)}; }
+inline Failure<std::string> fail(const char* error) {
+  return {std::string(error)};
+}
 
 /// Result<T, E> holds either a T (success) or an E (the error); check ok() before value().
 template <typename T, typename E = std::string>

@@ -3,8 +3,8 @@
 
 #include <doctest/doctest.h>
 
-using vscaler::kube::Quantity;
 using vscaler::kube::Int128;
+using vscaler::kube::Quantity;
 using vscaler::kube::QuantityFormat;
 
 namespace {
@@ -13,7 +13,9 @@ Quantity q(const char* text) {
   REQUIRE_MESSAGE(parsed.ok(), text);
   return *parsed;
 }
-Int128 nanos(const char* text) { return q(text).nanos(); }
+Int128 nanos(const char* text) {
+  return q(text).nanos();
+}
 constexpr Int128 kGi = Int128{1} << 30;
 }  // namespace
 
@@ -112,8 +114,8 @@ TEST_CASE("quantities too large for nano precision are rejected, not wrapped") {
 }
 
 TEST_CASE("parse -> print -> parse keeps the value") {
-  for (const char* text : {"250m", "0.5", "1.5Gi", "100M", "1e3", "12Ki", "1.0000000001",
-                           "-7.25Mi", "3e-7", "123456789012345678"}) {
+  for (const char* text : {"250m", "0.5", "1.5Gi", "100M", "1e3", "12Ki", "1.0000000001", "-7.25Mi",
+                           "3e-7", "123456789012345678"}) {
     Quantity first = q(text);
     auto again = Quantity::parse(first.to_string());
     REQUIRE(again.ok());
