@@ -28,7 +28,7 @@ struct ScalerTarget {
 };
 
 /// namespace/deploymentName -> the keys ("namespace/name") of the scalers targeting it.
-/// Thread-safe: one writer (the informer) and any number of readers at once.
+/// Thread-safe: any number of readers at once with writers (the informer), which are serialised.
 class ScalerIndex {
  public:
   ScalerIndex();

@@ -10,6 +10,10 @@
 // and adds what vscaler needs on top: two priorities (webhook hints and watch events are served
 // before the resync's low-priority keys) and a Hint per key, merged when adds are deduplicated.
 //
+// Priorities are strict: a waiting high key always goes first, so a resync burst of thousands of
+// low keys never delays a hint. Low keys wait while high keys keep every worker busy; that is the
+// intent (the resync is a safety net, and a key that matters is promoted by its own hint).
+//
 // Shutdown: shutdown() stops intake and DROPS what is waiting (ready and delayed keys); workers
 // get nullopt at once and in-flight work finishes normally (done() still works). That is what the
 // controller needs: reconcile is level-based and a restarted or surviving replica relists every
@@ -25,7 +29,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
