@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for bench/sections/*.sh (sourced, not run). A section's benchmark programs print one
 # result per line, "id<TAB>label<TAB>value"; these turn runs of vscaler's program and of its peer
 # into the rows of bench/run.sh's table. POSIX awk only (Debian's default awk is mawk).

@@ -15,7 +15,7 @@
 # VSCALER_BUILD_DIR (the release build tree the sections run from; default build/release).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 export VSCALER_BUILD_DIR=${VSCALER_BUILD_DIR:-build/release}
 
 if [ ! -f "$VSCALER_BUILD_DIR/build.ninja" ]; then
