@@ -12,6 +12,8 @@ using nlohmann::json;
 
 constexpr std::string_view kMetadataListAccept =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+constexpr std::string_view kMetadataAccept =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 // Query parameters in order; values are encoded when the target is built.
 using Query = std::vector<std::pair<std::string, std::string>>;
@@ -157,6 +159,15 @@ Result<json, ApiError> Client::get(const ResourceType& type, std::string_view ns
   }
   HttpRequest request;
   request.target = with_query(type.path(ns, name), query);
+  return call(request);
+}
+
+Result<json, ApiError> Client::get_metadata(const ResourceType& type, std::string_view ns,
+                                            std::string_view name) const {
+  if (type.namespaced && ns.empty()) return fail(needs_namespace(type));
+  HttpRequest request;
+  request.target = type.path(ns, name);
+  request.accept = std::string(kMetadataAccept);
   return call(request);
 }
 

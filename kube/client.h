@@ -153,6 +153,11 @@ class Client {
   Result<nlohmann::json, ApiError> get(const ResourceType& type, std::string_view ns,
                                        std::string_view name, const GetOptions& options = {}) const;
 
+  /// GET one object as PartialObjectMetadata (apiVersion meta.k8s.io/v1, kind, metadata only):
+  /// uid, generation and resourceVersion without transferring the object.
+  Result<nlohmann::json, ApiError> get_metadata(const ResourceType& type, std::string_view ns,
+                                                std::string_view name) const;
+
   /// Lists objects, following continue tokens until the last page. `ns` "" lists all
   /// namespaces of a namespaced type.
   Result<ObjectList, ApiError> list(const ResourceType& type, std::string_view ns,

@@ -147,6 +147,12 @@ TEST_CASE("get, create, update, delete: values and NotFound, AlreadyExists, Conf
   auto got = client.get(resources::kConfigMaps, ns.name, "a");
   REQUIRE(got.ok());
   CHECK((*got)["data"]["k"] == "1");
+  auto meta = client.get_metadata(resources::kConfigMaps, ns.name, "a");
+  REQUIRE_MESSAGE(meta.ok(), text(meta));
+  CHECK((*meta)["kind"] == "PartialObjectMetadata");
+  CHECK((*meta)["metadata"]["uid"] == (*got)["metadata"]["uid"]);
+  CHECK_FALSE(meta->contains("data"));
+  CHECK(is_not_found(client.get_metadata(resources::kConfigMaps, ns.name, "nope").error()));
 
   json stale = *got;
   json fresh = *got;
