@@ -76,30 +76,31 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
     case Operation::kConnect:
       return AdmissionResponse::allow();
   }
+  AdmissionResponse response;
+  bool auto_patch = active->update_mode == controller::UpdateMode::kAuto &&
+                    request.operation != Operation::kDelete;
+  if (auto_patch) {
+    controller::ResourcePlan plan = controller::plan_resources(*active, request.object);
+    if (!plan.invalid.empty()) {
+      // A patch yielding an invalid object would make the API server reject the user's write.
+      response.warnings.push_back("vscaler: VerticalScaler " + active->name +
+                                  " not applied: " + plan.invalid);
+    } else {
+      if (plan.changed()) response.patch = controller::admission_json_patch(plan);
+      for (const auto& container : plan.containers) {
+        for (const auto& overridden : container.overridden) {
+          response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
+                                      container.name + " " + overridden);
+        }
+      }
+      // The write carries the declared resources whenever it lands, and a reset undone here
+      // may leave it a no-op that never raises the generation: waiting for it would only poll.
+      hint.min_generation_exclusive = 0;
+    }
+  }
   if (!request.dry_run) {
     queue_.add(active->key(), controller::Priority::kHigh, hint);
     enqueued_.inc();
-  }
-
-  AdmissionResponse response;
-  if (active->update_mode != controller::UpdateMode::kAuto ||
-      request.operation == Operation::kDelete) {
-    return response;
-  }
-  controller::ResourcePlan plan = controller::plan_resources(*active, request.object);
-  if (!plan.invalid.empty()) {
-    // A patch yielding an invalid object would make the API server reject the user's write.
-    response.warnings.push_back("vscaler: VerticalScaler " + active->name +
-                                " not applied: " + plan.invalid);
-    return response;
-  }
-  if (!plan.changed()) return response;
-  response.patch = controller::admission_json_patch(plan);
-  for (const auto& container : plan.containers) {
-    for (const auto& overridden : container.overridden) {
-      response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
-                                  container.name + " " + overridden);
-    }
   }
   return response;
 }

@@ -200,3 +200,13 @@ TEST_CASE("with two scalers on one Deployment only the oldest is enqueued and pa
   CHECK(f.queue.len() == 0);
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "250m");
 }
+
+TEST_CASE("in Auto mode an UPDATE is hinted without a generation: the write may become a no-op") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  f.handler.handle(recorded("deployment-update-resources.json"));
+  auto item = f.next();
+  REQUIRE(item);
+  CHECK(item->hint.min_generation_exclusive == 0);
+  CHECK_FALSE(item->hint.any());
+}
