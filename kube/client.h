@@ -25,10 +25,10 @@ struct WatchOptions;
 /// Names a resource of the API: group ("" for the core group), version, plural resource name,
 /// and whether its objects live in a namespace. Decides the URL paths.
 struct ResourceType {
-  std::string group;
-  std::string version;
-  std::string resource;
-  bool namespaced = true;
+  std::string group;       ///< "" for the core group, else e.g. "apps"
+  std::string version;     ///< e.g. "v1"
+  std::string resource;    ///< plural, lower case: "deployments"
+  bool namespaced = true;  ///< false for cluster-scoped types (namespaces, CRDs, webhooks)
 
   /// "/api/v1" for the core group, "/apis/<group>/<version>" otherwise.
   std::string api_prefix() const;
@@ -128,11 +128,13 @@ std::string_view content_type(PatchType type);
 struct DeleteOptions {
   /// "", "Orphan", "Background" or "Foreground".
   std::string propagation_policy;
+  /// Seconds the object may take to terminate (pods); 0 = now; unset = the type's default.
   std::optional<std::int64_t> grace_period_seconds;
   /// Preconditions: delete only if the object still has this uid / resourceVersion (else
   /// Conflict).
   std::string precondition_uid;
   std::string precondition_resource_version;
+  /// Admit the deletion but persist nothing (dryRun=All).
   bool dry_run = false;
 };
 
@@ -146,7 +148,9 @@ class Client {
 
   /// The namespace of the configuration's context (or service account).
   const std::string& default_namespace() const;
+  /// The transport underneath (stats, config); shared by copies of this client.
   Transport& transport() const { return *transport_; }
+  /// The same, as a shared pointer, to build another client or a wrapper over it.
   const std::shared_ptr<Transport>& shared_transport() const { return transport_; }
 
   /// GET one object. NotFound when it (or its namespace) does not exist.

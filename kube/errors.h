@@ -83,6 +83,7 @@ ErrorKind classify(int http_code, std::string_view reason);
 /// An error for a failure the client detected itself (no Status object).
 ApiError make_error(ErrorKind kind, std::string message);
 
+/// Predicates for the kinds callers branch on most (same as comparing e.kind).
 inline bool is_not_found(const ApiError& e) {
   return e.kind == ErrorKind::kNotFound;
 }

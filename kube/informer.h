@@ -38,6 +38,7 @@ class Store {
   std::vector<ObjectPtr> list() const;
   /// A snapshot of every key.
   std::vector<std::string> keys() const;
+  /// How many objects are stored.
   size_t size() const;
 
   /// The store key of an object: "namespace/name", or "name" when it has no namespace.
@@ -55,10 +56,10 @@ class Store {
 
 /// What to watch and how patiently.
 struct InformerOptions {
-  ResourceType type;
-  std::string ns;  ///< "" = all namespaces
-  std::string label_selector;
-  std::string field_selector;
+  ResourceType type;             ///< the collection to mirror
+  std::string ns;                ///< "" = all namespaces
+  std::string label_selector;    ///< only objects with matching labels
+  std::string field_selector;    ///< only objects with matching fields
   std::int64_t page_size = 500;  ///< list page size
   /// Each watch asks the server to end it after a random time in [watch_timeout,
   /// 2 * watch_timeout), so that many informers do not reconnect in step.
@@ -113,6 +114,7 @@ class Informer {
 
   /// The objects seen; safe from any thread.
   const Store& store() const { return store_; }
+  /// Counters since start().
   InformerStats stats() const;
   /// The resourceVersion the informer would resume from.
   std::string resource_version() const;

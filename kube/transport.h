@@ -19,21 +19,24 @@ namespace vscaler::kube {
 
 /// One HTTP request to the API server.
 struct HttpRequest {
+  /// "GET", "POST", "PUT", "PATCH" or "DELETE".
   std::string method = "GET";
   /// Path and query, already percent-encoded, without the server's path prefix:
   /// "/api/v1/namespaces/a/configmaps?limit=500".
   std::string target;
+  /// The request body (JSON for every API write); empty for none.
   std::string body;
   /// Content-Type of `body` (e.g. "application/merge-patch+json"); unused when body is empty.
   std::string content_type = "application/json";
+  /// What representation to ask for (PartialObjectMetadata lists use a parameterised type).
   std::string accept = "application/json";
 };
 
 /// The answer to an HttpRequest, whatever its status code.
 struct HttpResponse {
-  int status = 0;
-  std::string body;
-  std::string content_type;
+  int status = 0;            ///< HTTP status code
+  std::string body;          ///< the whole body, decompressed
+  std::string content_type;  ///< Content-Type header
   /// The Retry-After header ("" when absent), for 429 and 503 answers.
   std::string retry_after;
   /// Warning headers (deprecated API use, unknown fields with fieldValidation=Warn, ...).
@@ -82,7 +85,9 @@ class Transport {
   virtual std::unique_ptr<Stream> open_stream(HttpRequest request,
                                               std::chrono::milliseconds read_timeout) = 0;
 
+  /// The configuration this transport was created from.
   virtual const ClientConfig& config() const = 0;
+  /// Counters since creation.
   virtual TransportStats stats() const = 0;
 };
 

@@ -51,6 +51,7 @@ class LineFramer {
 /// The type of a watch event.
 enum class EventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
+/// The event type as the API writes it: "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR".
 std::string_view to_string(EventType type);
 
 /// One event: for kBookmark only object.metadata.resourceVersion is meaningful; for kError the
@@ -66,8 +67,8 @@ Result<WatchEvent, ApiError> parse_watch_event(std::string_view line);
 
 /// Options of a watch request.
 struct WatchOptions {
-  std::string label_selector;
-  std::string field_selector;
+  std::string label_selector;  ///< only objects with matching labels, e.g. "app=web"
+  std::string field_selector;  ///< only objects with matching fields, e.g. "metadata.name=x"
   /// Start after this version (from a list or the last event); "" starts "now" with synthetic
   /// ADDED events for existing objects on most servers; prefer a list's resourceVersion.
   std::string resource_version;
@@ -83,6 +84,8 @@ struct WatchOptions {
 /// One watch request. run() blocks on the calling thread; cancel() may come from any thread.
 class Watch {
  public:
+  /// A watch of the collection at `target` (path and query, see Client::watch, which is the
+  /// usual way to make one). No request is sent until run().
   Watch(std::shared_ptr<Transport> transport, std::string target, WatchOptions options);
   ~Watch();
   Watch(const Watch&) = delete;

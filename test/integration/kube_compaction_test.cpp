@@ -331,8 +331,11 @@ TEST_CASE(
   // Writes before, during (retried until they land) and after the restart.
   std::vector<std::pair<std::string, std::string>> written;
   std::atomic<bool> writing{true};
+  // Retries end after two minutes, so that a server that never comes back fails the test
+  // instead of hanging it.
+  auto give_up = Clock::now() + std::chrono::minutes(2);
   std::thread writer([&] {
-    for (int i = 0; writing.load() || i < 20; ++i) {
+    for (int i = 0; (writing.load() || i < 20) && Clock::now() < give_up; ++i) {
       std::string name = "r" + std::to_string(i % 7);
       for (;;) {
         auto result = client.patch(resources::kConfigMaps, ns.name, name, PatchType::kApply,
@@ -345,6 +348,7 @@ TEST_CASE(
           written.emplace_back(name, rv(*result));
           break;
         }
+        if (Clock::now() > give_up) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(40));

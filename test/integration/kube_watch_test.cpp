@@ -265,8 +265,11 @@ TEST_CASE("after an API server restart the informer catches up: no change is los
   std::vector<std::pair<std::string, std::string>> written;  // (key, resourceVersion)
   std::atomic<bool> writing{true};
   std::atomic<int> failed_attempts{0};
+  // Retries end after two minutes, so that a server that never comes back fails the test
+  // instead of hanging it.
+  auto give_up = Clock::now() + std::chrono::minutes(2);
   std::thread writer([&] {
-    for (int i = 0; writing.load() || i < 40; ++i) {
+    for (int i = 0; (writing.load() || i < 40) && Clock::now() < give_up; ++i) {
       std::string name = i % 3 == 2 ? "a" + std::to_string(i % 5) : "w" + std::to_string(i);
       for (;;) {
         Result<json, ApiError> result =
@@ -282,6 +285,7 @@ TEST_CASE("after an API server restart the informer catches up: no change is los
           break;
         }
         failed_attempts.fetch_add(1);
+        if (Clock::now() > give_up) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
