@@ -67,6 +67,7 @@ void reset(Hint& hint) {
 void Hint::merge(const Hint& newer) {
   min_generation_exclusive = std::max(min_generation_exclusive, newer.min_generation_exclusive);
   if (!newer.gone_uid.empty()) gone_uid = newer.gone_uid;
+  must_exist = must_exist || newer.must_exist;
   issued = std::max(issued, newer.issued);
 }
 
@@ -241,7 +242,7 @@ void WorkQueue::unlink(List& list, Entry* entry) {
 }
 
 void WorkQueue::enqueue_locked(Entry* entry, Priority priority, const Hint& hint,
-                               Clock::time_point now) {
+                               Clock::time_point now, Wake& wake) {
   if (entry->waiting) {
     fold(entry->hint, hint, now);
     if (priority < entry->priority) {  // promotion: to the back of the higher list
@@ -273,19 +274,31 @@ void WorkQueue::enqueue_locked(Entry* entry, Priority priority, const Hint& hint
     metrics_->on_add(priority);
     metrics_->on_depth(depth_locked());
   }
-  if (waiters_ > 0) ready_cv_.notify_one();
+  if (waiters_ > 0) raise(wake, Wake::kOne);
+}
+
+void WorkQueue::notify(Wake wake) {
+  if (wake == Wake::kOne) {
+    ready_cv_.notify_one();
+  } else if (wake == Wake::kAll) {
+    ready_cv_.notify_all();
+  }
 }
 
 void WorkQueue::add(std::string_view key, Priority priority, const Hint& hint) {
-  std::lock_guard lock(mutex_);
-  if (shutting_down_.load(std::memory_order_relaxed)) return;
-  enqueue_locked(find_or_create_locked(key), priority, hint, kUnknown);
+  Wake wake = Wake::kNone;
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_.load(std::memory_order_relaxed)) return;
+    enqueue_locked(find_or_create_locked(key), priority, hint, kUnknown, wake);
+  }
+  notify(wake);
 }
 
 void WorkQueue::schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,
-                                Priority priority, const Hint& hint) {
+                                Priority priority, const Hint& hint, Wake& wake) {
   if (delay <= std::chrono::nanoseconds::zero()) {
-    enqueue_locked(entry, priority, hint, now);
+    enqueue_locked(entry, priority, hint, now, wake);
     return;
   }
   if (metrics_) metrics_->on_retry();
@@ -304,15 +317,19 @@ void WorkQueue::schedule_locked(Entry* entry, Clock::time_point now, std::chrono
   timers_.push_back(Timer{at, entry->delay_seq, entry->key});
   std::push_heap(timers_.begin(), timers_.end(), later<Timer>);
   // Blocked getters sleep until the earliest timer at most; a new earliest one must reach them.
-  if (waiters_ > 0 && timers_.front().seq == entry->delay_seq) ready_cv_.notify_all();
+  if (waiters_ > 0 && timers_.front().seq == entry->delay_seq) raise(wake, Wake::kAll);
 }
 
 void WorkQueue::add_after(std::string_view key, std::chrono::nanoseconds delay, Priority priority,
                           const Hint& hint) {
   Clock::time_point now = Clock::now();
-  std::lock_guard lock(mutex_);
-  if (shutting_down_.load(std::memory_order_relaxed)) return;
-  schedule_locked(find_or_create_locked(key), now, delay, priority, hint);
+  Wake wake = Wake::kNone;
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_.load(std::memory_order_relaxed)) return;
+    schedule_locked(find_or_create_locked(key), now, delay, priority, hint, wake);
+  }
+  notify(wake);
 }
 
 std::chrono::nanoseconds WorkQueue::backoff(uint32_t failures) const {
@@ -326,12 +343,16 @@ std::chrono::nanoseconds WorkQueue::backoff(uint32_t failures) const {
 void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const Hint& hint,
                                  std::chrono::nanoseconds at_least) {
   Clock::time_point now = Clock::now();
-  std::lock_guard lock(mutex_);
-  if (shutting_down_.load(std::memory_order_relaxed)) return;
-  Entry* entry = find_or_create_locked(key);
-  std::chrono::nanoseconds delay = std::max(backoff(entry->failures), at_least);
-  if (entry->failures < std::numeric_limits<uint32_t>::max()) ++entry->failures;
-  schedule_locked(entry, now, delay, priority, hint);
+  Wake wake = Wake::kNone;
+  {
+    std::lock_guard lock(mutex_);
+    if (shutting_down_.load(std::memory_order_relaxed)) return;
+    Entry* entry = find_or_create_locked(key);
+    std::chrono::nanoseconds delay = std::max(backoff(entry->failures), at_least);
+    if (entry->failures < std::numeric_limits<uint32_t>::max()) ++entry->failures;
+    schedule_locked(entry, now, delay, priority, hint, wake);
+  }
+  notify(wake);
 }
 
 void WorkQueue::forget(std::string_view key) {
@@ -354,7 +375,7 @@ std::chrono::nanoseconds WorkQueue::next_backoff(std::string_view key) const {
   return backoff(entry ? entry->failures : 0);
 }
 
-void WorkQueue::fire_due_timers_locked(Clock::time_point now) {
+void WorkQueue::fire_due_timers_locked(Clock::time_point now, Wake& wake) {
   while (!timers_.empty() && timers_.front().at <= now) {
     std::pop_heap(timers_.begin(), timers_.end(), later<Timer>);
     Timer timer = std::move(timers_.back());
@@ -368,7 +389,7 @@ void WorkQueue::fire_due_timers_locked(Clock::time_point now) {
     Hint hint = std::move(entry->delayed_hint);
     reset(entry->delayed_hint);
     // Time in queue counts from when the delay ended, not from when a getter noticed.
-    enqueue_locked(entry, entry->delayed_priority, hint, timer.at);
+    enqueue_locked(entry, entry->delayed_priority, hint, timer.at, wake);
   }
 }
 
@@ -386,7 +407,8 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
     Clock::time_point now = kUnknown;
     if (!timers_.empty() || deadline) {
       now = Clock::now();
-      fire_due_timers_locked(now);
+      Wake ignored = Wake::kNone;  // this getter takes the first key; see below for the others
+      fire_due_timers_locked(now, ignored);
     }
     List* list = ready_[0].head ? &ready_[0] : ready_[1].head ? &ready_[1] : nullptr;
     if (list) {
@@ -404,7 +426,9 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
         metrics_->on_queue_latency(seconds(now - entry->added));
       }
       // Timers may have made several keys ready at once: pass the wake-up on.
-      if (depth > 0 && waiters_ > 0) ready_cv_.notify_one();
+      bool pass_on = depth > 0 && waiters_ > 0;
+      lock.unlock();
+      if (pass_on) ready_cv_.notify_one();
       return item;
     }
     if (shutting_down_.load(std::memory_order_relaxed) && (!draining_ || dirty_ == 0)) {
@@ -424,7 +448,15 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
 }
 
 void WorkQueue::done(std::string_view key) {
-  std::lock_guard lock(mutex_);
+  Wake wake = Wake::kNone;
+  {
+    std::lock_guard lock(mutex_);
+    done_locked(key, wake);
+  }
+  notify(wake);
+}
+
+void WorkQueue::done_locked(std::string_view key, Wake& wake) {
   Entry* entry = find_locked(key);
   if (!entry || !entry->processing) return;  // not handed out: nothing to end
   entry->processing = false;
@@ -434,6 +466,8 @@ void WorkQueue::done(std::string_view key) {
     metrics_->on_work_duration(seconds(now - entry->started));
   }
   bool stopping = shutting_down_.load(std::memory_order_relaxed);
+  // Draining getters wait while a requeue may come; once this one is settled they re-check.
+  if (stopping && waiters_ > 0) raise(wake, Wake::kAll);
   if (entry->dirty) {
     entry->dirty = false;
     --dirty_;
@@ -442,16 +476,11 @@ void WorkQueue::done(std::string_view key) {
       entry->added = now == kUnknown ? Clock::now() : now;
       push_back(ready_[index(entry->priority)], entry);
       if (metrics_) metrics_->on_depth(depth_locked());
-      if (stopping) {
-        ready_cv_.notify_all();  // drain: the others may exit once nothing else can come
-      } else if (waiters_ > 0) {
-        ready_cv_.notify_one();
-      }
+      if (waiters_ > 0) raise(wake, Wake::kOne);
       return;
     }
     reset(entry->hint);
   }
-  if (stopping && waiters_ > 0) ready_cv_.notify_all();
   erase_if_idle_locked(entry);
 }
 
