@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cmd/options.h"
@@ -24,6 +25,32 @@ namespace {
 
 using namespace vscaler;
 constexpr std::string_view kLogger = "main";
+
+/// Checks, before anything starts, that the API server answers and lets us list VerticalScalers.
+/// Transient failures (network, 5xx, 429) are retried for up to `patience`; anything else —
+/// TLS verification, Unauthorized, Forbidden, the CRD missing — is reported at once in one line
+/// naming the cause, because no amount of retrying fixes it.
+kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string& ns,
+                                   std::chrono::seconds patience) {
+  auto deadline = std::chrono::steady_clock::now() + patience;
+  kube::ListOptions options;
+  options.limit = 1;
+  while (true) {
+    auto listed = client.list(kube::resources::kVerticalScalers, ns, options);
+    if (listed.ok()) return kube::Unit{};
+    const kube::ApiError& error = listed.error();
+    std::string cause = error.to_string();
+    if (kube::is_not_found(error)) {
+      cause =
+          "the VerticalScaler CRD (verticalscalers.scaling.vscaler.dev) is not installed: " + cause;
+    }
+    if (!kube::is_retryable(error) || std::chrono::steady_clock::now() >= deadline) {
+      return kube::fail(cause);
+    }
+    log::warn(kLogger, "the API server is not reachable yet; retrying", {{"error", cause}});
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
 
 /// Blocks until SIGTERM or SIGINT; returns the signal's name.
 const char* wait_for_signal() {
@@ -53,6 +80,11 @@ int run(const cmd::Options& options) {
   auto client = kube::Client::connect(*config);
   if (!client.ok()) {
     log::error(kLogger, "cannot build the API client", {{"error", client.error()}});
+    return 1;
+  }
+  if (auto ready = preflight(*client, options.namespace_, std::chrono::seconds(30)); !ready.ok()) {
+    log::error(kLogger, "cannot use the API server",
+               {{"server", config->server}, {"error", ready.error()}});
     return 1;
   }
   auto& registry = metrics::default_registry();
