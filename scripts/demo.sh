@@ -76,8 +76,8 @@ k -n shop wait --for=condition=Ready --timeout=30s verticalscaler/web >/dev/null
 k -n shop get verticalscaler web | sed 's/^/   /'
 echo "   the Deployment now:"
 show_resources
-echo "   conditions:"
-k -n shop get vsc web -o jsonpath='{range .status.conditions[*]}     {.type}={.status} ({.reason}): {.message}{"\n"}{end}'
+echo "   kubectl describe vsc web:"
+k -n shop describe vsc web | sed -n '/^Spec:/,$p' | sed 's/^/     /'
 
 step "6. a Helm-style upgrade resets the resources: in Auto mode the admission webhook keeps them"
 k apply -f "$root/manifests/samples/deployment.yaml" 2>&1 | sed 's/^/   /'
