@@ -10,7 +10,7 @@ if [ ! -d "$CLUSTER_DIR" ]; then
   exit 0
 fi
 stopped=()
-stop_process kube-apiserver && stopped+=(kube-apiserver)
+stop_process kube-apiserver 3 && stopped+=(kube-apiserver)
 stop_process etcd && stopped+=(etcd)
 rm -rf "$CLUSTER_DIR"
 if [ ${#stopped[@]} -eq 0 ]; then

@@ -34,13 +34,15 @@ start_apiserver() {
   start_process kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" "${args[@]}"
 }
 
-# stop_process NAME: SIGTERM, up to 15 s, then SIGKILL; only the pid we recorded.
+# stop_process NAME [GRACE_SECONDS]: SIGTERM, up to GRACE (default 15) s, then SIGKILL; only the
+# pid we recorded. kube-apiserver holds open watch connections to the end of its grace, so its
+# callers pass a shorter one (nothing it holds needs a clean shutdown: etcd has the data).
 stop_process() {
-  local name=$1 pid i
+  local name=$1 grace=${2:-15} pid i
   pid_alive "$name" || { rm -f "$CLUSTER_DIR/$name.pid"; return 1; }
   pid=$(cat "$CLUSTER_DIR/$name.pid")
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 150); do
+  for i in $(seq 1 $((grace * 10))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done

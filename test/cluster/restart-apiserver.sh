@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
-stop_process kube-apiserver || true
+stop_process kube-apiserver 3 || true
 start_apiserver
 wait_for kube-apiserver 180 apiserver_ready
 echo "restart-apiserver.sh: kube-apiserver restarted"
