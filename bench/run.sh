@@ -32,6 +32,7 @@ else
   sections=(bench/sections/*.sh)
 fi
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=()
 failed=()
 for section in "${sections[@]}"; do
@@ -66,6 +67,8 @@ memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   echo
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "- machine: $(nproc) CPUs (${cpu:-unknown}), $memory memory, Linux $(uname -r)"
+  echo "- load average (1, 5, 15 min): $load_before before the run," \
+    "$(cut -d' ' -f1-3 /proc/loadavg) after (other work on the machine skews results)"
   echo "- compilers: $(g++ --version | head -1); $(go version 2>/dev/null || echo 'no go')"
   echo
   echo "Each section's script in bench/sections/ says what its peer is and what it measures." \

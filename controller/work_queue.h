@@ -24,6 +24,7 @@
 // handed out, and get() returns nullopt once none is waiting or about to be requeued.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -212,11 +213,19 @@ class WorkQueue {
   Entry* find_or_create_locked(std::string_view key);
   void resize_locked(size_t slots);
   void erase_if_idle_locked(Entry* entry);
-  void enqueue_locked(Entry* entry, Priority priority, const Hint& hint, Clock::time_point now);
+  /// Which getters to wake once the lock is released (waking under the lock would make them block
+  /// on it straight away).
+  enum class Wake : uint8_t { kNone, kOne, kAll };
+  static void raise(Wake& wake, Wake level) { wake = std::max(wake, level); }
+  void notify(Wake wake);
+
+  void enqueue_locked(Entry* entry, Priority priority, const Hint& hint, Clock::time_point now,
+                      Wake& wake);
   void schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,
-                       Priority priority, const Hint& hint);
+                       Priority priority, const Hint& hint, Wake& wake);
   std::chrono::nanoseconds backoff(uint32_t failures) const;
-  void fire_due_timers_locked(Clock::time_point now);
+  void fire_due_timers_locked(Clock::time_point now, Wake& wake);
+  void done_locked(std::string_view key, Wake& wake);
   size_t drop_timers_locked();
   std::optional<WorkItem> get_until(std::optional<Clock::time_point> deadline);
   size_t depth_locked() const { return ready_[0].size + ready_[1].size; }
