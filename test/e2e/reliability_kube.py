@@ -17,8 +17,9 @@ Usage: reliability_kube.py CLUSTER_DIR COMMAND ARGS...
                                       write changes the scaler's resourceVersion, so a status
                                       write with the old one answers 409)
   generations NS                      prints {name: generation} of the namespace's Deployments
-  check NS                            exit 0 when every scaler's Deployment carries its declared
-                                      values and its status is Ready for its generation; else
+  check NS                            exit 0 when every active scaler's Deployment carries its
+                                      declared values and its status is Ready for its generation
+                                      (a younger scaler of the same Deployment: Conflict); else
                                       prints what is wrong (at most 10 lines) and exits 1
 """
 import json
@@ -156,10 +157,27 @@ def generations(api, ns):
 
 def check(api, ns):
     deploys = {d["metadata"]["name"]: d for d in api.call("GET", deployments(ns))["items"]}
+    items = api.call("GET", scalers(ns))["items"]
+    # One scaler per Deployment: the oldest (creationTimestamp, then name) is active.
+    active = {}
+    for scaler in sorted(items, key=lambda s: (s["metadata"]["creationTimestamp"],
+                                               s["metadata"]["name"])):
+        active.setdefault(scaler["spec"]["deploymentName"], scaler["metadata"]["name"])
     problems = []
-    for scaler in api.call("GET", scalers(ns))["items"]:
+    for scaler in items:
         name = scaler["metadata"]["name"]
         spec = scaler["spec"]
+        status = scaler.get("status", {})
+        ready = [c for c in status.get("conditions", []) if c.get("type") == "Ready"]
+        ready = ready[0] if ready else {}
+        if status.get("observedGeneration") != scaler["metadata"]["generation"]:
+            problems.append("%s: observedGeneration %s, generation %s" % (
+                name, status.get("observedGeneration"), scaler["metadata"]["generation"]))
+            continue
+        if active[spec["deploymentName"]] != name:
+            if ready.get("reason") != "Conflict":
+                problems.append("%s: not active, but Ready reason %s" % (name, ready.get("reason")))
+            continue
         target = deploys.get(spec["deploymentName"])
         if target is None:
             problems.append("%s: Deployment %s missing" % (name, spec["deploymentName"]))
@@ -171,13 +189,8 @@ def check(api, ns):
                     if str(have.get(kind, {}).get(key)) != str(value):
                         problems.append("%s: %s.%s is %s, declared %s" % (
                             name, kind, key, have.get(kind, {}).get(key), value))
-        status = scaler.get("status", {})
-        ready = [c for c in status.get("conditions", []) if c.get("type") == "Ready"]
-        if status.get("observedGeneration") != scaler["metadata"]["generation"]:
-            problems.append("%s: observedGeneration %s, generation %s" % (
-                name, status.get("observedGeneration"), scaler["metadata"]["generation"]))
-        elif not ready or ready[0].get("status") != "True":
-            problems.append("%s: not Ready (%s)" % (name, ready[0].get("reason") if ready else "-"))
+        if ready.get("status") != "True":
+            problems.append("%s: not Ready (%s)" % (name, ready.get("reason", "-")))
     for problem in problems[:10]:
         print(problem)
     if len(problems) > 10:
