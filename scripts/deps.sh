@@ -8,8 +8,10 @@ profile=${1:-build}
 build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev nlohmann-json3-dev
   libyaml-cpp-dev doctest-dev libsimdjson-dev)
 # clang brings libFuzzer and is used for fuzz targets; clang-format for the format check;
-# openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests.
-test_pkgs=(clang clang-format openssl curl procps)
+# openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests; nginx as
+# the webhook benchmark's reference server (run in the foreground from a temp dir, never as a
+# service: see the install below).
+test_pkgs=(clang clang-format openssl curl procps nginx)
 
 pkgs=("${build_pkgs[@]}")
 [ "$profile" = test ] && pkgs+=("${test_pkgs[@]}")
@@ -26,4 +28,12 @@ sudo=""
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists: update once, then install quietly.
 $sudo apt-get update -qq >/dev/null
+# Packages such as nginx start their service on install; nothing here wants a service, so a
+# policy-rc.d refuses every start for the time of the install (unless one is already in place).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n# scripts/deps.sh: no service starts during its install\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod 755 "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

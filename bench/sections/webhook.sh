@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Section "webhook": the Deployment admission hook over TLS, against two peers, in the same run.
+#   vscaler             bench/tools/admission_server: vscaler's AdmissionServer with its real
+#                       DeploymentHandler (cmd/main.cpp's wiring and defaults), a ScalerStore with a
+#                       scaler for the review's Deployment (the lookup hits, a hint is enqueued, an
+#                       Auto-mode JSONPatch is computed);
+#   nginx               the Debian package, a foreground process configured in a temp dir, taking
+#                       the same POST bodies (read and discarded) and returning a small fixed body:
+#                       the physical-limit reference for TLS + HTTP on this machine;
+#   controller-runtime  bench/peer-webhook: controller-runtime v0.25's webhook.Server decoding the
+#                       review, the objects' metadata, a map lookup, allowed (no patch).
+# All three get the same certificate (ECDSA P-256, certs/generate.sh) and are driven by the same
+# C++ load generator (bench/tools/admission_load): a recorded ~22 KB Deployment UPDATE review
+# (test/data/admission/deployment-update-20k.json, a fresh uid per request) POSTed over TLS
+# keep-alive by 1 and 4 connections, each sending its next request when the answer is in;
+# reviews/s and client-side p50/p99 latency. The machine has 2 cores: the load generator and the
+# server under test share them, so these are rates of the pair, not of the server alone.
+# Prints table rows (see bench/run.sh); details (TLS versions and ciphers, each run) on stderr.
+# Environment: VSCALER_BENCH_RUNS (default 3), VSCALER_BENCH_WEBHOOK_SECONDS (per measurement,
+# default 3, after a 0.5 s warm-up).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+source bench/lib.sh
+runs=${VSCALER_BENCH_RUNS:-3}
+seconds=${VSCALER_BENCH_WEBHOOK_SECONDS:-3}
+build=${VSCALER_BUILD_DIR:-build/release}
+load=$build/bench/tools/admission_load
+server=$build/bench/tools/admission_server
+review=test/data/admission/deployment-update-20k.json
+for binary in "$load" "$server"; do
+  [ -x "$binary" ] || { echo "webhook.sh: $binary is missing (make build)" >&2; exit 1; }
+done
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx" ] || { echo "webhook.sh: nginx is missing (scripts/deps.sh test)" >&2; exit 1; }
+mkdir -p build/bench
+(cd bench/peer-webhook && go build -o "$root/build/bench/peer-webhook" .) >&2
+peer=build/bench/peer-webhook
+
+tmp=$(mktemp -d /tmp/vscaler-bench-webhook.XXXXXX)
+chmod 755 "$tmp" # nginx's workers run as another user when started as root
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+certs/generate.sh --cert-dir "$tmp/certs" >/dev/null 2>&1
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+# wait_port FILE: until a server wrote its port into FILE.
+wait_port() {
+  local i
+  for i in $(seq 100); do
+    [ -s "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "webhook.sh: a server did not start (no $1)" >&2
+  exit 1
+}
+
+"$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler.port" 2>"$tmp/vscaler.log" &
+pids+=($!)
+"$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
+  2>"$tmp/controller-runtime.log" &
+pids+=($!)
+nginx_port=$(free_port)
+mkdir -p "$tmp/nginx-prefix"
+cat >"$tmp/nginx-prefix/nginx.conf" <<EOF
+# One worker per core, as nginx is usually run; no logging; bodies read and discarded.
+worker_processes auto;
+pid $tmp/nginx-prefix/nginx.pid;
+error_log $tmp/nginx-prefix/error.log warn;
+events { worker_connections 256; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/nginx-prefix/body;
+  proxy_temp_path $tmp/nginx-prefix/proxy;
+  fastcgi_temp_path $tmp/nginx-prefix/fastcgi;
+  uwsgi_temp_path $tmp/nginx-prefix/uwsgi;
+  scgi_temp_path $tmp/nginx-prefix/scgi;
+  client_max_body_size 8m;
+  client_body_buffer_size 64k;
+  keepalive_requests 1000; # as vscaler's server
+  server {
+    listen 127.0.0.1:$nginx_port ssl;
+    ssl_certificate $tmp/certs/tls.crt;
+    ssl_certificate_key $tmp/certs/tls.key;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    location = /mutate-deployments {
+      default_type application/json;
+      return 200 '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"00000000-0000-0000-0000-000000000000","allowed":true}}';
+    }
+  }
+}
+EOF
+"$nginx" -p "$tmp/nginx-prefix" -c "$tmp/nginx-prefix/nginx.conf" -e "$tmp/nginx-prefix/error.log" \
+  -g 'daemon off;' 2>"$tmp/nginx-prefix/stderr.log" &
+pids+=($!)
+wait_port "$tmp/vscaler.port"
+wait_port "$tmp/controller-runtime.port"
+for i in $(seq 100); do
+  (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break
+  [ "$i" -lt 100 ] || { echo "webhook.sh: nginx did not start: $(cat "$tmp/nginx-prefix/error.log")" >&2; exit 1; }
+  sleep 0.1
+done
+echo "$nginx_port" >"$tmp/nginx.port"
+
+# measure NAME RUN: 1 and 4 connections against server NAME; appends "id<TAB>label<TAB>value"
+# rows to $tmp/NAME.RUN (latencies in microseconds).
+measure() {
+  local name=$1 run=$2 port connections out check=""
+  port=$(cat "$tmp/$name.port")
+  [ "$name" = nginx ] || check=--check-uid # nginx's fixed answer cannot echo the uid
+  for connections in 1 4; do
+    if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" \
+      --connections "$connections" --seconds "$seconds" $check 2>>"$tmp/load.err"); then
+      echo "webhook.sh: requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
+      exit 1
+    fi
+    echo "webhook.sh: run $run $name: $out" >&2
+    awk -v c="$connections" '
+      {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        conns = c == 1 ? "1 conn" : c " conns"
+        printf "rate%s\t20 KB UPDATE review over TLS, %s (reviews/s, client and server share 2 cores)\t%s\n", c, conns, v["reviews_per_second"]
+        printf "p50_%s\t20 KB UPDATE review over TLS, %s, p50 (us)\t%.1f\n", c, conns, v["p50_ms"] * 1000
+        printf "p99_%s\t20 KB UPDATE review over TLS, %s, p99 (us)\t%.1f\n", c, conns, v["p99_ms"] * 1000
+      }' <<<"$out" >>"$tmp/$name.$run"
+  done
+}
+
+# Alternate the servers within each run so that load from elsewhere hits all alike.
+for run in $(seq "$runs"); do
+  for name in vscaler nginx controller-runtime; do measure "$name" "$run"; done
+done
+for name in vscaler nginx controller-runtime; do median_rows "$tmp/$name".* >"$tmp/$name"; done
+# The same vscaler rows twice, once per peer, the peer named in the label; interleaved.
+awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs nginx"; print }' "$tmp/vscaler" >"$tmp/vs-nginx"
+awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs controller-runtime"; print }' "$tmp/vscaler" \
+  >"$tmp/vs-controller-runtime"
+table_rows "$tmp/vs-nginx" "$tmp/nginx" >"$tmp/rows-nginx"
+table_rows "$tmp/vs-controller-runtime" "$tmp/controller-runtime" >"$tmp/rows-controller-runtime"
+paste -d'\n' "$tmp/rows-nginx" "$tmp/rows-controller-runtime"
