@@ -136,9 +136,9 @@ size_t WorkQueue::probe(std::string_view key, uint64_t h, bool& found) const {
   }
 }
 
-WorkQueue::Entry* WorkQueue::find_locked(std::string_view key) const {
+WorkQueue::Entry* WorkQueue::find_locked(std::string_view key, uint64_t h) const {
   bool found = false;
-  size_t i = probe(key, hash(key), found);
+  size_t i = probe(key, h, found);
   return found ? slots_[i].entry : nullptr;
 }
 
@@ -154,8 +154,7 @@ void WorkQueue::resize_locked(size_t slots) {
   }
 }
 
-WorkQueue::Entry* WorkQueue::find_or_create_locked(std::string_view key) {
-  uint64_t h = hash(key);
+WorkQueue::Entry* WorkQueue::find_or_create_locked(std::string_view key, uint64_t h) {
   bool found = false;
   size_t i = probe(key, h, found);
   if (found) return slots_[i].entry;
@@ -286,11 +285,12 @@ void WorkQueue::notify(Wake wake) {
 }
 
 void WorkQueue::add(std::string_view key, Priority priority, const Hint& hint) {
+  uint64_t h = hash(key);  // before locking: the critical section is what workers contend on
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    enqueue_locked(find_or_create_locked(key), priority, hint, kUnknown, wake);
+    enqueue_locked(find_or_create_locked(key, h), priority, hint, kUnknown, wake);
   }
   notify(wake);
 }
@@ -323,11 +323,12 @@ void WorkQueue::schedule_locked(Entry* entry, Clock::time_point now, std::chrono
 void WorkQueue::add_after(std::string_view key, std::chrono::nanoseconds delay, Priority priority,
                           const Hint& hint) {
   Clock::time_point now = Clock::now();
+  uint64_t h = hash(key);
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    schedule_locked(find_or_create_locked(key), now, delay, priority, hint, wake);
+    schedule_locked(find_or_create_locked(key, h), now, delay, priority, hint, wake);
   }
   notify(wake);
 }
@@ -343,11 +344,12 @@ std::chrono::nanoseconds WorkQueue::backoff(uint32_t failures) const {
 void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const Hint& hint,
                                  std::chrono::nanoseconds at_least) {
   Clock::time_point now = Clock::now();
+  uint64_t h = hash(key);
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    Entry* entry = find_or_create_locked(key);
+    Entry* entry = find_or_create_locked(key, h);
     std::chrono::nanoseconds delay = std::max(backoff(entry->failures), at_least);
     if (entry->failures < std::numeric_limits<uint32_t>::max()) ++entry->failures;
     schedule_locked(entry, now, delay, priority, hint, wake);
@@ -356,22 +358,25 @@ void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const 
 }
 
 void WorkQueue::forget(std::string_view key) {
+  uint64_t h = hash(key);
   std::lock_guard lock(mutex_);
-  Entry* entry = find_locked(key);
+  Entry* entry = find_locked(key, h);
   if (!entry) return;
   entry->failures = 0;
   erase_if_idle_locked(entry);
 }
 
 uint32_t WorkQueue::num_requeues(std::string_view key) const {
+  uint64_t h = hash(key);
   std::lock_guard lock(mutex_);
-  const Entry* entry = find_locked(key);
+  const Entry* entry = find_locked(key, h);
   return entry ? entry->failures : 0;
 }
 
 std::chrono::nanoseconds WorkQueue::next_backoff(std::string_view key) const {
+  uint64_t h = hash(key);
   std::lock_guard lock(mutex_);
-  const Entry* entry = find_locked(key);
+  const Entry* entry = find_locked(key, h);
   return backoff(entry ? entry->failures : 0);
 }
 
@@ -380,7 +385,7 @@ void WorkQueue::fire_due_timers_locked(Clock::time_point now, Wake& wake) {
     std::pop_heap(timers_.begin(), timers_.end(), later<Timer>);
     Timer timer = std::move(timers_.back());
     timers_.pop_back();
-    Entry* entry = find_locked(timer.key);
+    Entry* entry = find_locked(timer.key, hash(timer.key));
     if (!entry || entry->delay_seq != timer.seq ||
         entry->delayed_until == Clock::time_point::max()) {
       continue;  // superseded by an earlier timer, or dropped
@@ -416,7 +421,7 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
       unlink(*list, entry);
       entry->waiting = false;
       entry->processing = true;
-      WorkItem item{entry->key, std::move(entry->hint), entry->priority, entry->added};
+      WorkItem item{{}, std::move(entry->hint), entry->priority, entry->added};
       reset(entry->hint);
       size_t depth = depth_locked();
       if (metrics_) {
@@ -428,6 +433,9 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
       // Timers may have made several keys ready at once: pass the wake-up on.
       bool pass_on = depth > 0 && waiters_ > 0;
       lock.unlock();
+      // The key is copied (an allocation) outside the lock: the entry stays this worker's until
+      // it calls done(), and the key of a live entry never changes.
+      item.key = entry->key;
       if (pass_on) ready_cv_.notify_one();
       return item;
     }
@@ -448,16 +456,17 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
 }
 
 void WorkQueue::done(std::string_view key) {
+  uint64_t h = hash(key);
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
-    done_locked(key, wake);
+    done_locked(key, h, wake);
   }
   notify(wake);
 }
 
-void WorkQueue::done_locked(std::string_view key, Wake& wake) {
-  Entry* entry = find_locked(key);
+void WorkQueue::done_locked(std::string_view key, uint64_t h, Wake& wake) {
+  Entry* entry = find_locked(key, h);
   if (!entry || !entry->processing) return;  // not handed out: nothing to end
   entry->processing = false;
   Clock::time_point now = kUnknown;
@@ -487,7 +496,7 @@ void WorkQueue::done_locked(std::string_view key, Wake& wake) {
 size_t WorkQueue::drop_timers_locked() {
   size_t dropped = 0;
   for (Timer& timer : timers_) {
-    Entry* entry = find_locked(timer.key);
+    Entry* entry = find_locked(timer.key, hash(timer.key));
     if (!entry || entry->delay_seq != timer.seq ||
         entry->delayed_until == Clock::time_point::max()) {
       continue;

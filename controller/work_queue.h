@@ -209,8 +209,8 @@ class WorkQueue {
 
   uint64_t hash(std::string_view key) const;
   size_t probe(std::string_view key, uint64_t hash, bool& found) const;
-  Entry* find_locked(std::string_view key) const;
-  Entry* find_or_create_locked(std::string_view key);
+  Entry* find_locked(std::string_view key, uint64_t hash) const;
+  Entry* find_or_create_locked(std::string_view key, uint64_t hash);
   void resize_locked(size_t slots);
   void erase_if_idle_locked(Entry* entry);
   /// Which getters to wake once the lock is released (waking under the lock would make them block
@@ -225,7 +225,7 @@ class WorkQueue {
                        Priority priority, const Hint& hint, Wake& wake);
   std::chrono::nanoseconds backoff(uint32_t failures) const;
   void fire_due_timers_locked(Clock::time_point now, Wake& wake);
-  void done_locked(std::string_view key, Wake& wake);
+  void done_locked(std::string_view key, uint64_t hash, Wake& wake);
   size_t drop_timers_locked();
   std::optional<WorkItem> get_until(std::optional<Clock::time_point> deadline);
   size_t depth_locked() const { return ready_[0].size + ready_[1].size; }
