@@ -13,6 +13,7 @@
 # vscaler-webhook-tls, copied into the webhook's directory by a loop standing in for the kubelet.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+. "$here/rotation_lib.sh"
 root=$(cd "$here/../.." && pwd)
 export KUBECTL
 work=$(mktemp -d /tmp/vscaler-rotate-test.XXXXXX)
@@ -22,10 +23,7 @@ cleanup() {
   local pid
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  for kind in mutatingwebhookconfiguration validatingwebhookconfiguration; do
-    k delete "$kind" vscaler --ignore-not-found >/dev/null 2>&1 || true
-    k delete "$kind" -l app.kubernetes.io/name=vscaler-probe --ignore-not-found >/dev/null 2>&1 || true
-  done
+  rotation_delete_webhooks
   k -n vscaler-system delete secret vscaler-webhook-tls --ignore-not-found >/dev/null 2>&1 || true
   if [ -n "${KEEP_LOGS:-}" ]; then echo "logs kept in $work"; else rm -rf "$work"; fi
 }
@@ -36,11 +34,7 @@ k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vsc
 ns=$(unique_namespace certs-rotate)
 k -n "$ns" create deployment edited --image=registry.k8s.io/pause:3.10 >/dev/null
 
-# The admin credentials of the kubeconfig, for curl.
-server=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
-k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$work/api-ca.crt"
-k config view --raw --minify -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d >"$work/admin.crt"
-k config view --raw --minify -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$work/admin.key"
+rotation_credentials
 cat >"$work/deployment.json" <<'EOF'
 {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "load"},
  "spec": {"selector": {"matchLabels": {"app": "load"}},
@@ -52,63 +46,23 @@ cat >"$work/scaler.json" <<'EOF'
  "spec": {"deploymentName": "load", "containers": [{"name": "app", "requests": {"cpu": "100m"}}]}}
 EOF
 
-# request NAME METHOD PATH BODY_FILE CONTENT_TYPE EXPECTED_CODE WARNING: one request; appends
-# "ok" or a description of the failure to $work/NAME.results.
-request() {
-  local name=$1 code
-  code=$(curl -sS -o "$work/$name.body" -D "$work/$name.headers" -w '%{http_code}' --max-time 10 \
-    --cacert "$work/api-ca.crt" --cert "$work/admin.crt" --key "$work/admin.key" \
-    -X "$2" -H "Content-Type: $5" --data-binary "@$4" "$server$3" 2>"$work/$name.err") || code="curl-error"
-  if [ "$code" = "$6" ] && grep -qF "$7" "$work/$name.headers"; then
-    echo ok >>"$work/$name.results"
-  else
-    echo "FAILED $(date +%T.%N) code=$code $(head -c 300 "$work/$name.body" "$work/$name.err" | tr '\n' ' ')" >>"$work/$name.results"
-  fi
-}
-
-# load NAME: one client, until $work/stop exists.
-load() {
-  local i=0
-  while [ ! -e "$work/stop" ]; do
-    case "$1" in
-      create)
-        request create POST "/apis/apps/v1/namespaces/$ns/deployments?dryRun=All" "$work/deployment.json" \
-          application/json 201 "fake-vscaler reached /mutate-deployments CREATE"
-        ;;
-      edit)
-        i=$((i + 1))
-        printf '{"spec":{"template":{"metadata":{"annotations":{"edit":"%s"}}}}}' "$i" >"$work/edit.json"
-        request edit PATCH "/apis/apps/v1/namespaces/$ns/deployments/edited" "$work/edit.json" \
-          application/strategic-merge-patch+json 200 "fake-vscaler reached /mutate-deployments UPDATE"
-        ;;
-      scaler)
-        request scaler POST "/apis/scaling.vscaler.dev/v1beta1/namespaces/$ns/verticalscalers?dryRun=All" \
-          "$work/scaler.json" application/json 201 "fake-vscaler reached /validate-verticalscalers CREATE"
-        ;;
-    esac
-  done
-}
-
-# start_load / stop_load PHASE: the three clients; stop_load checks their results.
-start_load() {
-  rm -f "$work/stop" "$work"/*.results
-  local name
-  for name in create edit scaler; do
-    load "$name" &
-    pids+=($!)
-  done
-}
-stop_load() {
-  touch "$work/stop"
-  sleep 0.5
-  local name total failed
-  for name in create edit scaler; do
-    total=$(wc -l <"$work/$name.results")
-    failed=$(grep -c -v '^ok$' "$work/$name.results" || true)
-    [ "$failed" = 0 ] || fail "$1: $failed of $total $name requests failed: $(grep -v '^ok$' "$work/$name.results" | head -n 3)"
-    [ "$total" -ge 10 ] || fail "$1: only $total $name requests were made"
-    echo "ok: $1: $total $name requests through the API server, every one reached the webhook"
-  done
+# rotation_client NAME ITERATION: one request of a load client (see rotation_start_load).
+rotation_client() {
+  case "$1" in
+    create)
+      rotation_request create POST "/apis/apps/v1/namespaces/$ns/deployments?dryRun=All" \
+        "$work/deployment.json" application/json 201 "fake-vscaler reached /mutate-deployments CREATE"
+      ;;
+    edit)
+      printf '{"spec":{"template":{"metadata":{"annotations":{"edit":"%s"}}}}}' "$2" >"$work/edit.json"
+      rotation_request edit PATCH "/apis/apps/v1/namespaces/$ns/deployments/edited" "$work/edit.json" \
+        application/strategic-merge-patch+json 200 "fake-vscaler reached /mutate-deployments UPDATE"
+      ;;
+    scaler)
+      rotation_request scaler POST "/apis/scaling.vscaler.dev/v1beta1/namespaces/$ns/verticalscalers?dryRun=All" \
+        "$work/scaler.json" application/json 201 "fake-vscaler reached /validate-verticalscalers CREATE"
+      ;;
+  esac
 }
 
 # start_fake DIR: the stand-in webhook serving DIR; sets FAKE_PORT.
@@ -122,25 +76,12 @@ start_fake() {
   FAKE_PORT=$(cat "$work/fake.port")
 }
 
-issuer() { openssl x509 -in "$1" -noout -issuer; }
-served_issuer() {
-  openssl s_client -connect "127.0.0.1:$1" </dev/null 2>/dev/null | openssl x509 -noout -issuer
-}
-bundle_is() {
-  local kind b
-  for kind in mutatingwebhookconfiguration validatingwebhookconfiguration; do
-    b=$(k get "$kind" vscaler -o jsonpath='{.webhooks[0].clientConfig.caBundle}')
-    [ "$b" = "$(base64 -w0 <"$1")" ] || fail "the caBundle of $kind/vscaler is not $1"
-  done
-  echo "ok: both caBundles are $(basename "$1") ($(openssl x509 -in "$1" -noout -subject))"
-}
-
 echo "=== target 1: the directory a webhook on this machine serves from (--local)"
 dir=$work/local
 "$root/certs/generate.sh" --cert-dir "$dir" 2>/dev/null
 start_fake "$dir"
 "$root/certs/install.sh" --local --port "$FAKE_PORT" --cert-dir "$dir" 2>/dev/null
-start_load
+rotation_start_load create edit scaler
 python3 "$here/certs_loadgen.py" --port "$FAKE_PORT" --ca-dir "$dir" --rate 100 --clients 4 \
   --reconnect-every 10 >"$work/loadgen.json" 2>"$work/loadgen.err" &
 loadgen_pid=$!
@@ -154,7 +95,7 @@ expect_eq "CA after a serving rotation" "$(openssl x509 -in "$dir/ca.crt" -noout
 sleep 1
 "$root/certs/rotate.sh" ca --local --port "$FAKE_PORT" --cert-dir "$dir" || fail "rotate.sh ca failed"
 sleep 2
-stop_load "target 1"
+rotation_stop_load "target 1"
 kill -TERM "$loadgen_pid"
 wait "$loadgen_pid" || true
 python3 - "$work/loadgen.json" <<'PY' || fail "direct load: $(cat "$work/loadgen.json" "$work/loadgen.err")"
@@ -168,9 +109,9 @@ expect_eq "old CA kept as ca-old.crt" "$(openssl x509 -in "$dir/ca-old.crt" -noo
 expect_eq "no next CA left" "$(ls "$dir"/ca-next.* 2>/dev/null)" ""
 expect_eq "ca.key mode" "$(stat -c %a "$dir/ca.key")" "600"
 expect_eq "tls.key mode" "$(stat -c %a "$dir/tls.key")" "600"
-expect_eq "served certificate's issuer" "$(served_issuer "$FAKE_PORT")" "$(issuer "$dir/tls.crt")"
+expect_eq "served certificate's issuer" "$(rotation_served_issuer "$FAKE_PORT")" "$(rotation_issuer "$dir/tls.crt")"
 expect_eq "tls.crt from the new CA" "$(openssl verify -CAfile "$dir/ca.crt" "$dir/tls.crt")" "$dir/tls.crt: OK"
-bundle_is "$dir/ca.crt"
+rotation_bundle_is "$dir/ca.crt"
 grep -q 'fake-vscaler reached' "$work/fake.log" || fail "the webhook logged no request"
 expect_eq "no probe configuration left" \
   "$(k get mutatingwebhookconfiguration,validatingwebhookconfiguration -l app.kubernetes.io/name=vscaler-probe -o name)" ""
@@ -209,21 +150,21 @@ start_fake "$served"
 pids+=($!)
 "$root/certs/install.sh" --local --port "$FAKE_PORT" --cert-dir "$admin" --no-generate 2>/dev/null
 "$root/certs/install.sh" --cert-dir "$admin" --no-generate 2>/dev/null
-start_load
+rotation_start_load create edit scaler
 sleep 2
 old_ca=$(openssl x509 -in "$admin/ca.crt" -noout -subject)
 "$root/certs/rotate.sh" serving --cert-dir "$admin" --serve-addr "127.0.0.1:$FAKE_PORT" || fail "rotate.sh serving (Secret) failed"
-expect_eq "served after a serving rotation" "$(served_issuer "$FAKE_PORT")" "$(issuer "$admin/tls.crt")"
+expect_eq "served after a serving rotation" "$(rotation_served_issuer "$FAKE_PORT")" "$(rotation_issuer "$admin/tls.crt")"
 "$root/certs/rotate.sh" ca --cert-dir "$admin" --serve-addr "127.0.0.1:$FAKE_PORT" --probe served ||
   fail "rotate.sh ca (Secret) failed"
 sleep 2
-stop_load "target 2"
+rotation_stop_load "target 2"
 touch "$work/stop-sync"
 [ "$(openssl x509 -in "$admin/ca.crt" -noout -subject)" != "$old_ca" ] || fail "the CA did not change"
 expect_eq "Secret tls.crt" "$(k -n vscaler-system get secret vscaler-webhook-tls -o jsonpath='{.data.tls\.crt}' | base64 -d | openssl x509 -noout -fingerprint)" \
   "$(openssl x509 -in "$admin/tls.crt" -noout -fingerprint)"
 expect_eq "Secret ca.crt" "$(k -n vscaler-system get secret vscaler-webhook-tls -o jsonpath='{.data.ca\.crt}' | base64 -d | openssl x509 -noout -subject)" \
   "$(openssl x509 -in "$admin/ca.crt" -noout -subject)"
-expect_eq "served certificate's issuer" "$(served_issuer "$FAKE_PORT")" "$(issuer "$admin/tls.crt")"
-bundle_is "$admin/ca.crt"
+expect_eq "served certificate's issuer" "$(rotation_served_issuer "$FAKE_PORT")" "$(rotation_issuer "$admin/tls.crt")"
+rotation_bundle_is "$admin/ca.crt"
 echo "ok: rotations"
