@@ -2,11 +2,11 @@
 # Runs the benchmarks next to their peers and prints ONE markdown table,
 #   | benchmark | vscaler | peer | vscaler/peer |
 # then writes it, with the date and the machine, to bench/RESULTS.md. `make bench` calls it after
-# `make build` (build/release); run directly, it configures build/release if needed and each
-# section builds only its own targets there, so an unrelated broken target does not stop it.
+# `make build` (build/release); run directly, it builds build/release itself. A target that fails
+# to build fails only the sections that need it: the others still run.
 #
 # The table is made of sections: every bench/sections/<name>.sh, in name order. A section builds
-# what it needs (`cmake --build "$VSCALER_BUILD_DIR" --target ...`, its peer into build/bench/),
+# what it needs beyond that (its peer into build/bench/; queue.sh also rebuilds its own target),
 # runs, and prints only table rows on stdout ("| label | vscaler | peer | ratio |"; bench/lib.sh
 # has helpers); anything else goes to stderr. A failing section shows as a "failed" row and makes this script fail, after the
 # other sections ran. Adding a benchmark is adding a section file; this script does not change.
@@ -23,6 +23,8 @@ if [ ! -f "$VSCALER_BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$VSCALER_BUILD_DIR" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release >/dev/null ||
     exit 1
 fi
+cmake --build "$VSCALER_BUILD_DIR" >&2 ||
+  echo "bench/run.sh: the build failed; sections whose programs are missing will fail" >&2
 mkdir -p build/bench
 
 if [ $# -gt 0 ]; then
