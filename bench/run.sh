@@ -8,8 +8,9 @@
 # The table is made of sections: every bench/sections/<name>.sh, in name order. A section builds
 # what it needs beyond that (its peer into build/bench/; queue.sh also rebuilds its own target),
 # runs, and prints only table rows on stdout ("| label | vscaler | peer | ratio |"; bench/lib.sh
-# has helpers); anything else goes to stderr. A failing section shows as a "failed" row and makes this script fail, after the
-# other sections ran. Adding a benchmark is adding a section file; this script does not change.
+# has helpers); anything else goes to stderr. A failing section shows as a "failed" row and makes
+# this script fail, after the other sections ran. Adding a benchmark is adding a section file;
+# this script does not change.
 #
 # Usage: bench/run.sh [section...]   (names without .sh; default: all)
 # Environment: VSCALER_BENCH_RUNS (runs per program, median reported; default 3);
