@@ -21,6 +21,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+# shellcheck source=bench/lib.sh
 source bench/lib.sh
 runs=${VSCALER_BENCH_RUNS:-3}
 seconds=${VSCALER_BENCH_WEBHOOK_SECONDS:-3}
@@ -28,9 +29,7 @@ build=${VSCALER_BUILD_DIR:-build/release}
 load=$build/bench/tools/admission_load
 server=$build/bench/tools/admission_server
 review=test/data/admission/deployment-update-20k.json
-for binary in "$load" "$server"; do
-  [ -x "$binary" ] || { echo "webhook.sh: $binary is missing (make build)" >&2; exit 1; }
-done
+cmake --build "$build" --target admission_load admission_server >&2
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx" ] || { echo "webhook.sh: nginx is missing (scripts/deps.sh test)" >&2; exit 1; }
 mkdir -p build/bench

@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
-  log::set_level("warn");
+  log::set_level("info");  // as the operator; nothing is logged per request
 
   auto& registry = metrics::default_registry();
   controller::ScalerStore store;
