@@ -40,12 +40,18 @@ work=$(mktemp -d /tmp/vscaler-rotation-test.XXXXXX)
 WORK_DIR=$work # start_operator's directory (its log); stop_operator removes it
 pids=()
 cleanup() {
+  local status=$? pid
   touch "$work/stop"
-  local pid
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   rotation_delete_webhooks
   [ -z "${ns:-}" ] || k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+  if [ "$status" != 0 ]; then
+    echo "--- the operator's log (last lines):" >&2
+    tail -n 20 "$work/operator.log" >&2 2>/dev/null || true
+    echo "--- the load generator's errors:" >&2
+    cat "$work/loadgen.err" >&2 2>/dev/null || true
+  fi
   [ -z "${KEEP_LOGS:-}" ] || echo "logs kept in $work"
   stop_operator
 }
