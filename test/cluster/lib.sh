@@ -64,7 +64,11 @@ wait_for() {
   deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
     if ! pid_alive "$what" || [ $SECONDS -ge $deadline ]; then
-      echo "test/cluster: $what did not become ready within ${seconds}s; last lines of its log:" >&2
+      if pid_alive "$what"; then
+        echo "test/cluster: $what did not become ready within ${seconds}s; last lines of its log:" >&2
+      else
+        echo "test/cluster: $what exited before it was ready; last lines of its log:" >&2
+      fi
       tail -n 30 "$CLUSTER_DIR/$what.log" >&2 || true
       return 1
     fi
