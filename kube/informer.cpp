@@ -21,6 +21,14 @@ std::string resource_version_of(const json& object) {
   return version->get<std::string>();
 }
 
+// How long the server asked us to wait before asking again (429/503 Retry-After); 0 when it
+// did not say.
+std::chrono::milliseconds retry_after_of(const ApiError& error) {
+  return error.retry_after
+             ? std::chrono::duration_cast<std::chrono::milliseconds>(*error.retry_after)
+             : std::chrono::milliseconds(0);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -150,7 +158,7 @@ void Informer::notify(const char* what, F&& call) {
   }
 }
 
-bool Informer::relist(std::string& resource_version) {
+bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& retry_after) {
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
@@ -159,6 +167,7 @@ bool Informer::relist(std::string& resource_version) {
   if (!listed) {
     log::warn("kube.informer", "list failed",
               {{"informer", options_.name}, {"error", listed.error().to_string()}});
+    retry_after = retry_after_of(listed.error());
     return false;
   }
   std::unordered_map<std::string, ObjectPtr> fresh;
@@ -223,8 +232,9 @@ void Informer::apply(const WatchEvent& event) {
 void Informer::run() {
   std::mt19937_64 random(std::random_device{}());
   std::chrono::milliseconds backoff = options_.initial_backoff;
-  auto back_off = [&]() {
-    bool go_on = sleep_for(backoff);
+  // Waits for the backoff, or longer when the server said how long (a 429's Retry-After).
+  auto back_off = [&](std::chrono::milliseconds at_least) {
+    bool go_on = sleep_for(std::max(backoff, at_least));
     backoff = std::min(backoff * 2, options_.max_backoff);
     return go_on;
   };
@@ -236,8 +246,9 @@ void Informer::run() {
       if (stopping_) return;
     }
     if (need_list) {
-      if (!relist(resource_version)) {
-        if (!back_off()) return;
+      std::chrono::milliseconds retry_after{0};
+      if (!relist(resource_version, retry_after)) {
+        if (!back_off(retry_after)) return;
         continue;
       }
       need_list = false;
@@ -292,12 +303,12 @@ void Informer::run() {
     log::warn("kube.informer", "watch failed; reconnecting",
               {{"informer", options_.name},
                {"error", error.to_string()},
-               {"backoff_ms", std::to_string(backoff.count())}});
+               {"backoff_ms", std::to_string(std::max(backoff, retry_after_of(error)).count())}});
     // A transport failure (API server restarting) resumes from the same version; an answer from
     // the server that is neither success nor expiry (say "too large resource version") is not
     // fixed by asking again the same way, so relist.
     if (error.code != 0 && !is_retryable(error)) need_list = true;
-    if (!back_off()) return;
+    if (!back_off(retry_after_of(error))) return;
   }
 }
 

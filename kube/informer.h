@@ -65,7 +65,8 @@ struct InformerOptions {
   /// 2 * watch_timeout), so that many informers do not reconnect in step.
   std::chrono::seconds watch_timeout{300};
   /// Delay after the first failure, doubled on each further one up to max_backoff; reset once
-  /// a watch delivers events or ends normally.
+  /// a watch delivers events or ends normally. A failure whose answer carries a Retry-After
+  /// (429 throttling) waits at least that long.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{30'000};
   /// Name in log lines.
@@ -121,7 +122,9 @@ class Informer {
 
  private:
   void run();
-  bool relist(std::string& resource_version);
+  /// Lists into the store; on failure returns false and sets `retry_after` to the wait the
+  /// server asked for (0 when none).
+  bool relist(std::string& resource_version, std::chrono::milliseconds& retry_after);
   void apply(const WatchEvent& event);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
   template <typename F>

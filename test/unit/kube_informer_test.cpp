@@ -1,8 +1,8 @@
 // The informer against an in-memory fake API server (a Transport that serves list pages and
 // watch streams from an event log): initial list, events, relist with differences after an
 // expired watch (HTTP 410 and in-stream ERROR 410), resumption after a dropped stream without
-// loss or relist, list failures with backoff, throwing handlers, and stop() from another
-// thread. Runs under ThreadSanitizer in the sanitizer suite.
+// loss or relist, list failures with backoff, Retry-After of throttled requests, throwing
+// handlers, and stop() from another thread. Runs under ThreadSanitizer in the sanitizer suite.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -47,6 +47,9 @@ HttpResponse response(int status, std::string body) {
   out.body = std::move(body);
   return out;
 }
+
+constexpr const char* kTooManyRequests =
+    R"({"kind":"Status","status":"Failure","reason":"TooManyRequests","code":429})";
 
 // An API server for one collection of ConfigMaps in namespace "ns", in memory.
 class FakeServer {
@@ -104,6 +107,17 @@ class FakeServer {
     std::lock_guard lock(mutex_);
     list_failures_ = n;
   }
+  // The next `lists` lists and `watches` watches are throttled: 429 with Retry-After: 1.
+  void set_throttled(int lists, int watches) {
+    std::lock_guard lock(mutex_);
+    throttled_lists_ = lists;
+    throttled_watches_ = watches;
+  }
+  // When each list and watch request arrived, in order.
+  std::vector<std::pair<std::string, Clock::time_point>> requests() {
+    std::lock_guard lock(mutex_);
+    return requests_;
+  }
   void set_expiry_in_stream(bool in_stream) {
     std::lock_guard lock(mutex_);
     expiry_in_stream_ = in_stream;
@@ -120,6 +134,13 @@ class FakeServer {
   HttpResponse list(const std::string& target) {
     std::lock_guard lock(mutex_);
     ++lists_;
+    requests_.emplace_back("list", Clock::now());
+    if (throttled_lists_ > 0) {
+      --throttled_lists_;
+      HttpResponse throttled = response(429, kTooManyRequests);
+      throttled.retry_after = "1";
+      return throttled;
+    }
     if (list_failures_ > 0) {
       --list_failures_;
       return response(500, R"({"kind":"Status","code":500,"reason":"InternalError"})");
@@ -148,7 +169,12 @@ class FakeServer {
                                const std::atomic<bool>& canceled) {
     std::unique_lock lock(mutex_);
     ++watches_;
+    requests_.emplace_back("watch", Clock::now());
     if (held_) return fail(make_error(ErrorKind::kTransport, "connection refused"));
+    if (throttled_watches_ > 0) {
+      --throttled_watches_;
+      return fail(error_from_response(429, kTooManyRequests, "1"));
+    }
     active_.fetch_add(1);
     struct Active {
       std::atomic<int>& count;
@@ -198,6 +224,9 @@ class FakeServer {
   int list_failures_ = 0;
   bool expiry_in_stream_ = false;
   bool held_ = false;
+  int throttled_lists_ = 0;
+  int throttled_watches_ = 0;
+  std::vector<std::pair<std::string, Clock::time_point>> requests_;
   std::atomic<int> active_{0};
   int lists_ = 0;
   int watches_ = 0;
@@ -396,6 +425,31 @@ TEST_CASE("informer: list failures back off and retry; has_synced waits for a li
   REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
   CHECK(server.lists() == 4);
   CHECK(recorder.take() == std::vector<std::string>{"add ns/a=0"});
+  informer.stop();
+}
+
+TEST_CASE("informer: a throttled list or watch (429) waits for its Retry-After, not the backoff") {
+  FakeServer server;
+  server.put("a", "0");
+  server.set_throttled(1, 1);
+  Recorder recorder;
+  Informer informer(Client(std::make_shared<FakeTransport>(server)), fast_options(),
+                    recorder.handlers());  // backoff 10-40 ms
+  informer.start();
+  REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
+  REQUIRE(eventually([&] { return server.requests().size() >= 4; }));
+  auto requests = server.requests();
+  // list (429), list, watch (429), watch: each retry at least 1 s after the throttled request.
+  CHECK(requests[0].first == "list");
+  CHECK(requests[1].first == "list");
+  CHECK(requests[2].first == "watch");
+  CHECK(requests[3].first == "watch");
+  CHECK(requests[1].second - requests[0].second >= std::chrono::seconds(1));
+  CHECK(requests[3].second - requests[2].second >= std::chrono::seconds(1));
+  server.put("a", "1");
+  REQUIRE(eventually([&] { return recorder.size() == 2; }));
+  CHECK(recorder.take() == std::vector<std::string>{"add ns/a=0", "update ns/a=0->1"});
+  CHECK(informer.stats().lists == 1);
   informer.stop();
 }
 
