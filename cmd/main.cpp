@@ -2,6 +2,8 @@
 // main() parses flags, wires the pieces (kube client -> manager: informer, index, queue,
 // workers, resync; webhook server with its handlers; health and metrics endpoints) and stops
 // them in order on SIGTERM/SIGINT.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -27,9 +29,11 @@ using namespace vscaler;
 constexpr std::string_view kLogger = "main";
 
 /// Checks, before anything starts, that the API server answers and lets us list VerticalScalers.
-/// Transient failures (network, 5xx, 429) are retried for up to `patience`; anything else —
-/// TLS verification, Unauthorized, Forbidden, the CRD missing — is reported at once in one line
-/// naming the cause, because no amount of retrying fixes it.
+/// Transient failures (network, 5xx) are retried for up to `patience`; anything else — TLS
+/// verification, Unauthorized, Forbidden, the CRD missing — is reported at once in one line
+/// naming the cause, because no amount of retrying fixes it. Throttling (429) is an answer, not
+/// an outage: it is retried as long as it lasts, each time after the Retry-After the server gave
+/// (exiting, to be restarted and ask again, would only add to the load it reports).
 kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string& ns,
                                    std::chrono::seconds patience) {
   auto deadline = std::chrono::steady_clock::now() + patience;
@@ -44,11 +48,17 @@ kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string
       cause =
           "the VerticalScaler CRD (verticalscalers.scaling.vscaler.dev) is not installed: " + cause;
     }
-    if (!kube::is_retryable(error) || std::chrono::steady_clock::now() >= deadline) {
+    bool throttled = kube::is_too_many_requests(error);
+    if (!kube::is_retryable(error) ||
+        (!throttled && std::chrono::steady_clock::now() >= deadline)) {
       return kube::fail(cause);
     }
-    log::warn(kLogger, "the API server is not reachable yet; retrying", {{"error", cause}});
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    log::warn(kLogger,
+              throttled ? "the API server throttles us; retrying after its Retry-After"
+                        : "the API server is not reachable yet; retrying",
+              {{"error", cause}});
+    std::this_thread::sleep_for(std::max<std::chrono::seconds>(
+        std::chrono::seconds(1), error.retry_after.value_or(std::chrono::seconds(0))));
   }
 }
 
