@@ -13,14 +13,14 @@ count=${RELIABILITY_SCALERS:-100}
 resync=10
 
 install_crd
-register_webhook
-start_operator --resync-period "${resync}s" --workers 4
 cleanup() {
   reliability_cleanup
   unregister_webhook
   stop_operator
 }
 trap cleanup EXIT
+register_webhook
+rel_start_operator --resync-period "${resync}s" --workers 4
 
 ns=$(unique_namespace rel-restart)
 rk bulk "$ns" "$count" Auto,Reconcile

@@ -42,7 +42,7 @@ compact() {
 }
 
 install_crd
-restart_operator_keep --resync-period 1h --workers 4
+rel_start_operator --resync-period 1h --workers 4
 ns=$(unique_namespace rel-compact)
 scaler() { # NAME DEPLOYMENT CPU
   make_scaler "$ns" "$1" "$2" Reconcile "[{\"name\":\"app\",\"requests\":{\"cpu\":\"$3\"}}]"

@@ -22,7 +22,8 @@ cleanup() {
   unregister_webhook
   stop_operator
 }
-restart_operator_keep --resync-period "${resync}s" --workers 4
+trap cleanup EXIT
+rel_start_operator --resync-period "${resync}s" --workers 4
 ns=$(unique_namespace rel-conflict)
 rk bulk "$ns" "$count" Reconcile
 wait_converged "$ns" 60

@@ -18,7 +18,8 @@ cleanup() {
   unregister_webhook
   stop_operator
 }
-restart_operator_keep --resync-period "${resync}s" --workers 4
+trap cleanup EXIT
+rel_start_operator --resync-period "${resync}s" --workers 4
 
 ns=$(unique_namespace rel-kill)
 rk bulk "$ns" "$count" Auto,Reconcile
@@ -36,7 +37,7 @@ for i in $(seq 1 "$kills"); do
   kill -KILL "$OPERATOR_PID"
   wait "$OPERATOR_PID" 2>/dev/null || true
   random_sleep 10 # edits land while nothing answers the webhook (failurePolicy Ignore)
-  restart_operator_keep --resync-period "${resync}s" --workers 4
+  rel_start_operator --resync-period "${resync}s" --workers 4
   echo "ok: kill $i: restarted"
 done
 sleep 2

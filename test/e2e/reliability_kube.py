@@ -16,6 +16,10 @@ Usage: reliability_kube.py CLUSTER_DIR COMMAND ARGS...
   annotate NS COUNT STOP_FILE OUT     keeps changing an annotation of scalers s1..sN (each such
                                       write changes the scaler's resourceVersion, so a status
                                       write with the old one answers 409)
+  load CERT KEY THREADS STOP_FILE OUT  THREADS clients with the given client certificate list
+                                      all ConfigMaps as fast as they can (waiting a 429's
+                                      Retry-After) until STOP_FILE exists, to saturate a priority
+                                      level; OUT gets the answer codes and Retry-After values
   generations NS                      prints {name: generation} of the namespace's Deployments
   check NS                            exit 0 when every active scaler's Deployment carries its
                                       declared values and its status is Ready for its generation
@@ -150,6 +154,37 @@ def annotate(api, ns, count, stop_file, out):
         json.dump({"writes": writes, "failed": failed}, f)
 
 
+def load(api, cert, key, threads, stop_file, out):
+    import collections
+    import threading
+    api.context.load_cert_chain(cert, key)
+    codes, retry_after = collections.Counter(), collections.Counter()
+
+    def run():
+        while not os.path.exists(stop_file):
+            try:
+                api.call("GET", "/api/v1/configmaps", timeout=10)
+                codes["200"] += 1
+            except urllib.error.HTTPError as error:
+                codes[str(error.code)] += 1
+                wait = error.headers.get("Retry-After")
+                retry_after[str(wait)] += 1
+                # A polite client too: hammering would only drive the Retry-After APF computes
+                # (doubling while rejections go on) towards its 32 s cap.
+                time.sleep(float(wait or "1"))
+            except Exception:
+                codes["error"] += 1
+                time.sleep(0.1)
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    with open(out, "w") as f:
+        json.dump({"codes": codes, "retry_after": retry_after}, f)
+
+
 def generations(api, ns):
     items = api.call("GET", deployments(ns))["items"]
     print(json.dumps({d["metadata"]["name"]: d["metadata"]["generation"] for d in items}))
@@ -211,6 +246,8 @@ def main(argv):
         edit(api, args[0], int(args[1]), args[2], args[3], options)
     elif command == "annotate":
         annotate(api, args[0], int(args[1]), args[2], args[3])
+    elif command == "load":
+        load(api, args[0], args[1], int(args[2]), args[3], args[4])
     elif command == "generations":
         generations(api, args[0])
     elif command == "check":

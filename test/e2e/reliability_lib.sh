@@ -130,16 +130,41 @@ admission_patches() {
     [ "$stored" = 250m ]
 }
 
-# reliability_cleanup: stops what the helpers started (for trap EXIT).
+# reliability_cleanup: stops what the helpers started (for trap EXIT). Call it first in a
+# test's cleanup: it also turns errexit off, so one failing step does not skip the others.
 reliability_cleanup() {
+  set +e
   [ -n "${EDITOR_PID:-}" ] && { touch "$EDITOR_STOP"; wait "$EDITOR_PID" 2>/dev/null || true; }
   [ -n "${PROBER_PID:-}" ] && { touch "$PROBER_STOP"; wait "$PROBER_PID" 2>/dev/null || true; }
   return 0
 }
 
-# restart_operator_keep FLAGS...: start_operator again (same WORK_DIR, certificates and webhook
-# port), then puts back the EXIT trap `cleanup` that start_operator replaced.
-restart_operator_keep() {
-  start_operator "$@"
-  trap cleanup EXIT
+# rel_start_operator FLAGS...: as lib.sh's start_operator (same variables: OPERATOR_PID,
+# METRICS_URL, HEALTH_URL, OPERATOR_LOG; WORK_DIR, CERT_DIR and WEBHOOK_PORT kept when set, so it
+# also restarts the operator), but leaves the EXIT trap alone: the tests' own `cleanup` stays in
+# place even when the operator does not come up. REL_KUBECONFIG overrides the kubeconfig.
+rel_start_operator() {
+  : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
+  WORK_DIR=${WORK_DIR:-$(mktemp -d /tmp/vscaler-e2e.XXXXXX)}
+  CERT_DIR=${CERT_DIR:-$WORK_DIR/certs}
+  [ -f "$CERT_DIR/tls.crt" ] || self_signed_certs "$CERT_DIR"
+  WEBHOOK_PORT=${WEBHOOK_PORT:-$(free_port)}
+  local metrics_port health_port deadline
+  metrics_port=$(free_port)
+  health_port=$(free_port)
+  METRICS_URL=http://127.0.0.1:$metrics_port/metrics
+  HEALTH_URL=http://127.0.0.1:$health_port
+  OPERATOR_LOG=$WORK_DIR/operator.log
+  "$VSCALER_BIN" --kubeconfig "${REL_KUBECONFIG:-$KUBECONFIG}" --webhook-port "$WEBHOOK_PORT" \
+    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" \
+    --health-addr "127.0.0.1:$health_port" "$@" >>"$OPERATOR_LOG" 2>&1 &
+  OPERATOR_PID=$!
+  deadline=$((SECONDS + ${REL_START_SECONDS:-60}))
+  until curl -fsS "$HEALTH_URL/readyz" >/dev/null 2>&1; do
+    if ! kill -0 "$OPERATOR_PID" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+      tail -n 20 "$OPERATOR_LOG" >&2
+      fail "the operator did not become ready"
+    fi
+    sleep 0.2
+  done
 }

@@ -17,23 +17,24 @@ per_phase=${RELIABILITY_WEBHOOK_WRITES:-3}
 resync=3
 
 install_crd
-WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
-CERT_DIR=$WORK_DIR/certs
-WEBHOOK_PORT=$(free_port)
-proxy_port=$(free_port)
-"$ROOT/certs/install.sh" --local --port "$proxy_port" --cert-dir "$CERT_DIR" >/dev/null
-mode_file=$WORK_DIR/proxy.mode
-echo forward >"$mode_file"
-python3 "$here/reliability_proxy.py" "$proxy_port" "$WEBHOOK_PORT" "$mode_file" 2>"$WORK_DIR/proxy.log" &
-proxy_pid=$!
 cleanup() {
   reliability_cleanup
   [ -n "${OPERATOR_PID:-}" ] && kill -CONT "$OPERATOR_PID" 2>/dev/null
   unregister_webhook
-  kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
+  [ -n "${proxy_pid:-}" ] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null
   stop_operator
 }
-restart_operator_keep --resync-period "${resync}s" --workers 4
+trap cleanup EXIT
+WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
+CERT_DIR=$WORK_DIR/certs
+WEBHOOK_PORT=$(free_port)
+proxy_port=$(free_port)
+mode_file=$WORK_DIR/proxy.mode
+echo forward >"$mode_file"
+python3 "$here/reliability_proxy.py" "$proxy_port" "$WEBHOOK_PORT" "$mode_file" 2>"$WORK_DIR/proxy.log" &
+proxy_pid=$!
+"$ROOT/certs/install.sh" --local --port "$proxy_port" --cert-dir "$CERT_DIR" >/dev/null
+rel_start_operator --resync-period "${resync}s" --workers 4
 
 # proxy MODE: switches the proxy and waits until it has.
 proxy() {
