@@ -109,6 +109,12 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   informer_options.type = kube::resources::kVerticalScalers;
   informer_options.ns = options_.ns;
   informer_options.name = "verticalscalers";
+  // Nothing here reads managedFields; kept, they were about half of each stored scaler's memory
+  // (~12 of ~26 KB as parsed JSON with a status).
+  informer_options.transform = [](json& object) {
+    auto metadata = object.find("metadata");
+    if (metadata != object.end() && metadata->is_object()) metadata->erase("managedFields");
+  };
   kube::InformerHandlers handlers;
   handlers.on_add = [this](const json& object) { on_scaler_event(nullptr, &object); };
   handlers.on_update = [this](const json& old_object, const json& new_object) {

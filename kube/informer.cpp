@@ -173,14 +173,18 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(listed->items.size());
   for (auto& item : listed->items) {
+    if (options_.transform) options_.transform(item);
     std::string key = Store::key_of(item);
     fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
   }
   // The store is swapped first, so that handlers see the new state; then each difference from
   // the old state is reported: new keys as adds, changed versions as updates, gone keys as deletes.
+  // (Loops over pairs rather than structured bindings: clang before 16, which builds the fuzz
+  // targets, cannot capture a binding in the handlers' lambdas.)
   auto old = store_.replace(fresh);
-  for (const auto& [key, object] : fresh) {
-    auto previous = old.find(key);
+  for (const auto& entry : fresh) {
+    const ObjectPtr& object = entry.second;
+    auto previous = old.find(entry.first);
     if (previous == old.end()) {
       if (handlers_.on_add) notify("on_add", [&] { handlers_.on_add(*object); });
     } else if (resource_version_of(*previous->second) != resource_version_of(*object)) {
@@ -189,8 +193,9 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
       }
     }
   }
-  for (const auto& [key, object] : old) {
-    if (fresh.find(key) == fresh.end() && handlers_.on_delete) {
+  for (const auto& entry : old) {
+    const ObjectPtr& object = entry.second;
+    if (fresh.find(entry.first) == fresh.end() && handlers_.on_delete) {
       notify("on_delete", [&] { handlers_.on_delete(*object); });
     }
   }
@@ -213,12 +218,14 @@ void Informer::apply(const WatchEvent& event) {
   if (event.type == EventType::kBookmark) return;
   std::string key = Store::key_of(event.object);
   if (key.empty()) return;
+  json received = event.object;
+  if (options_.transform) options_.transform(received);
   if (event.type == EventType::kDeleted) {
     store_.erase(key);
-    if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(event.object); });
+    if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(received); });
     return;
   }
-  auto object = std::make_shared<const json>(event.object);
+  auto object = std::make_shared<const json>(std::move(received));
   ObjectPtr previous = store_.put(key, object);
   if (previous) {
     if (handlers_.on_update) {

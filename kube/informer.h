@@ -71,6 +71,12 @@ struct InformerOptions {
   std::chrono::milliseconds max_backoff{30'000};
   /// Name in log lines.
   std::string name = "informer";
+  /// Applied to every object, listed or from a watch event, before it is stored or handed to a
+  /// handler (client-go's SetTransform): drop what no handler reads, such as
+  /// metadata.managedFields, which is most of a small object's memory. Must keep
+  /// metadata.name, metadata.namespace and metadata.resourceVersion. Runs on the informer's
+  /// thread; empty = store objects as received.
+  std::function<void(nlohmann::json& object)> transform;
 };
 
 /// Called on the informer's thread, after the store has been updated, one at a time. They must

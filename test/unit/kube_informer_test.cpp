@@ -385,6 +385,37 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "informer: the transform applies to listed and watched objects before store and handlers") {
+  FakeServer server;
+  server.put("a", "1");
+  server.put("b", "1");
+  server.put("c", "1");  // a second page (page_size 2)
+  Recorder recorder;
+  InformerOptions options = fast_options();
+  int calls = 0;  // informer thread only
+  options.transform = [&calls](json& object) {
+    ++calls;
+    object["data"]["v"] = object["data"].value("v", "") + "t";
+    object["metadata"].erase("resourceVersionless");  // a no-op erase must be harmless
+  };
+  Informer informer(Client(std::make_shared<FakeTransport>(server)), options, recorder.handlers());
+  informer.start();
+  REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
+  CHECK(sorted(recorder.take()) ==
+        std::vector<std::string>{"add ns/a=1t", "add ns/b=1t", "add ns/c=1t"});
+  server.put("a", "2");
+  server.remove("b");
+  REQUIRE(eventually([&] { return recorder.size() == 2; }));
+  CHECK(recorder.take() == std::vector<std::string>{"update ns/a=1t->2t", "delete ns/b"});
+  CHECK((*informer.store().get("ns/a"))["data"]["v"] == "2t");
+  CHECK((*informer.store().get("ns/c"))["data"]["v"] == "1t");
+  // Versions stay intact, so watching resumes where it was.
+  REQUIRE(eventually([&] { return informer.resource_version() == "105"; }));
+  informer.stop();
+  CHECK(calls == 5);  // three listed, one update, one delete: each object once
+}
+
 TEST_CASE("informer: a dropped stream resumes from the last version, without relist or loss") {
   FakeServer server;
   server.put("a", "0");
