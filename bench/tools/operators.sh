@@ -46,7 +46,15 @@ bench_setup() {
   if [ -z "$dir" ]; then
     dir=$(mktemp -d /tmp/vscaler-bench-cluster.XXXXXX)
     BENCH_OWN_CLUSTER=$dir
-    VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/up.sh" >/dev/null || return 1
+    # up.sh picks free ports and then binds them: on a busy machine another process can take one
+    # in between. Try again with new ports.
+    local attempt
+    for attempt in 1 2 3; do
+      VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/up.sh" >/dev/null && break
+      VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/down.sh" >&2 || true
+      [ "$attempt" -lt 3 ] || return 1
+      echo "bench: the control plane did not start; trying again" >&2
+    done
   fi
   export KUBECONFIG=$dir/kubeconfig KUBECTL=$dir/bin/kubectl
   BENCH_CLUSTER_DIR=$dir
