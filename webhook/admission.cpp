@@ -113,7 +113,7 @@ nlohmann::json to_json(Element element) {
 
 const Projection::Node* child(const Projection::Node& node, std::string_view key) {
   for (const auto& [name, next] : node.children) {
-    if (name == key) return &next;
+    if (name == key) return next.get();
   }
   return node.any.get();
 }
@@ -377,9 +377,11 @@ kube::Result<Projection> Projection::parse(const std::vector<std::string>& paths
       } else {
         Node* next = nullptr;
         for (auto& [name, existing] : node->children) {
-          if (name == token) next = &existing;
+          if (name == token) next = existing.get();
         }
-        if (next == nullptr) next = &node->children.emplace_back(token, Node{}).second;
+        if (next == nullptr) {
+          next = node->children.emplace_back(token, std::make_unique<Node>()).second.get();
+        }
         node = next;
       }
       start = end;

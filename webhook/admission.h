@@ -80,8 +80,10 @@ class Projection {
   /// A node of the path trie; exposed for the codec, not meant for callers.
   struct Node {
     bool keep_all = false;
-    std::vector<std::pair<std::string, Node>> children;  // few entries: a linear scan is fastest
-    std::unique_ptr<Node> any;                           // the "*" child
+    // Few entries: a linear scan is fastest. (Children by pointer: clang before 16, which builds
+    // the fuzz targets, rejects a std::pair holding this still incomplete type by value.)
+    std::vector<std::pair<std::string, std::unique_ptr<Node>>> children;
+    std::unique_ptr<Node> any;  // the "*" child
   };
   const Node& root() const { return *root_; }
 
