@@ -18,6 +18,11 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
   if (!object.is_object()) {
     return AdmissionResponse::deny(400, "request.object: must be a VerticalScaler object");
   }
+  if (auto metadata = object.find("metadata");
+      metadata != object.end() && !metadata->is_object() && !metadata->is_null()) {
+    // Checked here because the namespace is filled in below (a 500 before; found by fuzzing).
+    return AdmissionResponse::deny(400, "request.object.metadata: must be an object");
+  }
   auto spec = object.is_object() && object.contains("spec") ? object["spec"] : json();
   std::vector<std::string> errors = controller::validate_scaler_spec(spec);
   if (!errors.empty()) {

@@ -74,6 +74,22 @@ TEST_CASE("an invalid spec is denied with every error naming its field") {
   CHECK(response.status_message.find("spec.containers[0].requests.gpu") != std::string::npos);
 }
 
+TEST_CASE("a scaler whose metadata is not an object is denied with 400, not thrown (a 500)") {
+  controller::ScalerStore store;
+  DeploymentsOnly api;
+  webhook::ScalerHandler handler(store, api);
+  for (json metadata : {json("oops"), json(7), json::array()}) {
+    CAPTURE(metadata);
+    auto request = recorded_scaler_create();
+    request.object["metadata"] = metadata;
+    webhook::AdmissionResponse response;
+    REQUIRE_NOTHROW(response = handler.handle(request));
+    CHECK_FALSE(response.allowed);
+    CHECK(response.status_code == 400);
+    CHECK(response.status_message.find("metadata") != std::string::npos);
+  }
+}
+
 TEST_CASE("another scaler on the same Deployment and conflicting limits are warned about") {
   controller::ScalerStore store;
   json other = {{"metadata", {{"name", "first"}, {"namespace", "record"}}},
