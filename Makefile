@@ -43,6 +43,17 @@ test: deps-test build build-asan build-tsan cluster-build
 unit: build
 	@test/run.sh unit
 
+.PHONY: fuzz soak
+FUZZ_SECONDS ?= 60
+## fuzz: every libFuzzer target (clang, ASan+UBSan) for FUZZ_SECONDS (60) each, from its seed
+## corpus in test/fuzz/corpus/; prints executions per target; crashes go to build/fuzz/artifacts/
+fuzz: deps-test
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) test/fuzz/run.sh
+## soak: the long forms of the reliability tests (10 API server restarts, 20 SIGKILLs, minutes of
+## concurrent writers and throttling) against a private local control plane
+soak: deps-test build cluster-build
+	@test/soak.sh
+
 .PHONY: cluster-build cluster-up cluster-down
 ## cluster-build: build (once, cached by version) etcd, kube-apiserver and kubectl
 cluster-build: deps-test
