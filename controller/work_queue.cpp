@@ -352,6 +352,15 @@ void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const 
     Entry* entry = find_or_create_locked(key, h);
     std::chrono::nanoseconds delay = std::max(backoff(entry->failures), at_least);
     if (entry->failures < std::numeric_limits<uint32_t>::max()) ++entry->failures;
+    if (at_least > std::chrono::nanoseconds::zero() && entry->processing && entry->dirty) {
+      // The server asked for a pause (a 429's Retry-After): an add that came while this attempt
+      // ran waits with the retry instead of bringing the key back at done(), which would ask
+      // again at once. Reconcile is level-based: the retry covers what that add asked for.
+      entry->dirty = false;
+      --dirty_;
+      schedule_locked(entry, now, delay, entry->priority, entry->hint, wake);
+      reset(entry->hint);
+    }
     schedule_locked(entry, now, delay, priority, hint, wake);
   }
   notify(wake);

@@ -133,7 +133,9 @@ class WorkQueue {
   void add_after(std::string_view key, std::chrono::nanoseconds delay,
                  Priority priority = Priority::kHigh, const Hint& hint = {});
   /// Queues `key` after its backoff (base_delay * 2^num_requeues, capped at max_delay, and at
-  /// least `at_least`, e.g. a 429's Retry-After) and counts one more requeue for it.
+  /// least `at_least`, e.g. a 429's Retry-After) and counts one more requeue for it. With
+  /// `at_least` set, an add that came while the key was being processed joins this delayed
+  /// retry rather than requeueing the key at done().
   void add_rate_limited(std::string_view key, Priority priority = Priority::kHigh,
                         const Hint& hint = {},
                         std::chrono::nanoseconds at_least = std::chrono::nanoseconds::zero());

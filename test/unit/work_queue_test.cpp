@@ -365,6 +365,36 @@ TEST_CASE("a rate-limited add waits at least the delay the caller asks for") {
   CHECK(WorkQueue::Clock::now() - start >= 300ms);
 }
 
+TEST_CASE("a key added while its attempt failed with a Retry-After waits for it, hint kept") {
+  WorkQueue queue;
+  queue.add("a/1", Priority::kHigh, generation(1));
+  take(queue);
+  queue.add("a/1", Priority::kHigh, generation(7));  // say a webhook hint during the attempt
+  auto start = WorkQueue::Clock::now();
+  queue.add_rate_limited("a/1", Priority::kLow, {}, 300ms);  // the attempt got a 429
+  queue.done("a/1");
+  CHECK(queue.len() == 0);  // not requeued at done(): the server asked for a pause
+  CHECK_FALSE(queue.get_for(100ms).has_value());
+  WorkItem again = take(queue);
+  CHECK(WorkQueue::Clock::now() - start >= 300ms);
+  CHECK(again.hint.min_generation_exclusive == 7);
+  CHECK(again.priority == Priority::kHigh);
+  queue.done("a/1");
+  CHECK_FALSE(queue.get_for(20ms).has_value());  // once
+}
+
+TEST_CASE("without a Retry-After, a key added while processing still comes back at done") {
+  WorkQueueOptions options;
+  options.base_delay = 10s;
+  WorkQueue queue(options);
+  queue.add("a/1");
+  take(queue);
+  queue.add("a/1");
+  queue.add_rate_limited("a/1");
+  queue.done("a/1");
+  CHECK(queue.len() == 1);
+}
+
 TEST_CASE("the backoff is capped at the maximum delay") {
   WorkQueueOptions options;
   options.base_delay = 1ms;
