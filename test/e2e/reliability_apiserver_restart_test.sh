@@ -20,9 +20,8 @@ cleanup() {
 }
 trap cleanup EXIT
 register_webhook
-rel_start_operator --resync-period "${resync}s" --workers 4
-
 ns=$(unique_namespace rel-restart)
+rel_start_operator --resync-period "${resync}s" --workers 4 --namespace "$ns"
 rk bulk "$ns" "$count" Auto,Reconcile
 wait_converged "$ns" 120
 echo "ok: $count scalers converged"
@@ -49,7 +48,7 @@ sleep 2 # a last burst of edits after the last restart
 stop_editor
 echo "ok: editor: $(editor_stat writes) writes ($(editor_stat resets) resets landed," \
   "$(editor_stat failed) refused, $(editor_stat uncertain) unanswered during the restarts)"
-wait_converged "$ns" $((last_restart + resync * 11 / 10 + 5 - SECONDS))
+wait_converged "$ns" $((last_restart + resync * 11 / 10 + 10 - SECONDS))
 echo "ok: every scaler converged $((SECONDS - last_restart))s after the last restart (resync ${resync}s)"
 stop_prober
 case "$PROBES" in

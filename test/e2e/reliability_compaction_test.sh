@@ -42,8 +42,8 @@ compact() {
 }
 
 install_crd
-rel_start_operator --resync-period 1h --workers 4
 ns=$(unique_namespace rel-compact)
+rel_start_operator --resync-period 1h --workers 4 --namespace "$ns"
 scaler() { # NAME DEPLOYMENT CPU
   make_scaler "$ns" "$1" "$2" Reconcile "[{\"name\":\"app\",\"requests\":{\"cpu\":\"$3\"}}]"
 }

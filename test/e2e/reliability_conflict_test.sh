@@ -23,8 +23,8 @@ cleanup() {
   stop_operator
 }
 trap cleanup EXIT
-rel_start_operator --resync-period "${resync}s" --workers 4
 ns=$(unique_namespace rel-conflict)
+rel_start_operator --resync-period "${resync}s" --workers 4 --namespace "$ns"
 rk bulk "$ns" "$count" Reconcile
 wait_converged "$ns" 60
 num() { metric "$1" | awk '{printf "%d", $1}'; }

@@ -19,9 +19,8 @@ cleanup() {
   stop_operator
 }
 trap cleanup EXIT
-rel_start_operator --resync-period "${resync}s" --workers 4
-
 ns=$(unique_namespace rel-kill)
+rel_start_operator --resync-period "${resync}s" --workers 4 --namespace "$ns"
 rk bulk "$ns" "$count" Auto,Reconcile
 wait_converged "$ns" 60
 echo "ok: $count scalers converged"
@@ -37,7 +36,7 @@ for i in $(seq 1 "$kills"); do
   kill -KILL "$OPERATOR_PID"
   wait "$OPERATOR_PID" 2>/dev/null || true
   random_sleep 10 # edits land while nothing answers the webhook (failurePolicy Ignore)
-  rel_start_operator --resync-period "${resync}s" --workers 4
+  rel_start_operator --resync-period "${resync}s" --workers 4 --namespace "$ns"
   echo "ok: kill $i: restarted"
 done
 sleep 2

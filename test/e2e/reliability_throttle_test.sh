@@ -101,7 +101,8 @@ rm -f "$WORK_DIR/load.stop"
 rk load "$WORK_DIR/user.crt" "$WORK_DIR/user.key" 4 "$WORK_DIR/load.stop" "$WORK_DIR/load.json" &
 LOAD_PID=$!
 sleep 1
-REL_KUBECONFIG=$throttled_kubeconfig REL_START_SECONDS=150 rel_start_operator --resync-period 1h --workers 4
+REL_KUBECONFIG=$throttled_kubeconfig REL_START_SECONDS=150 rel_start_operator --resync-period 1h \
+  --workers 4 --namespace "$ns"
 for i in $(seq 1 "$count"); do
   make_scaler "$ns" "s$i" "d$i" Reconcile '[{"name":"app","requests":{"cpu":"250m","memory":"64Mi"}}]'
 done

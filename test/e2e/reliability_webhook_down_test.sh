@@ -34,7 +34,9 @@ echo forward >"$mode_file"
 python3 "$here/reliability_proxy.py" "$proxy_port" "$WEBHOOK_PORT" "$mode_file" 2>"$WORK_DIR/proxy.log" &
 proxy_pid=$!
 "$ROOT/certs/install.sh" --local --port "$proxy_port" --cert-dir "$CERT_DIR" >/dev/null
-rel_start_operator --resync-period "${resync}s" --workers 4
+count=$((3 * per_phase + 1))
+ns=$(unique_namespace rel-webhook-down)
+rel_start_operator --resync-period "${resync}s" --workers 4 --namespace "$ns"
 
 # proxy MODE: switches the proxy and waits until it has.
 proxy() {
@@ -45,8 +47,6 @@ proxy() {
     sleep 0.05
   done
 }
-count=$((3 * per_phase + 1))
-ns=$(unique_namespace rel-webhook-down)
 rk bulk "$ns" "$count" Reconcile
 wait_converged "$ns" 60
 reset() { # DEPLOYMENT: a user write resetting the cpu request; prints its duration in ms
