@@ -207,6 +207,7 @@ void WorkQueue::erase_if_idle_locked(Entry* entry) {
   reset(entry->hint);
   reset(entry->delayed_hint);
   entry->delay_seq = 0;
+  entry->not_before = {};
   entry->prev = nullptr;
   entry->next = free_;
   free_ = entry;
@@ -264,6 +265,11 @@ void WorkQueue::enqueue_locked(Entry* entry, Priority priority, const Hint& hint
     return;
   }
   if (now == kUnknown) now = Clock::now();
+  if (entry->not_before > now) {
+    // Paused by a Retry-After: the add waits for it, hint and priority kept.
+    schedule_locked(entry, now, entry->not_before - now, priority, hint, wake);
+    return;
+  }
   entry->waiting = true;
   entry->priority = priority;
   fold(entry->hint, hint, now);
@@ -352,14 +358,9 @@ void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const 
     Entry* entry = find_or_create_locked(key, h);
     std::chrono::nanoseconds delay = std::max(backoff(entry->failures), at_least);
     if (entry->failures < std::numeric_limits<uint32_t>::max()) ++entry->failures;
-    if (at_least > std::chrono::nanoseconds::zero() && entry->processing && entry->dirty) {
-      // The server asked for a pause (a 429's Retry-After): an add that came while this attempt
-      // ran waits with the retry instead of bringing the key back at done(), which would ask
-      // again at once. Reconcile is level-based: the retry covers what that add asked for.
-      entry->dirty = false;
-      --dirty_;
-      schedule_locked(entry, now, delay, entry->priority, entry->hint, wake);
-      reset(entry->hint);
+    if (at_least > std::chrono::nanoseconds::zero()) {
+      // The server asked for a pause (a 429's Retry-After): no add brings the key back sooner.
+      entry->not_before = std::max(entry->not_before, now + std::min(delay, kMaxDelay));
     }
     schedule_locked(entry, now, delay, priority, hint, wake);
   }
@@ -372,6 +373,7 @@ void WorkQueue::forget(std::string_view key) {
   Entry* entry = find_locked(key, h);
   if (!entry) return;
   entry->failures = 0;
+  entry->not_before = {};
   erase_if_idle_locked(entry);
 }
 
@@ -489,6 +491,15 @@ void WorkQueue::done_locked(std::string_view key, uint64_t h, Wake& wake) {
   if (entry->dirty) {
     entry->dirty = false;
     --dirty_;
+    if (!stopping && entry->not_before != Clock::time_point{}) {
+      if (now == kUnknown) now = Clock::now();
+      if (entry->not_before > now) {
+        // An add that came while this attempt ran, which was told to pause (Retry-After).
+        schedule_locked(entry, now, entry->not_before - now, entry->priority, entry->hint, wake);
+        reset(entry->hint);
+        return;
+      }
+    }
     if (!stopping || draining_) {
       entry->waiting = true;
       entry->added = now == kUnknown ? Clock::now() : now;

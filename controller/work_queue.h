@@ -134,8 +134,9 @@ class WorkQueue {
                  Priority priority = Priority::kHigh, const Hint& hint = {});
   /// Queues `key` after its backoff (base_delay * 2^num_requeues, capped at max_delay, and at
   /// least `at_least`, e.g. a 429's Retry-After) and counts one more requeue for it. With
-  /// `at_least` set, an add that came while the key was being processed joins this delayed
-  /// retry rather than requeueing the key at done().
+  /// `at_least` set, the key is paused until then: adds meanwhile (also one that came while it
+  /// was being processed) join this delayed retry instead of making it ready sooner; forget()
+  /// ends the pause.
   void add_rate_limited(std::string_view key, Priority priority = Priority::kHigh,
                         const Hint& hint = {},
                         std::chrono::nanoseconds at_least = std::chrono::nanoseconds::zero());
@@ -179,7 +180,8 @@ class WorkQueue {
     Clock::time_point added{};
     Clock::time_point started{};
     Clock::time_point delayed_until = Clock::time_point::max();  // max: no pending delayed add
-    uint64_t delay_seq = 0;  // matches the live timer in timers_; others are stale
+    Clock::time_point not_before{};  // a Retry-After pause: not handed out before (until forget)
+    uint64_t delay_seq = 0;          // matches the live timer in timers_; others are stale
     uint32_t failures = 0;
     Priority priority = Priority::kHigh;  // of the waiting key, or of the requeue when dirty
     Priority delayed_priority = Priority::kHigh;

@@ -3,8 +3,8 @@
 # Priority and Fairness puts on a tiny priority level (nominalConcurrencyShares 1, nothing
 # borrowed, limitResponse Reject: 429 with a Retry-After of 1-4 s when its seats are taken), and
 # a load generator with the same identity keeps those seats busy. The operator starts (its first
-# list may be throttled), scalers are created and Deployments reset meanwhile, then the load
-# stops. Everything must converge; the operator must have met 429s; and whenever it logged a
+# list may be throttled), scalers are created and their specs keep changing meanwhile, then the
+# load stops. Everything must converge; the operator must have met 429s; and whenever it logged a
 # throttled failure, its next attempt for the same scaler (or the informer's next list/watch)
 # came no sooner than the Retry-After it was given (so did the start-up check's). The resync is off (1h) and no webhook is
 # registered, so nothing but the backoff requeues a failed key.
@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/reliability_lib.sh"
 seconds=${RELIABILITY_THROTTLE_SECONDS:-8}
-count=10
+count=20
 user=vscaler-e2e-throttled
 # A fresh priority level each run: APF remembers each level's rejections (Retry-After doubles
 # while they go on, up to 32 s) by name.
@@ -98,15 +98,24 @@ for i in $(seq 1 "$count"); do make_deployment "$ns" "d$i"; done
 
 echo "--- the load, then the operator starts under it"
 rm -f "$WORK_DIR/load.stop"
-rk load "$WORK_DIR/user.crt" "$WORK_DIR/user.key" 4 "$WORK_DIR/load.stop" "$WORK_DIR/load.json" &
+rk load "$WORK_DIR/user.crt" "$WORK_DIR/user.key" 5 "$WORK_DIR/load.stop" "$WORK_DIR/load.json" &
 LOAD_PID=$!
 sleep 1
 REL_KUBECONFIG=$throttled_kubeconfig REL_START_SECONDS=150 rel_start_operator --resync-period 1h \
   --workers 4 --namespace "$ns"
-for i in $(seq 1 "$count"); do
-  make_scaler "$ns" "s$i" "d$i" Reconcile '[{"name":"app","requests":{"cpu":"250m","memory":"64Mi"}}]'
+scaler() { # NAME DEPLOYMENT CPU
+  make_scaler "$ns" "$1" "$2" Reconcile "[{\"name\":\"app\",\"requests\":{\"cpu\":\"$3\"}}]"
+}
+for i in $(seq 1 "$count"); do scaler "s$i" "d$i" 250m; done
+# Spec changes keep the operator busy (each one a reconcile: a GET, a PATCH, a status write)
+# while the load lasts.
+end=$((SECONDS + seconds))
+changes=0
+while [ $SECONDS -lt $end ]; do
+  changes=$((changes + 1))
+  scaler "s$((changes % count + 1))" "d$((changes % count + 1))" "$((200 + changes % 50))m"
 done
-sleep "$seconds"
+echo "ok: $count scalers created, $changes spec changes made under the load"
 touch "$WORK_DIR/load.stop"
 wait "$LOAD_PID"
 LOAD_PID=

@@ -383,6 +383,27 @@ TEST_CASE("a key added while its attempt failed with a Retry-After waits for it,
   CHECK_FALSE(queue.get_for(20ms).has_value());  // once
 }
 
+TEST_CASE("adds during a Retry-After pause wait for it; forget ends the pause") {
+  WorkQueue queue;
+  queue.add("a/1");
+  take(queue);
+  auto start = WorkQueue::Clock::now();
+  queue.add_rate_limited("a/1", Priority::kLow, {}, 300ms);
+  queue.done("a/1");
+  queue.add("a/1", Priority::kHigh, generation(3));  // say a scaler change meanwhile
+  queue.add_after("a/1", 10ms);
+  CHECK(queue.len() == 0);
+  CHECK_FALSE(queue.get_for(100ms).has_value());
+  WorkItem again = take(queue);
+  CHECK(WorkQueue::Clock::now() - start >= 300ms);
+  CHECK(again.priority == Priority::kHigh);
+  CHECK(again.hint.min_generation_exclusive == 3);
+  queue.forget("a/1");
+  queue.done("a/1");
+  queue.add("a/1");
+  CHECK(queue.len() == 1);  // the pause is over once an attempt succeeded
+}
+
 TEST_CASE("without a Retry-After, a key added while processing still comes back at done") {
   WorkQueueOptions options;
   options.base_delay = 10s;
