@@ -35,7 +35,8 @@ for i in $(seq 1 "$restarts"); do
   "$ROOT/test/cluster/restart-apiserver.sh" >/dev/null
   restart_seconds=$((restart_seconds + SECONDS - start))
   operator_alive || fail "the operator exited during API server restart $i"
-  # Scaler changes right after the restart reach the informer through its resumed watch.
+  # Scaler changes right after the restart reach the informer once its watch reconnects
+  # (resumed, or relisted if its version is too old for the new watch cache).
   for j in $(seq $((i * 5 - 4)) $((i * 5))); do
     k -n "$ns" patch vsc "s$(((j - 1) % count + 1))" --type merge >/dev/null \
       -p '{"spec":{"containers":[{"name":"app","requests":{"cpu":"250m","memory":"96Mi"}}]}}'
