@@ -5,7 +5,7 @@
 # Usage: test/soak.sh [TEST...]   (e.g. kill apiserver_restart; default: every reliability test)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 
 export RELIABILITY_RESTARTS=${RELIABILITY_RESTARTS:-10}      # API server restarts (make test: 2)
 export RELIABILITY_SCALERS=${RELIABILITY_SCALERS:-100}       # scalers edited across them

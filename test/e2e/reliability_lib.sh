@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # PROBES, METRICS_URL, ...: set here for the tests and lib.sh's metric
 # Helpers of the reliability end-to-end tests (sourced after lib.sh). Counts default to the short
 # forms run by `make test`; `make soak` (test/soak.sh) raises them through the environment.
 RELIABILITY_HELPER="$ROOT/test/e2e/reliability_kube.py"

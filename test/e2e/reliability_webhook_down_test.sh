@@ -77,7 +77,7 @@ phase() {
     durations="$durations ${ms}ms"
   done
   echo "ok: $per_phase writes passed with the webhook $name:$durations"
-  wait_converged "$ns" $((resync * 11 / 10 * 2 + 5))
+  wait_converged "$ns" $((resync * 22 / 10 + 5))
   # At least one per change; a pass that runs while a restore is still being written (its own
   # PATCH also waits for the unreachable webhook) counts that key once more.
   resynced=$(($(num vscaler_resync_enqueued_total) - resynced))
@@ -105,7 +105,7 @@ durations=""
 for i in $(seq $((2 * per_phase + 1)) $((3 * per_phase))); do durations="$durations $(reset "d$i")ms"; done
 echo "ok: $per_phase writes passed with the operator stopped:$durations"
 kill -CONT "$OPERATOR_PID"
-wait_converged "$ns" $((resync * 11 / 10 * 2 + 5))
+wait_converged "$ns" $((resync * 22 / 10 + 5))
 resynced=$(($(num vscaler_resync_enqueued_total) - resynced))
 hinted=$(($(num vscaler_webhook_enqueued_total) - hinted))
 [ $((resynced + hinted)) -ge "$per_phase" ] ||
