@@ -221,6 +221,8 @@ void Manager::work() {
         break;
     }
     queue_->done(item->key);
+    // The queue ran dry: what the burst allocated is garbage now; give it back to the OS.
+    if (queue_->len() == 0) trimmer_.maybe_trim();
   }
 }
 

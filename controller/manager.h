@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "controller/kube_api.h"
+#include "controller/memory_trim.h"
 #include "controller/reconciler.h"
 #include "controller/resync.h"
 #include "controller/scaler_store.h"
@@ -72,6 +73,8 @@ class Manager {
   std::unique_ptr<kube::Informer> informer_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
+  /// Returns memory to the OS when the queue runs dry after a burst (see MemoryTrimmer).
+  MemoryTrimmer trimmer_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
 };

@@ -235,7 +235,10 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       if (page == 0) out.resource_version = metadata_string(*body, "resourceVersion");
       size_t count = items->is_array() ? items->size() : 0;
       if (items->is_array()) {
-        for (auto& item : *items) out.items.push_back(std::move(item));
+        for (auto& item : *items) {
+          if (options.transform) options.transform(item);
+          out.items.push_back(std::move(item));
+        }
       }
       continue_token = metadata_string(*body, "continue");
       out.pages = page + 1;

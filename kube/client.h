@@ -87,6 +87,10 @@ struct ListOptions {
   std::string resource_version;
   /// Called after each page (progress, tests); may be empty.
   std::function<void(const ListPage&)> on_page;
+  /// Applied to each item as its page arrives, before it joins the result: dropping what the
+  /// caller never reads there (managedFields) keeps a long list from holding it all at once.
+  /// May be empty.
+  std::function<void(nlohmann::json& item)> transform;
   /// An expired continue token (410, after an etcd compaction) restarts the list from the
   /// beginning at most this many times before the Expired error is returned.
   int max_restarts = 3;

@@ -163,6 +163,7 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
   list_options.limit = options_.page_size;
+  list_options.transform = options_.transform;  // page by page, not once the whole list is in
   auto listed = client_.list(options_.type, options_.ns, list_options);
   if (!listed) {
     log::warn("kube.informer", "list failed",
@@ -173,7 +174,6 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   std::unordered_map<std::string, ObjectPtr> fresh;
   fresh.reserve(listed->items.size());
   for (auto& item : listed->items) {
-    if (options_.transform) options_.transform(item);
     std::string key = Store::key_of(item);
     fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
   }

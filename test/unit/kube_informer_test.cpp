@@ -416,6 +416,25 @@ TEST_CASE(
   CHECK(calls == 5);  // three listed, one update, one delete: each object once
 }
 
+TEST_CASE("list: the transform runs on each page's items before the next page is asked for") {
+  FakeServer server;
+  for (const char* name : {"a", "b", "c", "d", "e"}) server.put(name, "1");
+  Client client(std::make_shared<FakeTransport>(server));
+  ListOptions options;
+  options.limit = 2;
+  std::vector<std::string> seen;  // item name @ list requests made so far
+  options.transform = [&](json& item) {
+    seen.push_back(item["metadata"]["name"].get<std::string>() + "@" +
+                   std::to_string(server.requests().size()));
+    item["data"].erase("v");
+  };
+  auto list = client.list(resources::kConfigMaps, "ns", options);
+  REQUIRE(list.ok());
+  CHECK(seen == std::vector<std::string>{"a@1", "b@1", "c@2", "d@2", "e@3"});
+  REQUIRE(list->items.size() == 5);
+  for (const auto& item : list->items) CHECK_FALSE(item["data"].contains("v"));
+}
+
 TEST_CASE("informer: a dropped stream resumes from the last version, without relist or loss") {
   FakeServer server;
   server.put("a", "0");
