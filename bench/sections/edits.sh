@@ -58,16 +58,16 @@ for run in $(seq "$runs"); do
     start_operator "$op"
     vsbench latency --namespace "$ns" --deployment edited --declared-cpu 250m --count "$edits" \
       >"$out/latency.$op.$run"
-    cat "$out/latency.$op.$run" | tr '\n' ' ' >&2
+    tr '\n' ' ' <"$out/latency.$op.$run" >&2
     echo >&2
     {
-      printf 'p50\tedit -> restored, p50 (ms)\t%s\n' "$(value p50_ms "$out/latency.$op.$run")"
-      printf 'p99\tedit -> restored, p99 (ms)\t%s\n' "$(value p99_ms "$out/latency.$op.$run")"
+      printf 'p50\tedit -> declared resources restored (Reconcile mode), p50 (ms)\t%s\n' "$(value p50_ms "$out/latency.$op.$run")"
+      printf 'p99\tedit -> declared resources restored (Reconcile mode), p99 (ms)\t%s\n' "$(value p99_ms "$out/latency.$op.$run")"
     } >"$out/$op.$run"
     if [ "$run" = 1 ]; then
       vsbench reset --namespace "$ns" --deployment reset --declared-cpu 250m --count "$resets" \
         >"$out/reset.$op"
-      printf 'reset\tHelm-like reset of resources: generation increments per reset\t%s\n' \
+      printf 'reset\tHelm-like reset of only the resources: generations per reset (vscaler: Auto mode, goal 0)\t%s\n' \
         "$(value generations_per_reset "$out/reset.$op")" >>"$out/$op.$run"
       echo "edits: $op: $(tr '\n' ' ' <"$out/reset.$op")" >&2
     fi

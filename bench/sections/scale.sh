@@ -86,9 +86,9 @@ for op in "${operators[@]}"; do
   {
     printf 'rss\tmemory: RSS once settled (MiB), %s\t%s\n' "$size" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
     printf 'hwm\tmemory: peak RSS (MiB), %s\t%s\n' "$size" "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
-    printf 'wall\tone resync, nothing drifted: wall time (ms), %s\t%s\n' "$size" "$wall"
-    printf 'reads\tone resync, nothing drifted: API reads\t%s\n' "$reads"
-    printf 'writes\tone resync, nothing drifted: API writes (goal 0)\t%s\n' "$writes"
+    printf 'wall\tone resync (peer: its cache resync), nothing drifted: wall time (ms), %s\t%s\n' "$size" "$wall"
+    printf 'reads\tone resync (peer: its cache resync), nothing drifted: API reads\t%s\n' "$reads"
+    printf 'writes\tone resync (peer: its cache resync), nothing drifted: API writes (goal 0)\t%s\n' "$writes"
   } >"$out/$op"
   stop_operator
 done

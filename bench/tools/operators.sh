@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # BENCH_CLUSTER_DIR, OP_METRICS, OP_LOG, OP_PID are for the sections
 # Helpers for the sections that run operators against a local control plane
 # (bench/sections/edits.sh, bench/sections/scale.sh); sourced, not run. Everything a section
 # starts here is stopped by its EXIT trap (bench_cleanup), by pid.
