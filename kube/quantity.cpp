@@ -179,7 +179,10 @@ std::string Quantity::to_string() const {
         units /= 1024;
         ++power;
       }
-      return int128_to_string(units) + std::string(kBinarySuffixes[power]);
+      if (power > 0) return int128_to_string(units) + std::string(kBinarySuffixes[power]);
+      // Not a whole number of Ki ("62.5Ki"): a bare number, which the API server reads back, and
+      // so returns, as decimal ("64000" -> "64k"). Print what it returns (found by quantity_fuzz).
+      format = QuantityFormat::kDecimalSI;
     }
   }
   // Decimal: strip factors of ten, then bring the exponent to a multiple of three.

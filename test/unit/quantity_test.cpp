@@ -78,6 +78,11 @@ TEST_CASE("quantity prints canonically like the API server") {
   CHECK(canonical("12Ki") == "12Ki");
   CHECK(canonical("512Mi") == "512Mi");
   CHECK(canonical("1.5Ki") == "1536");
+  // Not a whole number of Ki: the API server returns the decimal form (a storage round trip
+  // reads its "64000" back as decimal), and so must this, or printing is not a fixpoint.
+  CHECK(canonical("62.5Ki") == "64k");
+  CHECK(canonical("64k") == "64k");
+  CHECK(canonical("1000.5Ki") == "1024512");
   CHECK(canonical("0.5Gi") == "512Mi");
   CHECK(canonical("100M") == "100M");
   CHECK(canonical("1e3") == "1e3");
