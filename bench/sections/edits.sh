@@ -9,7 +9,9 @@
 #    before the edits (bench/tools/vsbench latency). vscaler learns of the write through its
 #    admission webhook (a hint); the peer through its Deployment watch. p50 and p99 of
 #    VSCALER_BENCH_EDITS edits (default 200) per run, median of VSCALER_BENCH_RUNS runs (3),
-#    the operators alternating within each run.
+#    the operators alternating within each run. Also the API requests per edit (reads and writes
+#    of Deployments, VerticalScalers and Events, counted by the API server: the edit itself, the
+#    operator's reads, its patch, its Event and its status write).
 # 2. Helm-like reset of only the resources (a strategic merge patch setting the chart's values):
 #    Deployment generation increments per reset, once settled. vscaler's scaler is in Auto mode
 #    (its webhook patches the write: goal 0); the peer has no webhook (1 for the reset, 1 for its
@@ -56,13 +58,19 @@ for run in $(seq "$runs"); do
   for op in "${operators[@]}"; do
     echo "edits: run $run, $op" >&2
     start_operator "$op"
+    vsbench apicount >"$out/api0"
     vsbench latency --namespace "$ns" --deployment edited --declared-cpu 250m --count "$edits" \
-      >"$out/latency.$op.$run"
+      --warmup 5 >"$out/latency.$op.$run"
+    vsbench apicount >"$out/api1"
+    requests=$(awk -F'\t' '$1 == "reads" || $1 == "writes" {d[FILENAME] += $2}
+      END {print d[ARGV[2]] - d[ARGV[1]]}' "$out/api0" "$out/api1")
     tr '\n' ' ' <"$out/latency.$op.$run" >&2
     echo >&2
     {
       printf 'p50\tedit -> declared resources restored (Reconcile mode), p50 (ms)\t%s\n' "$(value p50_ms "$out/latency.$op.$run")"
       printf 'p99\tedit -> declared resources restored (Reconcile mode), p99 (ms)\t%s\n' "$(value p99_ms "$out/latency.$op.$run")"
+      printf 'calls\tedit -> restored: API requests per edit, the edit included\t%s\n' \
+        "$(awk -v r="$requests" -v n="$((edits + 5))" 'BEGIN {print r / n}')"
     } >"$out/$op.$run"
     if [ "$run" = 1 ]; then
       vsbench reset --namespace "$ns" --deployment reset --declared-cpu 250m --count "$resets" \
