@@ -49,6 +49,11 @@ rk annotate "$ns" "$count" "$WORK_DIR/annotator.stop" "$WORK_DIR/annotator.json"
 ANNOTATOR_PID=$!
 start_editor "$ns" "$count" --reset-every 2
 sleep "$seconds"
+# A run that met no 409 yet (a fast machine) goes on a little: without one it proves nothing.
+for _ in 1 2 3; do
+  [ "$(conflicts_seen)" -gt "$conflicts_before" ] && break
+  sleep 5
+done
 stop_editor
 touch "$WORK_DIR/annotator.stop"
 wait "$ANNOTATOR_PID"
