@@ -14,7 +14,7 @@ using vscaler::controller::MemoryTrimmer;
 
 namespace {
 
-long rss_kib() {
+[[maybe_unused]] long rss_kib() {  // unused where sanitizers own the heap
   std::ifstream status("/proc/self/status");
   std::string field;
   long value = 0;
