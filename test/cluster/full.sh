@@ -85,13 +85,21 @@ binary_of() {
   esac
 }
 
+# extra_args NAME: the words of VSCALER_<NAME>_ARGS (e.g. VSCALER_METRICS_SERVER_ARGS,
+# VSCALER_KUBE_CONTROLLER_MANAGER_ARGS), one a line: flags a test adds to that component.
+extra_args() {
+  local var arg
+  var=VSCALER_$(tr 'a-z-' 'A-Z_' <<<"$1")_ARGS
+  for arg in ${!var:-}; do echo "$arg"; done
+}
+
 # launch NAME: picks a free port, writes NAME.args and starts NAME. kwok runs with HOME in the
 # cluster directory: it would otherwise also load a user's ~/.kwok/kwok.yaml.
 launch() {
   local name=$1 port
   port=$(free_ports 1)
   echo "$port" > "$CLUSTER_DIR/$name.port"
-  "args_$name" "$port" > "$CLUSTER_DIR/$name.args"
+  { "args_$name" "$port" && extra_args "$name"; } > "$CLUSTER_DIR/$name.args"
   mkdir -p "$CLUSTER_DIR/$name"
   if [ "$name" = kwok ]; then
     HOME=$CLUSTER_DIR/kwok start_from_args "$name" "$(binary_of "$name")"

@@ -7,7 +7,8 @@
 #     (32 CPU, 128Gi, VSCALER_NODE_PODS=500 pods each) and metrics-server as v1beta1.metrics.k8s.io
 #     (see full.sh for how they are wired).
 #   VSCALER_CLUSTER=minimal: etcd + kube-apiserver alone (RBAC, service-account signing key).
-# Extra kube-apiserver flags: VSCALER_APISERVER_ARGS (e.g. --watch-cache=false).
+# Extra flags: VSCALER_APISERVER_ARGS for kube-apiserver (e.g. --watch-cache=false), and
+# VSCALER_KUBE_CONTROLLER_MANAGER_ARGS, _KUBE_SCHEDULER_ARGS, _KWOK_ARGS, _METRICS_SERVER_ARGS.
 # When a component fails to start, one line names it (then its log's tail) and nothing started
 # is left running.
 set -euo pipefail
