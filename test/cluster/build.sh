@@ -22,8 +22,9 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
   kube_ldflags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
-ms_ldflags="-s -w -X sigs.k8s.io/metrics-server/pkg/version.gitVersion=$METRICS_SERVER_VERSION"
-ms_ldflags+=" -X sigs.k8s.io/metrics-server/pkg/version.buildDate=1970-01-01T00:00:00Z"
+# metrics-server reports client-go's version variables as its own (its Makefile sets them so).
+ms_ldflags="-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION"
+ms_ldflags+=" -X k8s.io/client-go/pkg/version.buildDate=1970-01-01T00:00:00Z"
 
 # One line per binary: DIR MODULE_DIR NAME PACKAGE LDFLAGS (LDFLAGS is the rest of the line).
 # The wrapper modules: etcd/ (etcd's own), kubernetes/ (one k8s.io/kubernetes module for every
