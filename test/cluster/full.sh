@@ -69,12 +69,11 @@ args_metrics-server() {
 }
 
 # health_url NAME: the endpoint that says NAME is up (all always allowed without credentials).
+# (metrics-server's /readyz waits until it has stored a scrape; /livez says it serves and scrapes on time.)
 health_url() {
-  case $1 in
-    kwok) echo "https://127.0.0.1:$(cat "$CLUSTER_DIR/$1.port")/healthz" ;;
-    metrics-server) echo "https://127.0.0.1:$(cat "$CLUSTER_DIR/$1.port")/livez" ;;
-    *) echo "https://127.0.0.1:$(cat "$CLUSTER_DIR/$1.port")/healthz" ;;
-  esac
+  local path=/healthz
+  [ "$1" = metrics-server ] && path=/livez
+  echo "https://127.0.0.1:$(cat "$CLUSTER_DIR/$1.port")$path"
 }
 
 binary_of() {
@@ -116,8 +115,8 @@ await() {
     wait_for "$name" 120 health_ok "$(health_url "$name")" 2>"$CLUSTER_DIR/$name.wait" && return 0
     if [ "$attempt" -lt 3 ] && port_clash "$name"; then
       stop_process "$name" 3 || true
-      [ "$name" = metrics-server ] && apply_metrics_api
       launch "$name"
+      if [ "$name" = metrics-server ]; then apply_metrics_api; fi
       continue
     fi
     cat "$CLUSTER_DIR/$name.wait" >&2
