@@ -115,11 +115,15 @@ ARGS
 }
 
 for attempt in 1 2 3; do
-  if start_plane; then break; fi
+  # What failed is told only when no retry follows.
+  if start_plane 2>"$CLUSTER_DIR/plane.wait"; then break; fi
   stop_process kube-apiserver 3 || true
   stop_process etcd 3 || true
   # Only a port lost between picking and binding is worth another try.
-  { [ "$attempt" -lt 3 ] && { port_clash etcd || port_clash kube-apiserver; }; } || exit 1
+  { [ "$attempt" -lt 3 ] && { port_clash etcd || port_clash kube-apiserver; }; } || {
+    cat "$CLUSTER_DIR/plane.wait" >&2
+    exit 1
+  }
   echo "up.sh: a port was taken (attempt $attempt); retrying on other ports" >&2
   rm -rf "$CLUSTER_DIR/etcd-data" && mkdir -p "$CLUSTER_DIR/etcd-data"
 done
