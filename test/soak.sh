@@ -18,7 +18,7 @@ export RELIABILITY_THROTTLE_SECONDS=${RELIABILITY_THROTTLE_SECONDS:-60}
 
 export VSCALER_CLUSTER_DIR=/tmp/vscaler-soak-cluster-$$
 trap 'test/cluster/down.sh >/dev/null 2>&1' EXIT
-test/cluster/up.sh >/dev/null || { echo "soak: the local control plane did not start"; exit 1; }
+VSCALER_CLUSTER=minimal test/cluster/up.sh >/dev/null || { echo "soak: the local control plane did not start"; exit 1; }
 export KUBECONFIG=$VSCALER_CLUSTER_DIR/kubeconfig
 export KUBECTL=$VSCALER_CLUSTER_DIR/bin/kubectl
 export VSCALER_BIN=${VSCALER_BIN:-$root/build/vscaler}

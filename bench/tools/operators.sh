@@ -51,7 +51,7 @@ bench_setup() {
     # in between. Try again with new ports.
     local attempt
     for attempt in 1 2 3; do
-      VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/up.sh" >/dev/null && break
+      VSCALER_CLUSTER=minimal VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/up.sh" >/dev/null && break
       VSCALER_CLUSTER_DIR=$dir "$root/test/cluster/down.sh" >&2 || true
       [ "$attempt" -lt 3 ] || return 1
       echo "bench: the control plane did not start; trying again" >&2
