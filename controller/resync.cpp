@@ -88,7 +88,7 @@ ResyncStats Resyncer::run_once() {
   return stats;
 }
 
-void Resyncer::run(std::chrono::milliseconds period) {
+void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>& may_start) {
   std::mt19937_64 random(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.9, 1.1);
   while (true) {
@@ -98,7 +98,7 @@ void Resyncer::run(std::chrono::milliseconds period) {
       std::unique_lock lock(stop_mutex_);
       if (stop_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
     }
-    run_once();
+    if (!may_start || may_start()) run_once();
   }
 }
 
