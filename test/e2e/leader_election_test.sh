@@ -9,15 +9,18 @@
 #     meanwhile (vscaler_resync_corrections_total);
 #  3. SIGTERM of the leader: it releases the Lease and the other leads within 5 s;
 #  4. SIGSTOP of the leader for 20 s: the other takes over; after SIGCONT the old one starts no
-#     leader step (its "started" count stays, "skipped" rises, its log says so) and follows.
+#     leader step (its "started" count stays, "skipped" rises, its log says so) and follows;
+#  5. the webhook registered to the follower: it takes the hint and reconciles it;
+#  6. the API server restarted under both: they converge to one leader, and an edit made after
+#     the restart is restored.
 # Prints the three takeover times.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
 WORK_DIR=$(mktemp -d /tmp/vscaler-e2e-leader.XXXXXX)
 CERT_DIR=$WORK_DIR/certs
-self_signed_certs "$CERT_DIR"
-declare -A PID METRICS HEALTH LOG
+"$ROOT/certs/generate.sh" --cert-dir "$CERT_DIR" >/dev/null # CA-signed: step 5 registers it
+declare -A PID METRICS HEALTH LOG WEBHOOK
 starts=0
 
 install_crd
@@ -32,6 +35,7 @@ cleanup() {
     kill -TERM "${PID[$name]}" 2>/dev/null
     wait "${PID[$name]}" 2>/dev/null
   done
+  "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1
   k delete namespace "$ns" "$lease_ns" --wait=false >/dev/null 2>&1
   if [ -n "${KEEP_LOGS:-}" ]; then echo "logs kept in $WORK_DIR"; else rm -rf "$WORK_DIR"; fi
 }
@@ -46,7 +50,8 @@ start_replica() {
   HEALTH[$name]=http://127.0.0.1:$health_port
   starts=$((starts + 1))
   LOG[$name]=$WORK_DIR/$name-$starts.log
-  "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "$(free_port)" --cert-dir "$CERT_DIR" \
+  WEBHOOK[$name]=$(free_port)
+  "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "${WEBHOOK[$name]}" --cert-dir "$CERT_DIR" \
     --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
     --namespace "$ns" --resync-period 1s --leader-elect --leader-election-namespace "$lease_ns" \
     >>"${LOG[$name]}" 2>&1 &
@@ -72,6 +77,7 @@ identity() { grep -m1 '"taking part in leader election"' "${LOG[$1]}" | sed 's/.
 # logged NAME MESSAGE: how many times the replica logged MESSAGE.
 logged() { grep -c "\"msg\":\"$2\"" "${LOG[$1]}" || true; }
 holder() { jp "$lease_ns" lease/vscaler '{.spec.holderIdentity}'; }
+held() { [ -n "$(holder)" ]; }
 cpu() { jp "$ns" deploy/web '{.spec.template.spec.containers[0].resources.requests.cpu}'; }
 drift() {
   k -n "$ns" patch deploy web --type strategic >/dev/null \
@@ -164,6 +170,33 @@ grep '"stopped leading"' "${LOG[$leader]}" | tail -n 1
 expect_eq "Lease holder" "$(holder)" "$(identity $follower)"
 leads $follower || fail "the new leader lost the Lease"
 echo "ok: after SIGCONT $leader started no leader step (skipped $skipped_before -> $(skipped $leader)) and follows"
+old=$leader leader=$follower follower=$old
+
+echo "--- 5. the webhook calls the follower ($follower): it reconciles the hint"
+"$ROOT/certs/install.sh" --local --port "${WEBHOOK[$follower]}" --cert-dir "$CERT_DIR" >"$WORK_DIR/install.log" 2>&1 ||
+  fail "certs/install.sh --local failed: $(cat "$WORK_DIR/install.log")"
+leads $follower && fail "$follower leads; step 5 needs the follower"
+hints=$(m $follower vscaler_webhook_enqueued_total)
+reconciles=$(m $follower 'controller_runtime_reconcile_total{controller="verticalscaler",result="success"}')
+patches=$(logged $follower 'patched deployment')
+drift
+eventually 10 moved $follower vscaler_webhook_enqueued_total "$hints"
+eventually 10 moved $follower 'controller_runtime_reconcile_total{controller="verticalscaler",result="success"}' "$reconciles"
+eventually 10 restored
+by=$leader
+[ "$(logged $follower 'patched deployment')" -gt "$patches" ] && by=$follower
+echo "ok: the follower took the hint ($hints -> $(m $follower vscaler_webhook_enqueued_total)) and reconciled it; restored by $by"
+
+echo "--- 6. the API server restarts under both"
+"$ROOT/test/cluster/restart-apiserver.sh" >/dev/null
+t=$(now)
+eventually 30 one_leader
+if leads a; then leader=a follower=b; else leader=b follower=a; fi
+eventually 10 held
+expect_eq "Lease holder after the restart" "$(holder)" "$(identity $leader)"
+drift
+eventually 20 restored
+echo "ok: one leader ($leader) $(since "$t") s after the API server was back; an edit made then was restored"
 
 echo "takeover: SIGKILL ${kill_takeover} s, SIGTERM ${term_takeover} s, SIGSTOP ${stop_takeover} s"
 echo "PASS leader_election_test"
