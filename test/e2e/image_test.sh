@@ -2,8 +2,9 @@
 # make image (scripts/image.sh): the OCI archive unpacks with umoci into a root filesystem that
 # holds only the binary, the shared libraries ldd lists for it, the loader, /etc/passwd, /etc/group
 # and /tmp; its configuration runs uid 65532 with the Dockerfile's entrypoint and the manifests'
-# args; and the binary runs inside it (chroot, as that user) with --help and --version.
-# Needs no cluster; chroot needs root (or an unprivileged user namespace: unshare -r).
+# args; and the binary runs inside it (chroot, as that user) with --help and --version, and
+# against the test cluster until /readyz answers. chroot needs root (or an unprivileged user
+# namespace: unshare -r).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
@@ -55,9 +56,11 @@ expect_eq "nonroot user" "$(grep ':65532:' "$rootfs/etc/passwd" | cut -d: -f1)" 
 expect_eq "/tmp mode" "$(stat -c %a "$rootfs/tmp")" 1777
 
 echo "--- the binary runs inside it"
-in_root() {
-  if [ "$(id -u)" -eq 0 ]; then chroot --userspec=65532:65532 "$rootfs" "$@"; else unshare -r chroot "$rootfs" "$@"; fi
-}
+# in_root COMMAND...: runs COMMAND in the image's root filesystem, as uid 65532 where we can
+# (both chroot and unshare exec it, so a background in_root's $! is the command itself).
+in_root=(chroot --userspec=65532:65532 "$rootfs")
+[ "$(id -u)" -eq 0 ] || in_root=(unshare -r chroot "$rootfs")
+in_root() { "${in_root[@]}" "$@"; }
 in_root /usr/local/bin/vscaler --help >"$work/help.txt" 2>&1 || fail "vscaler --help in the image failed: $(cat "$work/help.txt")"
 grep -q '^Usage: vscaler \[flags\]' "$work/help.txt" || fail "unexpected --help output: $(head -5 "$work/help.txt")"
 grep -q -- '--leader-elect' "$work/help.txt" || fail "--help does not mention --leader-elect"
@@ -65,4 +68,23 @@ expect_eq "vscaler --version in the image" "$(in_root /usr/local/bin/vscaler --v
 expect_eq "a flag error in the image" "$(in_root /usr/local/bin/vscaler --bogus 2>&1; echo "exit $?")" \
   "vscaler: unknown flag \"--bogus\" (see --help)
 exit 2"
+
+echo "--- inside the image it serves: TLS to the API server, informer synced, /readyz"
+install_crd
+mkdir -p "$rootfs/tmp/certs"
+k config view --raw --flatten >"$rootfs/tmp/kubeconfig"
+self_signed_certs "$rootfs/tmp/certs"
+chmod -R a+rX "$rootfs/tmp/kubeconfig" "$rootfs/tmp/certs"
+health_port=$(free_port)
+"${in_root[@]}" /usr/local/bin/vscaler --kubeconfig /tmp/kubeconfig --cert-dir /tmp/certs \
+  --webhook-port "$(free_port)" --metrics-addr "127.0.0.1:$(free_port)" \
+  --health-addr "127.0.0.1:$health_port" --namespace image-test-none >"$work/run.log" 2>&1 &
+pid=$!
+trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+ready() { curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; }
+eventually 30 ready || fail "vscaler in the image did not become ready: $(tail -5 "$work/run.log")"
+if [ "$(id -u)" -eq 0 ]; then expect_eq "the process's uid" "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" 65532; fi
+kill -TERM "$pid"
+wait "$pid" || fail "vscaler in the image exited with $? on SIGTERM: $(tail -5 "$work/run.log")"
+echo "ok: vscaler ran from the image as uid 65532, became ready and stopped cleanly on SIGTERM"
 echo "PASS image_test"
