@@ -39,6 +39,7 @@ class LeaseApi {
 /// LeaseApi on a real API server.
 class ClientLeaseApi final : public LeaseApi {
  public:
+  /// Uses `client` (give it short timeouts: an attempt must end well within the renew deadline).
   explicit ClientLeaseApi(Client client) : client_(std::move(client)) {}
   Result<nlohmann::json, ApiError> get(const std::string& ns, const std::string& name) override;
   Result<nlohmann::json, ApiError> create(const nlohmann::json& lease) override;
@@ -53,7 +54,9 @@ class ClientLeaseApi final : public LeaseApi {
 class ElectionClock {
  public:
   virtual ~ElectionClock() = default;
+  /// Monotonic time: keeps running through SIGSTOP, never steps with NTP.
   virtual std::chrono::steady_clock::time_point now() const = 0;
+  /// Wall-clock time, only for acquireTime and renewTime in the Lease.
   virtual std::chrono::system_clock::time_point wall() const = 0;
 };
 
@@ -120,7 +123,9 @@ class LeaderElector final : public LeaderGate {
   bool is_leading_now() const override;
   /// Whether the elector considers itself leader (between the two callbacks), fenced or not.
   bool is_leader() const { return leading_.load(std::memory_order_acquire); }
+  /// Our holderIdentity.
   const std::string& identity() const { return config_.identity; }
+  /// What the elector was built with.
   const LeaderElectionConfig& config() const { return config_; }
 
   /// One step of the election loop: as follower, one attempt to acquire; as leader, one attempt
