@@ -39,7 +39,16 @@ kube::Result<std::unique_ptr<Leadership>> Leadership::create(const Options& opti
   leadership->api_ = std::make_unique<kube::ClientLeaseApi>(*client);
 
   kube::LeaderCallbacks callbacks;
-  callbacks.on_started_leading = [&status] { status.set(1); };
+  Leadership* self = leadership.get();
+  callbacks.on_started_leading = [&status, self] {
+    status.set(1);
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(self->hook_mutex_);
+      hook = self->on_started_leading_;
+    }
+    if (hook) hook();
+  };
   callbacks.on_stopped_leading = [&status] { status.set(0); };
   leadership->elector_ =
       std::make_unique<kube::LeaderElector>(*leadership->api_, std::move(election), callbacks);
@@ -55,7 +64,11 @@ const kube::LeaderGate& Leadership::gate() const {
   return always_;
 }
 
-void Leadership::start() {
+void Leadership::start(std::function<void()> on_started_leading) {
+  {
+    std::lock_guard lock(hook_mutex_);
+    on_started_leading_ = std::move(on_started_leading);
+  }
   if (elector_) elector_->start();
 }
 

@@ -5,7 +5,9 @@
 // leader_election_master_status{name="vscaler"} (1 leading, 0 not), as controller-runtime does.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "cmd/options.h"
 #include "kube/config.h"
@@ -29,8 +31,9 @@ class Leadership {
 
   /// What leader steps consult (controller::ManagerOptions::leader_gate).
   const kube::LeaderGate& gate() const;
-  /// Starts the election (nothing without --leader-elect).
-  void start();
+  /// Starts the election (nothing without --leader-elect). `on_started_leading` is called, on
+  /// the elector's thread, each time this replica becomes leader.
+  void start(std::function<void()> on_started_leading = {});
   /// Stops leading and releases the Lease so another replica takes over at once. Call after the
   /// leader work has stopped. Idempotent.
   void stop();
@@ -39,6 +42,8 @@ class Leadership {
   Leadership() = default;
 
   kube::AlwaysLeader always_;
+  std::mutex hook_mutex_;
+  std::function<void()> on_started_leading_;  ///< set by start(), called by the elector
   std::unique_ptr<kube::ClientLeaseApi> api_;
   std::unique_ptr<kube::LeaderElector> elector_;
 };

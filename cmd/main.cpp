@@ -147,7 +147,6 @@ int run(const cmd::Options& options) {
   metrics_server.expose_metrics(registry);
 
   manager.start();
-  (*leadership)->start();
   if (auto started = server.start(); !started.ok()) {
     log::error(kLogger, "cannot start the webhook server", {{"error", started.error()}});
     manager.stop();
@@ -162,6 +161,8 @@ int run(const cmd::Options& options) {
       return 1;
     }
   }
+  // Last: from here on the elector may call into the manager, and every path out stops it first.
+  (*leadership)->start([&manager] { manager.on_started_leading(); });
   log::info(kLogger, "vscaler started",
             {{"version", VSCALER_VERSION},
              {"webhook_port", std::to_string(server.port())},

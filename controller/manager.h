@@ -58,6 +58,9 @@ class Manager {
   WorkQueue& queue() { return *queue_; }
   /// What every leader step asks first (the recommender and checkpoints join the resync here).
   LeaderSteps& leader_steps() { return *leader_steps_; }
+  /// Tells the manager this replica just became leader: the resync runs at once (its last pass
+  /// may be a period old, or was the old leader's). From any thread.
+  void on_started_leading() { resyncer_->wake(); }
   /// Runs one resync pass now, leader or not (tests and benchmarks).
   ResyncStats resync_once() { return resyncer_->run_once(); }
 

@@ -96,10 +96,18 @@ void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>
         static_cast<int64_t>(static_cast<double>(period.count()) * jitter(random)));
     {
       std::unique_lock lock(stop_mutex_);
-      if (stop_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
+      stop_cv_.wait_for(lock, wait, [this] { return stopping_ || woken_; });
+      if (stopping_) return;
+      woken_ = false;
     }
     if (!may_start || may_start()) run_once();
   }
+}
+
+void Resyncer::wake() {
+  std::lock_guard lock(stop_mutex_);
+  woken_ = true;
+  stop_cv_.notify_all();
 }
 
 void Resyncer::stop() {

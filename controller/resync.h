@@ -73,6 +73,9 @@ class Resyncer {
   void run(std::chrono::milliseconds period, const std::function<bool()>& may_start = {});
   /// Makes run() return (from any thread).
   void stop();
+  /// Ends run()'s current wait early, so the next pass starts now (a replica that just became
+  /// leader resyncs at once instead of a period later). From any thread.
+  void wake();
 
  private:
   ResyncApi& api_;
@@ -86,6 +89,7 @@ class Resyncer {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  bool woken_ = false;
 };
 
 }  // namespace vscaler::controller
