@@ -129,7 +129,7 @@ TEST_CASE("two electors: one leads, release hands over, a stuck leader is fenced
   REQUIRE(eventually([&] { return !stuck->elector.is_leading_now(); }, seconds(5)));
   double fenced = seconds_since(paused_at);
   MESSAGE("fenced after " << fenced << " s without a renew");
-  CHECK(fenced < 2.5);                // the 2 s renew deadline (plus one retry period)
+  CHECK(fenced < 3.0);  // the 2 s renew deadline, plus slack for a loaded machine's polling
   CHECK(stuck->elector.is_leader());  // its thread is stuck: only the fencing check knows
   REQUIRE(eventually([&] { return third->elector.is_leading_now(); }, seconds(10)));
   double takeover = seconds_since(paused_at);
