@@ -86,6 +86,14 @@ demo: build-vscaler cluster-up
 demo-down:
 	@scripts/demo.sh down
 
+.PHONY: image
+## image: the operator image as an OCI image archive, built without a container daemon (umoci):
+## from scratch, build/vscaler and exactly the shared libraries it loads, user 65532, the
+## manifests' args; written to build/vscaler-VERSION.oci.tar (tag VERSION)
+image: build
+	@scripts/deps.sh image
+	@scripts/image.sh build/vscaler
+
 .PHONY: deploy undeploy
 KUBECTL ?= kubectl
 CERT_DIR ?= $(or $(VSCALER_CERT_DIR),certs/out)

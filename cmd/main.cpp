@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "cmd/leadership.h"
 #include "cmd/options.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
@@ -98,8 +99,14 @@ int run(const cmd::Options& options) {
     return 1;
   }
   auto& registry = metrics::default_registry();
+  auto leadership = cmd::Leadership::create(options, *config, registry);
+  if (!leadership.ok()) {
+    log::error(kLogger, "cannot set up leader election", {{"error", leadership.error()}});
+    return 1;
+  }
 
   controller::ManagerOptions manager_options;
+  manager_options.leader_gate = &(*leadership)->gate();
   manager_options.ns = options.namespace_;
   manager_options.workers = options.workers;
   manager_options.resync_period = options.resync_period;
@@ -154,17 +161,22 @@ int run(const cmd::Options& options) {
       return 1;
     }
   }
+  // Last: from here on the elector may call into the manager, and every path out stops it first.
+  (*leadership)->start([&manager] { manager.on_started_leading(); });
   log::info(kLogger, "vscaler started",
             {{"version", VSCALER_VERSION},
              {"webhook_port", std::to_string(server.port())},
              {"namespace", options.namespace_.empty() ? "(all)" : options.namespace_},
-             {"workers", std::to_string(options.workers)}});
+             {"workers", std::to_string(options.workers)},
+             {"leader_elect", options.leader_elect ? "true" : "false"}});
 
   const char* signal_name = wait_for_signal();
   log::info(kLogger, "shutting down", {{"signal", signal_name}});
   // Stop taking admission requests first (in-flight ones finish), then the controller.
   server.stop();
   manager.stop();
+  // Leader work has stopped: give the Lease away so another replica leads at once.
+  (*leadership)->stop();
   health.stop();
   metrics_server.stop();
   certs.stop();

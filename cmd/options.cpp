@@ -27,6 +27,12 @@ Flags:
   --workers N           concurrent reconciles (default 4)
   --namespace NS        watch and manage one namespace only (default: all)
   --log-level LEVEL     debug, info, warn or error (default info); JSON lines on stderr
+  --leader-elect        take part in leader election for the Lease "vscaler": every replica
+                        serves the webhooks and reconciles hints, only the holder runs the resync
+                        (default false: this process is the only replica and always leads)
+  --leader-election-namespace NS
+                        where the Lease lives (default: the pod's namespace, from $POD_NAMESPACE
+                        or the service account, else vscaler-system)
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -96,6 +102,20 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
       {"--kubeconfig", text(options.kubeconfig)},
       {"--cert-dir", text(options.cert_dir)},
       {"--namespace", text(options.namespace_)},
+      {"--leader-election-namespace",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         if (value.empty()) return kube::fail("--leader-election-namespace: must not be empty");
+         options.leader_election_namespace = value;
+         return kube::Unit{};
+       }},
+      {"--leader-elect",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         if (value != "true" && value != "false") {
+           return kube::fail("--leader-elect: must be true or false, got \"" + value + "\"");
+         }
+         options.leader_elect = value == "true";
+         return kube::Unit{};
+       }},
       {"--metrics-addr", address(options.metrics_addr, "--metrics-addr")},
       {"--health-addr", address(options.health_addr, "--health-addr")},
       {"--webhook-port",
@@ -138,6 +158,10 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
     }
     if (arg == "--version") {
       options.version = true;
+      continue;
+    }
+    if (arg == "--leader-elect") {  // a boolean flag: alone means true (--leader-elect=false too)
+      options.leader_elect = true;
       continue;
     }
     std::string value;

@@ -21,6 +21,10 @@ struct Options {
   int workers = 4;
   std::string namespace_;  ///< empty: all namespaces
   std::string log_level = "info";
+  /// Take part in leader election for the Lease "vscaler"; without it the process leads alone.
+  bool leader_elect = false;
+  /// Where the Lease lives; empty: the pod's namespace (see kube::default_lease_namespace()).
+  std::string leader_election_namespace;
   bool help = false;
   bool version = false;
 };

@@ -95,6 +95,8 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
     : client_(client),
       options_(std::move(options)),
       metrics_(std::make_unique<Metrics>(registry)),
+      leader_steps_(std::make_unique<LeaderSteps>(
+          options_.leader_gate ? *options_.leader_gate : always_leader_, registry)),
       reconcile_api_(client),
       resync_api_(client) {
   WorkQueueOptions queue_options;
@@ -137,7 +139,8 @@ void Manager::start() {
     while (!informer_->wait_for_sync(std::chrono::milliseconds(500))) {
       if (stopped_.load()) return;
     }
-    resyncer_->run(options_.resync_period);
+    // Every replica keeps its informer and reconciles hints; only the leader resyncs.
+    resyncer_->run(options_.resync_period, [this] { return leader_steps_->begin("resync"); });
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "controller/kube_api.h"
+#include "controller/leader_steps.h"
 #include "controller/memory_trim.h"
 #include "controller/reconciler.h"
 #include "controller/resync.h"
@@ -19,6 +20,7 @@
 #include "controller/work_queue.h"
 #include "kube/client.h"
 #include "kube/informer.h"
+#include "kube/leader_gate.h"
 #include "metrics/registry.h"
 
 namespace vscaler::controller {
@@ -29,6 +31,9 @@ struct ManagerOptions {
   int workers = 4;
   std::chrono::milliseconds resync_period{60'000};
   ReconcilerOptions reconciler;
+  /// Consulted before each leader step (the resync pass); nullptr: this process is the only
+  /// replica and always leads (no --leader-elect). Must outlive the manager.
+  const kube::LeaderGate* leader_gate = nullptr;
 };
 
 /// Runs everything of the controller side; start() then stop().
@@ -51,7 +56,12 @@ class Manager {
   const ScalerStore& store() const { return store_; }
   /// The queue the admission handlers enqueue hints into.
   WorkQueue& queue() { return *queue_; }
-  /// Runs one resync pass now (tests and benchmarks).
+  /// What every leader step asks first (the recommender and checkpoints join the resync here).
+  LeaderSteps& leader_steps() { return *leader_steps_; }
+  /// Tells the manager this replica just became leader: the resync runs at once (its last pass
+  /// may be a period old, or was the old leader's). From any thread.
+  void on_started_leading() { resyncer_->wake(); }
+  /// Runs one resync pass now, leader or not (tests and benchmarks).
   ResyncStats resync_once() { return resyncer_->run_once(); }
 
  private:
@@ -63,6 +73,8 @@ class Manager {
   kube::Client client_;
   ManagerOptions options_;
   std::unique_ptr<Metrics> metrics_;
+  kube::AlwaysLeader always_leader_;
+  std::unique_ptr<LeaderSteps> leader_steps_;
   ScalerStore store_;
   VerifiedState verified_;
   std::unique_ptr<WorkQueue> queue_;

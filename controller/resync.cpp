@@ -88,7 +88,7 @@ ResyncStats Resyncer::run_once() {
   return stats;
 }
 
-void Resyncer::run(std::chrono::milliseconds period) {
+void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>& may_start) {
   std::mt19937_64 random(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.9, 1.1);
   while (true) {
@@ -96,10 +96,18 @@ void Resyncer::run(std::chrono::milliseconds period) {
         static_cast<int64_t>(static_cast<double>(period.count()) * jitter(random)));
     {
       std::unique_lock lock(stop_mutex_);
-      if (stop_cv_.wait_for(lock, wait, [this] { return stopping_; })) return;
+      stop_cv_.wait_for(lock, wait, [this] { return stopping_ || woken_; });
+      if (stopping_) return;
+      woken_ = false;
     }
-    run_once();
+    if (!may_start || may_start()) run_once();
   }
+}
+
+void Resyncer::wake() {
+  std::lock_guard lock(stop_mutex_);
+  woken_ = true;
+  stop_cv_.notify_all();
 }
 
 void Resyncer::stop() {

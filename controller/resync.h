@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -67,10 +68,14 @@ class Resyncer {
 
   /// One pass: read, compare with what was verified, enqueue what changed or vanished.
   ResyncStats run_once();
-  /// Calls run_once() every `period` (jittered by up to +-10%) until stop().
-  void run(std::chrono::milliseconds period);
+  /// Calls run_once() every `period` (jittered by up to +-10%) until stop(). When `may_start`
+  /// is set, each pass asks it first and is skipped when it says no (not the leader now).
+  void run(std::chrono::milliseconds period, const std::function<bool()>& may_start = {});
   /// Makes run() return (from any thread).
   void stop();
+  /// Ends run()'s current wait early, so the next pass starts now (a replica that just became
+  /// leader resyncs at once instead of a period later). From any thread.
+  void wake();
 
  private:
   ResyncApi& api_;
@@ -84,6 +89,7 @@ class Resyncer {
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;
+  bool woken_ = false;
 };
 
 }  // namespace vscaler::controller

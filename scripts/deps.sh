@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages vscaler needs to build and test, and nothing when all are present.
 # Every make target that needs a dependency runs this first, so each works on a new machine.
-# Usage: scripts/deps.sh [build|test]   (build: compile only; test: also tools the tests use)
+# Usage: scripts/deps.sh [build|test|image]   (build: compile only; test: also tools the tests use;
+# image: also what `make image` needs)
 set -euo pipefail
 profile=${1:-build}
 
@@ -11,10 +12,13 @@ build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev 
 # openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests; nginx as
 # the webhook benchmark's reference server (run in the foreground from a temp dir, never as a
 # service: see the install below).
-test_pkgs=(clang clang-format openssl curl procps nginx)
+test_pkgs=(clang clang-format openssl curl procps nginx umoci)
+# umoci builds and unpacks OCI images without a container daemon (make image, its test).
+image_pkgs=(umoci binutils)
 
 pkgs=("${build_pkgs[@]}")
 [ "$profile" = test ] && pkgs+=("${test_pkgs[@]}")
+[ "$profile" = image ] && pkgs+=("${image_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -86,7 +86,7 @@ base = load("all")
 kinds = sorted({k for k, _, _ in base})
 check("kinds installed", kinds, sorted([
     "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
-    "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "Role", "RoleBinding",
+    "MutatingWebhookConfiguration", "Namespace", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding",
     "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
     "ValidatingWebhookConfiguration"]))
 check("no Secret in the kustomization", [n for k, _, n in base if k == "Secret"], [])
@@ -112,10 +112,22 @@ if d:
     check("resources set", sorted(c["resources"]), ["limits", "requests"])
     check("--cert-dir", "--cert-dir=/tmp/k8s-webhook-server/serving-certs" in c["args"], True)
     check("--webhook-port", "--webhook-port=9443" in c["args"], True)
+    check("--leader-elect", "--leader-elect" in c["args"], True)
+    check("replicas", d["spec"]["replicas"], 2)
+    check("rolling update never drops a ready replica", d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
+    check("POD_NAMESPACE from the downward API", [e.get("valueFrom") for e in c.get("env", []) if e["name"] == "POD_NAMESPACE"],
+          [{"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}])
+    check("spread over nodes", [(t["topologyKey"], t["maxSkew"], t["labelSelector"]) for t in pod.get("topologySpreadConstraints", [])],
+          [("kubernetes.io/hostname", 1, {"matchLabels": d["spec"]["selector"]["matchLabels"]})])
     mount = [m for m in c["volumeMounts"] if m["mountPath"] == "/tmp/k8s-webhook-server/serving-certs"]
     check("cert mount read-only", [m.get("readOnly") for m in mount], [True])
     vol = [v for v in pod["volumes"] if mount and v["name"] == mount[0]["name"]]
     check("cert volume", [v.get("secret", {}).get("secretName") for v in vol], ["vscaler-webhook-tls"])
+
+pdb = one(base, "PodDisruptionBudget", "vscaler", "vscaler-system")
+if pdb:
+    check("pdb minAvailable", pdb["spec"].get("minAvailable"), 1)
+    check("pdb selects the operator", pdb["spec"]["selector"], d["spec"]["selector"] if d else None)
 
 s = one(base, "Service", "vscaler-webhook", "vscaler-system")
 if s:

@@ -51,3 +51,20 @@ TEST_CASE("durations use Go's units") {
   CHECK_FALSE(parse_duration("5d").ok());
   CHECK_FALSE(parse_duration("").ok());
 }
+
+TEST_CASE("leader election flags") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK_FALSE(defaults->leader_elect);
+  CHECK(defaults->leader_election_namespace.empty());  // resolved from the pod at startup
+  auto on = parse_options({"--leader-elect", "--leader-election-namespace", "ops"});
+  REQUIRE(on.ok());
+  CHECK(on->leader_elect);
+  CHECK(on->leader_election_namespace == "ops");
+  CHECK(parse_options({"--leader-elect=true"})->leader_elect);
+  CHECK_FALSE(parse_options({"--leader-elect", "--leader-elect=false"})->leader_elect);
+  CHECK(parse_options({"--leader-elect=yes"}).error() ==
+        "--leader-elect: must be true or false, got \"yes\"");
+  CHECK(parse_options({"--leader-election-namespace="}).error() ==
+        "--leader-election-namespace: must not be empty");
+}

@@ -1,0 +1,36 @@
+// LeaderSteps: the one place every leader step (the resync pass today; the recommender pass,
+// checkpoint writes and recommendation-driven patches when they land) asks before it starts.
+// It consults the LeaderGate (the fencing check of kube/leader_election.h), counts the answers in
+// vscaler_leader_steps_total{step,result} and logs when a step's answer flips, so a replica
+// frozen past its lease and resumed shows in metrics and logs that it started nothing.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "kube/leader_gate.h"
+#include "metrics/registry.h"
+
+namespace vscaler::controller {
+
+/// Gate plus bookkeeping for leader steps; thread-safe.
+class LeaderSteps {
+ public:
+  /// `gate` must outlive this object.
+  LeaderSteps(const kube::LeaderGate& gate, metrics::Registry& registry);
+
+  /// Call first in every leader step. True: start it ("started" is counted); false: this
+  /// replica is not leading now, skip the step ("skipped" is counted). `step` names the kind of
+  /// step ("resync", "recommender", "checkpoint", ...): a small fixed set, it becomes a label.
+  bool begin(std::string_view step);
+
+ private:
+  const kube::LeaderGate& gate_;
+  metrics::CounterFamily& steps_;
+  std::mutex mutex_;
+  std::map<std::string, bool, std::less<>> last_answer_;  ///< per step, for the flip logs
+};
+
+}  // namespace vscaler::controller
