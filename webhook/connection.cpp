@@ -26,7 +26,8 @@ Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& en
       fd_(fd),
       env_(env),
       stream_(ctx, fd),
-      deadline_(now + env.limits.handshake_timeout) {}
+      deadline_(now + env.limits.handshake_timeout),
+      accepted_(now) {}
 
 Connection::~Connection() {
   ::close(fd_);
@@ -56,6 +57,8 @@ Wait Connection::advance(Clock::time_point now) {
     case Phase::kHandshake: {
       tls::Io io = stream_.handshake();
       if (io == tls::Io::kDone) {
+        std::chrono::duration<double> took = now - accepted_;
+        env_.handshake_seconds->observe(took.count());
         phase_ = Phase::kIdle;
         deadline_ = now + env_.limits.keep_alive_timeout;
         return read_request(now);

@@ -56,6 +56,8 @@ struct ConnectionEnv {
   metrics::CounterFamily* rejected = nullptr;
   /// vscaler_webhook_tls_handshake_errors_total.
   metrics::Counter* handshake_errors = nullptr;
+  /// vscaler_webhook_tls_handshake_seconds: from accept to the handshake's end.
+  metrics::Histogram* handshake_seconds = nullptr;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 };
@@ -121,6 +123,7 @@ class Connection {
   tls::Stream stream_;
   Phase phase_ = Phase::kHandshake;
   Clock::time_point deadline_;
+  const Clock::time_point accepted_;
   Clock::time_point request_start_{};
 
   std::string in_;  // plaintext read and not yet consumed

@@ -17,12 +17,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kube/result.h"
 #include "metrics/registry.h"
 #include "webhook/connection.h"
 
 namespace vscaler::webhook {
+
+struct LoopShared;
+class EventLoop;
 
 /// Front end settings; AdmissionServerOptions fills them.
 struct FrontEndOptions {
@@ -32,6 +36,9 @@ struct FrontEndOptions {
   int port = 9443;
   /// Threads running handlers.
   std::size_t workers = 16;
+  /// Event loop threads sharing the connections; 0: max(4, cores). A burst of new connections
+  /// costs a TLS handshake each (the dominant cost), spread over the loops.
+  std::size_t event_loops = 0;
   /// Open connections at most (also bounded by RLIMIT_NOFILE, raised to its hard limit).
   std::size_t max_connections = 16384;
   /// Open connections from one client address at most.
@@ -66,8 +73,8 @@ class FrontEnd {
   void stop(std::chrono::milliseconds grace);
 
  private:
-  class Loop;
-  std::unique_ptr<Loop> loop_;
+  std::unique_ptr<LoopShared> shared_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
 };
 
 }  // namespace vscaler::webhook

@@ -115,6 +115,7 @@ class AdmissionServer::Impl {
     out.host = options_.host;
     out.port = options_.port;
     out.workers = options_.workers;
+    out.event_loops = options_.event_loops;
     out.max_connections = options_.max_connections;
     out.max_connections_per_address = options_.max_connections_per_address;
     out.registry = options_.registry;

@@ -50,6 +50,9 @@ struct AdmissionServerOptions {
   /// Threads running handlers. Connections do not hold them (the event loop carries idle and
   /// slow ones); handlers do no I/O but the VerticalScaler hook's bounded GET.
   std::size_t workers = 16;
+  /// Event loop threads carrying the connections (TLS handshakes, reading, writing); 0 picks
+  /// max(4, cores), so that a burst of new connections' handshakes runs in parallel.
+  std::size_t event_loops = 0;
   /// Open connections at most (also bounded by RLIMIT_NOFILE, which start() raises to its
   /// hard limit). Beyond it new connections are closed at once (counted).
   std::size_t max_connections = 16384;
