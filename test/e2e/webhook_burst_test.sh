@@ -21,14 +21,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# apiserver_sum NAME [FILTER]: the sum of the API server's series NAME whose labels match the
-# awk regular expression FILTER (everything when empty), from its /metrics.
-apiserver_sum() {
-  k get --raw /metrics | awk -v name="$1" -v filter="${2:-}" '
-    index($1, name) == 1 && (substr($1, length(name) + 1, 1) == "{" || length($1) == length(name)) \
-      && (filter == "" || $1 ~ filter) { sum += $2 }
-    END { printf "%d\n", sum }'
-}
+# shellcheck source=test/tools/webhook_e2e_lib.sh
+. "$ROOT/test/tools/webhook_e2e_lib.sh"
 
 ns=$(unique_namespace burst)
 echo "--- $count Deployments with an Auto-mode scaler each"
