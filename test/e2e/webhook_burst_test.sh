@@ -15,7 +15,7 @@ WEBHOOK_PORT=$(free_port)
 "$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
 start_operator --resync-period 1h --workers 4
 cleanup() {
-  [ -n "${ns:-}" ] && k delete namespace "$ns" --wait=false >/dev/null 2>&1
+  if [ -n "${ns:-}" ]; then k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; fi
   "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
   stop_operator
 }
