@@ -208,7 +208,8 @@ TEST_CASE("front end: idle connections hold no worker; one worker serves past 20
   CHECK(s.review() == "HTTP/1.1 200 OK");
   CHECK(std::chrono::steady_clock::now() - start < 1s);
   CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_count") == 201);
-  CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_bucket{le=\"10\"}") == 201);
+  // Handshakes of one client at a time: well under a second each on average.
+  CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_sum") / 201 < 1.0);
 }
 
 TEST_CASE("front end: idle keep-alive connections are closed after keep_alive_timeout") {
