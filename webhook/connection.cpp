@@ -30,6 +30,7 @@ Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& en
       accepted_(now) {}
 
 Connection::~Connection() {
+  release();
   ::close(fd_);
 }
 
@@ -166,6 +167,10 @@ std::optional<Wait> Connection::start_request(Clock::time_point now) {
                   "a " + http::printable(method) + " request cannot carry a body\n", now);
   }
   body_bytes_ = length.value_or(0);
+  if (!reserve(body_bytes_)) {
+    return refuse(503, "memory_budget",
+                  "the webhook holds too many request bodies at once; retry\n", now);
+  }
   phase_ = Phase::kBody;
   auto expect = head_.header("Expect");
   if (expect && http::iequals(*expect, "100-continue") && in_.size() < head_bytes_ + body_bytes_) {
@@ -192,6 +197,7 @@ Wait Connection::refuse(int status, std::string_view reason, std::string message
 }
 
 Wait Connection::on_response(http::Response response, Clock::time_point now) {
+  release();  // the worker is done with the body
   bool keep_alive = !close_after_ && !response.close && !env_.stopping &&
                     requests_ + 1 < env_.limits.keep_alive_max_requests;
   out_ = http::serialize(response, keep_alive, head_.method == "HEAD");
@@ -272,6 +278,23 @@ Wait Connection::on_deadline(Clock::time_point) {
       return close();
   }
   return close();
+}
+
+bool Connection::reserve(std::size_t bytes) {
+  if (bytes == 0 || env_.buffered == nullptr) return true;
+  std::size_t before = env_.buffered->fetch_add(bytes, std::memory_order_relaxed);
+  if (before + bytes > env_.buffer_budget) {
+    env_.buffered->fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+  reserved_ = bytes;
+  return true;
+}
+
+void Connection::release() {
+  if (reserved_ == 0) return;
+  env_.buffered->fetch_sub(reserved_, std::memory_order_relaxed);
+  reserved_ = 0;
 }
 
 Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {

@@ -6,6 +6,7 @@
 // an idle or slow connection costs a file descriptor and a little memory, never a thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +59,11 @@ struct ConnectionEnv {
   metrics::Counter* handshake_errors = nullptr;
   /// vscaler_webhook_tls_handshake_seconds: from accept to the handshake's end.
   metrics::Histogram* handshake_seconds = nullptr;
+  /// Request body bytes held by all connections (read, queued or being served), and the most
+  /// they may hold: a body that would pass it is refused with 503 before it is read, so many
+  /// connections each sending a large body cannot exhaust memory.
+  std::atomic<std::size_t>* buffered = nullptr;
+  std::size_t buffer_budget = 512 * 1024 * 1024;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 };
@@ -113,6 +119,8 @@ class Connection {
   Wait linger(Clock::time_point now);
   Wait wait_for(tls::Io io, Clock::time_point deadline);
   Wait close(std::string_view reason = {});
+  bool reserve(std::size_t bytes);
+  void release();
 
   // What to do once `out_` is written.
   enum class Then { kBody, kKeepAlive, kClose, kLinger };
@@ -136,7 +144,8 @@ class Connection {
   std::string out_;
   std::size_t out_offset_ = 0;
   Then then_ = Then::kKeepAlive;
-  std::size_t drained_ = 0;  // bytes discarded during a lingering close
+  std::size_t drained_ = 0;   // bytes discarded during a lingering close
+  std::size_t reserved_ = 0;  // this request's share of ConnectionEnv::buffered
 };
 
 }  // namespace vscaler::webhook

@@ -50,6 +50,8 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
   env_.rejected = shared_.rejected;
   env_.handshake_errors = shared_.handshake_errors;
   env_.handshake_seconds = shared_.handshake_seconds;
+  env_.buffered = &shared_.buffered;
+  env_.buffer_budget = shared_.options.max_buffered_body_bytes;
   env_.dispatch = [this](std::uint64_t id, Request request) {
     return dispatch(id, std::move(request));
   };

@@ -41,6 +41,9 @@ struct LoopShared {
   metrics::Counter* handshake_errors = nullptr;
   metrics::Histogram* handshake_seconds = nullptr;
 
+  /// Request body bytes held by every connection of every loop (ConnectionEnv::buffered).
+  std::atomic<std::size_t> buffered{0};
+
   /// The caps, taken at accept and given back at close, by any loop.
   std::mutex limiter_mutex;
   ConnectionLimiter limiter{1, 1};

@@ -43,6 +43,8 @@ struct FrontEndOptions {
   std::size_t max_connections = 16384;
   /// Open connections from one client address at most.
   std::size_t max_connections_per_address = 4096;
+  /// Request body bytes all connections together may hold (see ConnectionEnv::buffered).
+  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
   /// Per-connection budgets and deadlines.
   ConnectionLimits limits;
   /// Where the connection metrics are registered.

@@ -118,6 +118,7 @@ class AdmissionServer::Impl {
     out.event_loops = options_.event_loops;
     out.max_connections = options_.max_connections;
     out.max_connections_per_address = options_.max_connections_per_address;
+    out.max_buffered_body_bytes = options_.max_buffered_body_bytes;
     out.registry = options_.registry;
     auto& limits = out.limits;
     limits.handshake_timeout = options_.request_timeout;

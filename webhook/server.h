@@ -66,6 +66,9 @@ struct AdmissionServerOptions {
   std::chrono::seconds keep_alive_timeout{30};
   /// Largest request body accepted (DESIGN: 7 MiB).
   std::size_t max_body_bytes = 7 * 1024 * 1024;
+  /// Request body bytes all connections together may hold; a body beyond it gets 503 before it
+  /// is read (anyone reaching the port could otherwise open thousands of 7 MiB requests).
+  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
   /// Largest request head (request line and headers); the API server sends well under 1 KiB.
   std::size_t max_header_bytes = 64 * 1024;
   /// Deadline for a TLS handshake, and for a whole request from its first byte to its response.

@@ -235,6 +235,35 @@ TEST_CASE("front end: a head over its byte budget is cut, one within it is serve
   CHECK(s.review() == "HTTP/1.1 200 OK");
 }
 
+TEST_CASE("front end: bodies beyond the memory budget of all connections get 503 unread") {
+  Server s([](AdmissionServerOptions& options) { options.max_buffered_body_bytes = 1024 * 1024; });
+  // One connection holds 600 KiB of the 1 MiB budget (its body not sent yet).
+  auto holder = s.connect();
+  REQUIRE(holder->ok());
+  holder->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n{");
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  std::this_thread::sleep_for(100ms);  // the holder's head is read by now
+  client->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n");
+  auto response = client->read_response();
+  CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 503 Service Unavailable");
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 1);
+  // Small bodies still fit; once the holder is gone its share is free again.
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  holder.reset();
+  while (s.metric("vscaler_webhook_open_connections") > 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  auto again = s.connect();
+  REQUIRE(again->ok());
+  again->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n" +
+              std::string(614400, ' '));
+  response = again->read_response();
+  CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 400 Bad Request");  // not JSON
+}
+
 TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
   Server s([](AdmissionServerOptions&) {});
   auto client = s.connect();
