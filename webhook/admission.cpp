@@ -321,18 +321,6 @@ Result<AdmissionRequest> parse_with(simdjson::dom::parser& parser, std::string_v
   return read_request(*request, options);
 }
 
-bool valid_pointer(const nlohmann::json& path) {
-  if (!path.is_string()) return false;
-  const auto& text = path.get_ref<const std::string&>();
-  if (!text.empty() && text.front() != '/') return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '~' && (i + 1 == text.size() || (text[i + 1] != '0' && text[i + 1] != '1'))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string_view to_string(Operation operation) {
@@ -408,100 +396,6 @@ kube::Result<AdmissionRequest> parse_review(std::string_view body, const ParseOp
     return fail(std::string("JSON parser: ") + simdjson::error_message(error));
   }
   return parse_with(parser, body, options);
-}
-
-kube::Result<kube::Unit> validate_json_patch(const nlohmann::json& patch) {
-  if (!patch.is_array()) return fail("a JSON patch must be an array of operations");
-  for (std::size_t i = 0; i < patch.size(); ++i) {
-    const auto& operation = patch[i];
-    std::string where = "patch operation " + std::to_string(i);
-    if (!operation.is_object()) return fail(where + " is not an object");
-    auto op = operation.find("op");
-    if (op == operation.end() || !op->is_string()) return fail(where + " has no op");
-    const auto& name = op->get_ref<const std::string&>();
-    bool needs_value = name == "add" || name == "replace" || name == "test";
-    bool needs_from = name == "move" || name == "copy";
-    if (!needs_value && !needs_from && name != "remove") {
-      return fail(where + " has an unknown op " + quote(name));
-    }
-    auto path = operation.find("path");
-    if (path == operation.end() || !valid_pointer(*path)) {
-      return fail(where + " has no valid JSON pointer path");
-    }
-    if (needs_value && !operation.contains("value")) return fail(where + " has no value");
-    if (needs_from) {
-      auto from = operation.find("from");
-      if (from == operation.end() || !valid_pointer(*from)) {
-        return fail(where + " has no valid JSON pointer from");
-      }
-    }
-  }
-  return kube::Unit{};
-}
-
-std::string encode_review(std::string_view uid, const AdmissionResponse& response) {
-  nlohmann::ordered_json body;
-  body["uid"] = uid;
-  body["allowed"] = response.allowed;
-  if (response.status_code != 0 || !response.status_message.empty()) {
-    nlohmann::ordered_json status;
-    if (response.status_code != 0) status["code"] = response.status_code;
-    if (!response.status_message.empty()) status["message"] = response.status_message;
-    if (!response.status_reason.empty()) status["reason"] = response.status_reason;
-    body["status"] = std::move(status);
-  }
-  if (!response.warnings.empty()) body["warnings"] = response.warnings;
-  if (!response.patch.is_null()) {
-    body["patchType"] = "JSONPatch";
-    body["patch"] = base64_encode(
-        response.patch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
-  nlohmann::ordered_json review;
-  review["apiVersion"] = kApiVersion;
-  review["kind"] = kKind;
-  review["response"] = std::move(body);
-  return review.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-std::string base64_encode(std::string_view data) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  auto byte = [&data](std::size_t at) {
-    return static_cast<std::uint32_t>(static_cast<unsigned char>(data[at]));
-  };
-  for (; i + 3 <= data.size(); i += 3) {
-    std::uint32_t triple = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-    out += kAlphabet[(triple >> 18) & 63];
-    out += kAlphabet[(triple >> 12) & 63];
-    out += kAlphabet[(triple >> 6) & 63];
-    out += kAlphabet[triple & 63];
-  }
-  if (std::size_t rest = data.size() - i; rest > 0) {
-    std::uint32_t triple = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0);
-    out += kAlphabet[(triple >> 18) & 63];
-    out += kAlphabet[(triple >> 12) & 63];
-    out += rest == 2 ? kAlphabet[(triple >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-std::string json_pointer_escape(std::string_view token) {
-  std::string out;
-  out.reserve(token.size());
-  for (char c : token) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace vscaler::webhook

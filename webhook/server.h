@@ -1,15 +1,16 @@
-// The TLS admission server: cpp-httplib's SSLServer hardened for a port the API server calls on
-// every Deployment write of the cluster. It owns the transport (TLS >= 1.2, keep-alive, worker
-// pool, limits against hostile or slow clients), the AdmissionReview codec and the webhook
-// metrics; handlers only turn a parsed AdmissionRequest into an AdmissionResponse.
+// The TLS admission server: the port the API server calls on every workload write of the
+// cluster. It owns the transport (webhook/front_end.h: an epoll loop carrying every connection
+// without blocking, TLS >= 1.2, keep-alive, caps and deadlines against hostile or slow clients,
+// a bounded worker pool), the AdmissionReview codec and the webhook metrics; handlers only turn
+// a parsed AdmissionRequest into an AdmissionResponse.
 //
 // Hostile input it withstands, each answered without disturbing other connections:
 //  - bodies over max_body_bytes: 413 before the body is read (also with Expect: 100-continue);
-//  - chunked or length-less bodies (CVE-2025-46728: httplib would read them without a limit):
-//    411 before the body is read;
+//  - chunked or length-less bodies (CVE-2025-46728): 411 before the body is read;
 //  - malformed JSON, nesting too deep, not an AdmissionReview: 400 with a message;
-//  - slow clients (a byte a second, a stalled handshake): cut off by a per-request deadline,
-//    since httplib's own timeouts are per read and never fire while bytes trickle in;
+//  - slow clients (a byte a second, a stalled handshake): cut off by a per-request deadline;
+//  - many idle or slow connections: each costs a file descriptor, never a thread; capped in
+//    total and per client address;
 //  - plain HTTP on the TLS port, TLS 1.0/1.1: the handshake fails;
 //  - unknown paths: 404, other methods on a webhook path: 405.
 #pragma once
@@ -46,21 +47,34 @@ struct AdmissionServerOptions {
   std::string host;
   /// --webhook-port; 0 picks a free port (see AdmissionServer::port()).
   int port = 9443;
-  /// Worker threads. cpp-httplib serves one connection per thread for the connection's whole
-  /// life, idle keep-alive time included, and queues connections beyond that without limit:
-  /// size this above the connections the API servers keep open (Go keeps up to 100 idle per host).
-  std::size_t workers = 64;
-  /// Requests per connection before the server closes it (httplib's default, 5, costs a TLS
-  /// handshake every 5 requests).
+  /// Threads running handlers. Connections do not hold them (the event loop carries idle and
+  /// slow ones); handlers do no I/O but the VerticalScaler hook's bounded GET.
+  std::size_t workers = 16;
+  /// Event loop threads carrying the connections (TLS handshakes, reading, writing); 0 picks
+  /// max(4, cores), so that a burst of new connections' handshakes runs in parallel.
+  std::size_t event_loops = 0;
+  /// Open connections at most (also bounded by RLIMIT_NOFILE, which start() raises to its
+  /// hard limit). Beyond it new connections are closed at once (counted).
+  std::size_t max_connections = 16384;
+  /// Open connections from one client address at most: one client cannot take every
+  /// descriptor the API servers' connections need.
+  std::size_t max_connections_per_address = 4096;
+  /// Requests per connection before the server closes it (each new connection costs a TLS
+  /// handshake).
   std::size_t keep_alive_max_requests = 1000;
-  /// How long an idle keep-alive connection is kept (it holds a worker meanwhile).
+  /// How long an idle keep-alive connection is kept.
   std::chrono::seconds keep_alive_timeout{30};
   /// Largest request body accepted (DESIGN: 7 MiB).
   std::size_t max_body_bytes = 7 * 1024 * 1024;
+  /// Request body bytes all connections together may hold; a body beyond it gets 503 before it
+  /// is read (anyone reaching the port could otherwise open thousands of 7 MiB requests).
+  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
+  /// Largest request head (request line and headers); the API server sends well under 1 KiB.
+  std::size_t max_header_bytes = 64 * 1024;
   /// Deadline for a TLS handshake, and for a whole request from its first byte to its response.
   /// The API server gives up after the webhook's timeoutSeconds anyway.
   std::chrono::milliseconds request_timeout{10000};
-  /// httplib's per-read and per-write socket timeouts.
+  /// Deadline for writing a response (a client that does not read).
   std::chrono::milliseconds io_timeout{5000};
   /// Nesting limit for reviews (see ParseOptions::max_depth).
   std::size_t max_depth = kDefaultMaxDepth;
@@ -86,8 +100,9 @@ class AdmissionServer {
   /// says why binding failed (port in use, bad address).
   kube::Result<kube::Unit> start();
 
-  /// Stops accepting, closes idle keep-alive connections, lets requests in progress finish for
-  /// up to `grace`, then closes the rest and joins every thread. Safe to call more than once.
+  /// Stops accepting (the port is free at once), closes idle keep-alive connections, lets
+  /// requests in progress finish for up to `grace`, then closes the rest and joins every
+  /// thread. Safe to call more than once.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
   /// The bound port (useful with port 0); 0 before start().

@@ -1,0 +1,311 @@
+#include "webhook/connection.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <optional>
+
+namespace vscaler::webhook {
+namespace {
+
+constexpr std::size_t kKeptBufferBytes = 64 * 1024;
+
+// Frees a buffer's memory once it is empty and grew large: thousands of idle connections must
+// not each pin the largest request they ever carried.
+void release_if_large(std::string& buffer) {
+  if (buffer.empty() && buffer.capacity() > kKeptBufferBytes) std::string().swap(buffer);
+}
+
+}  // namespace
+
+Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& env,
+                       Clock::time_point now)
+    : id_(id),
+      fd_(fd),
+      env_(env),
+      stream_(ctx, fd),
+      deadline_(now + env.limits.handshake_timeout),
+      accepted_(now) {}
+
+Connection::~Connection() {
+  release();
+  ::close(fd_);
+}
+
+Wait Connection::start() const {
+  return Wait{EPOLLIN, deadline_, false};
+}
+
+bool Connection::idle() const {
+  return phase_ == Phase::kHandshake || phase_ == Phase::kLinger ||
+         (phase_ == Phase::kIdle && in_.empty());
+}
+
+Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
+  if (events & EPOLLERR) return close();
+  // Both directions are shut: no response can reach the peer any more. Reading phases go on,
+  // to consume what was buffered before, and end at the EOF.
+  if ((events & EPOLLHUP) && (phase_ == Phase::kServing || phase_ == Phase::kWriting)) {
+    return close();
+  }
+  return advance(now);
+}
+
+Wait Connection::advance(Clock::time_point now) {
+  switch (phase_) {
+    case Phase::kHandshake: {
+      tls::Io io = stream_.handshake();
+      if (io == tls::Io::kDone) {
+        std::chrono::duration<double> took = now - accepted_;
+        env_.handshake_seconds->observe(took.count());
+        phase_ = Phase::kIdle;
+        deadline_ = now + env_.limits.keep_alive_timeout;
+        return read_request(now);
+      }
+      if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
+      env_.handshake_errors->inc();  // plain HTTP, TLS < 1.2, no certificate yet, ...
+      return close();
+    }
+    case Phase::kIdle:
+    case Phase::kHead:
+    case Phase::kBody:
+      return read_request(now);
+    case Phase::kServing:
+      return Wait{0, deadline_, false};
+    case Phase::kWriting:
+      return write_out(now);
+    case Phase::kLinger:
+      return linger(now);
+  }
+  return close();
+}
+
+Wait Connection::read_request(Clock::time_point now) {
+  const auto& limits = env_.limits;
+  while (true) {
+    if (phase_ == Phase::kIdle && !in_.empty()) {
+      // The first byte of a request starts its deadline: a client sending a byte a second is
+      // cut when it passes, whatever its pace.
+      phase_ = Phase::kHead;
+      request_start_ = now;
+      deadline_ = now + limits.request_timeout;
+    }
+    if (phase_ == Phase::kHead) {
+      auto parsed = http::parse_head(in_, head_);
+      if (parsed.status == http::HeadStatus::kMalformed) {
+        return refuse(400, "bad_request", "bad request: " + parsed.error + "\n", now);
+      }
+      if (parsed.status == http::HeadStatus::kIncomplete && in_.size() > limits.max_header_bytes) {
+        return close("headers_too_large");
+      }
+      if (parsed.status == http::HeadStatus::kComplete) {
+        head_bytes_ = parsed.consumed;
+        if (head_bytes_ > limits.max_header_bytes) return close("headers_too_large");
+        if (auto refused = start_request(now)) return *refused;
+      }
+    }
+    if (phase_ == Phase::kBody && in_.size() >= head_bytes_ + body_bytes_) {
+      Request request{std::move(head_), in_.substr(head_bytes_, body_bytes_), request_start_};
+      head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
+      in_.erase(0, head_bytes_ + body_bytes_);
+      phase_ = Phase::kServing;
+      if (!env_.dispatch(id_, std::move(request))) {
+        env_.rejected->with({"overloaded"}).inc();
+        http::Response busy{503, http::kText, "the webhook is overloaded, retry\n", {}, true};
+        return on_response(std::move(busy), now);
+      }
+      return Wait{0, deadline_, false};
+    }
+    // Read no more than the phase may hold: the head's budget (one byte over proves it too
+    // long), or exactly the rest of the body; pipelined bytes wait in OpenSSL and the kernel.
+    std::size_t limit =
+        phase_ == Phase::kBody ? head_bytes_ + body_bytes_ : limits.max_header_bytes + 1;
+    if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
+    tls::Io io = stream_.read(in_, limit - in_.size());
+    if (io == tls::Io::kDone) continue;
+    if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
+    return close();  // the peer closed or broke the connection
+  }
+}
+
+std::optional<Wait> Connection::start_request(Clock::time_point now) {
+  auto connection = head_.header("Connection");
+  close_after_ = head_.minor_version == 0
+                     ? !(connection && http::has_token(*connection, "keep-alive"))
+                     : (connection && http::has_token(*connection, "close"));
+  // CVE-2025-46728 and friends: a chunked or length-less body is refused before any of it is
+  // read, and so is one over the limit.
+  if (head_.count("Transfer-Encoding") > 0) {
+    return refuse(411, "chunked",
+                  "transfer-encoded (chunked) request bodies are not accepted; send "
+                  "Content-Length\n",
+                  now);
+  }
+  std::optional<std::uint64_t> length;
+  if (auto count = head_.count("Content-Length"); count > 1) {
+    return refuse(400, "bad_content_length", "more than one Content-Length header\n", now);
+  } else if (count == 1) {
+    length = http::parse_length(*head_.header("Content-Length"));
+    if (!length) return refuse(400, "bad_content_length", "invalid Content-Length\n", now);
+    if (*length > env_.limits.max_body_bytes) {
+      return refuse(413, "body_too_large",
+                    "the request body of " + std::to_string(*length) +
+                        " bytes exceeds the limit of " +
+                        std::to_string(env_.limits.max_body_bytes) + " bytes\n",
+                    now);
+    }
+  }
+  const auto& method = head_.method;
+  bool body_method = method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+  if (body_method && method != "DELETE" && !length) {
+    return refuse(411, "no_content_length", "a request body needs Content-Length\n", now);
+  }
+  if (!body_method && length && *length > 0) {
+    return refuse(400, "unexpected_body",
+                  "a " + http::printable(method) + " request cannot carry a body\n", now);
+  }
+  body_bytes_ = length.value_or(0);
+  if (!reserve(body_bytes_)) {
+    return refuse(503, "memory_budget",
+                  "the webhook holds too many request bodies at once; retry\n", now);
+  }
+  phase_ = Phase::kBody;
+  auto expect = head_.header("Expect");
+  if (expect && http::iequals(*expect, "100-continue") && in_.size() < head_bytes_ + body_bytes_) {
+    out_ = "HTTP/1.1 100 Continue\r\n\r\n";
+    out_offset_ = 0;
+    then_ = Then::kBody;
+    phase_ = Phase::kWriting;
+    return write_out(now);
+  }
+  return std::nullopt;
+}
+
+Wait Connection::refuse(int status, std::string_view reason, std::string message,
+                        Clock::time_point now) {
+  env_.rejected->with({reason}).inc();  // counted before the client can see the answer
+  env_.refused(head_, status, request_start_);
+  http::Response response{status, http::kText, std::move(message), {}, true};
+  out_ = http::serialize(response, /*keep_alive=*/false, head_.method == "HEAD");
+  out_offset_ = 0;
+  then_ = Then::kLinger;
+  phase_ = Phase::kWriting;
+  deadline_ = now + env_.limits.write_timeout;
+  return write_out(now);
+}
+
+Wait Connection::on_response(http::Response response, Clock::time_point now) {
+  release();  // the worker is done with the body
+  bool keep_alive = !close_after_ && !response.close && !env_.stopping &&
+                    requests_ + 1 < env_.limits.keep_alive_max_requests;
+  out_ = http::serialize(response, keep_alive, head_.method == "HEAD");
+  out_offset_ = 0;
+  then_ = keep_alive ? Then::kKeepAlive : Then::kClose;
+  phase_ = Phase::kWriting;
+  deadline_ = now + env_.limits.write_timeout;
+  return write_out(now);
+}
+
+Wait Connection::write_out(Clock::time_point now) {
+  tls::Io io = stream_.write(out_, out_offset_);
+  if (io == tls::Io::kDone) return after_write(now);
+  if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
+  return close();
+}
+
+Wait Connection::after_write(Clock::time_point now) {
+  out_.clear();
+  release_if_large(out_);
+  switch (then_) {
+    case Then::kBody:
+      phase_ = Phase::kBody;
+      return read_request(now);
+    case Then::kKeepAlive:
+      ++requests_;
+      phase_ = Phase::kIdle;
+      deadline_ = now + env_.limits.keep_alive_timeout;
+      release_if_large(in_);
+      return read_request(now);  // a pipelined request, or bytes OpenSSL already holds
+    case Then::kClose:
+      stream_.shutdown();
+      return close();
+    case Then::kLinger:
+      // The refused body stays unread: send close_notify and FIN, then discard what the client
+      // still sends for a bounded time, so that a client busy writing its body reads the answer
+      // instead of a connection reset (what Go's and nginx's servers do).
+      stream_.shutdown();
+      ::shutdown(fd_, SHUT_WR);
+      in_.clear();
+      release_if_large(in_);
+      phase_ = Phase::kLinger;
+      deadline_ = now + env_.limits.linger_timeout;
+      drained_ = 0;
+      return linger(now);
+  }
+  return close();
+}
+
+Wait Connection::linger(Clock::time_point) {
+  char buffer[16384];
+  while (drained_ < env_.limits.linger_bytes) {
+    ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      drained_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Wait{EPOLLIN, deadline_, false};
+    if (n < 0 && errno == EINTR) continue;
+    break;  // EOF or an error: the client is done
+  }
+  return close();
+}
+
+Wait Connection::on_deadline(Clock::time_point) {
+  switch (phase_) {
+    case Phase::kHandshake:
+      env_.handshake_errors->inc();
+      return close("handshake_timeout");
+    case Phase::kHead:
+    case Phase::kBody:
+    case Phase::kServing:
+      return close("request_timeout");
+    case Phase::kWriting:
+      return close("write_timeout");
+    case Phase::kIdle:
+    case Phase::kLinger:
+      return close();
+  }
+  return close();
+}
+
+bool Connection::reserve(std::size_t bytes) {
+  if (bytes == 0 || env_.buffered == nullptr) return true;
+  std::size_t before = env_.buffered->fetch_add(bytes, std::memory_order_relaxed);
+  if (before + bytes > env_.buffer_budget) {
+    env_.buffered->fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+  reserved_ = bytes;
+  return true;
+}
+
+void Connection::release() {
+  if (reserved_ == 0) return;
+  env_.buffered->fetch_sub(reserved_, std::memory_order_relaxed);
+  reserved_ = 0;
+}
+
+Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {
+  return Wait{io == tls::Io::kWantWrite ? static_cast<std::uint32_t>(EPOLLOUT)
+                                        : static_cast<std::uint32_t>(EPOLLIN),
+              deadline, false};
+}
+
+Wait Connection::close(std::string_view reason) {
+  if (!reason.empty()) env_.rejected->with({reason}).inc();
+  return Wait{0, {}, true};
+}
+
+}  // namespace vscaler::webhook

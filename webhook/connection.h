@@ -1,0 +1,151 @@
+// One client connection of the admission front end, as a non-blocking state machine: TLS
+// handshake, request head and body read within byte budgets and deadlines, the request handed
+// to a worker, the response written, then keep-alive, close, or a lingering close for a refused
+// request. The event loop calls it when its socket is ready or its deadline passes and applies
+// what it asks for (the events to wait for, the next deadline, or closing). It never blocks, so
+// an idle or slow connection costs a file descriptor and a little memory, never a thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "metrics/registry.h"
+#include "webhook/http.h"
+#include "webhook/tls.h"
+
+namespace vscaler::webhook {
+
+/// The steady clock every deadline of the front end uses.
+using Clock = std::chrono::steady_clock;
+
+/// Budgets and deadlines of one connection (see FrontEndOptions for what each is for).
+struct ConnectionLimits {
+  std::chrono::milliseconds handshake_timeout{10000};
+  std::chrono::milliseconds request_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
+  std::chrono::milliseconds keep_alive_timeout{30000};
+  std::chrono::milliseconds linger_timeout{2000};
+  std::size_t max_header_bytes = 64 * 1024;
+  std::size_t max_body_bytes = 7 * 1024 * 1024;
+  std::size_t linger_bytes = 16 * 1024 * 1024;
+  std::size_t keep_alive_max_requests = 1000;
+};
+
+/// A complete request as a worker gets it.
+struct Request {
+  http::RequestHead head;
+  std::string body;
+  /// When its first byte arrived (latency metrics measure from here).
+  Clock::time_point start;
+};
+
+/// What connections share: limits, metrics and the ways out to the loop. Owned by the loop.
+struct ConnectionEnv {
+  ConnectionLimits limits;
+  /// Hands a complete request to the workers; false when they cannot take it (the connection
+  /// then answers 503 and closes).
+  std::function<bool(std::uint64_t id, Request request)> dispatch;
+  /// Called for every request refused before a handler saw it (for the webhook metrics).
+  std::function<void(const http::RequestHead& head, int status, Clock::time_point start)> refused;
+  /// vscaler_webhook_rejected_total{reason}.
+  metrics::CounterFamily* rejected = nullptr;
+  /// vscaler_webhook_tls_handshake_errors_total.
+  metrics::Counter* handshake_errors = nullptr;
+  /// vscaler_webhook_tls_handshake_seconds: from accept to the handshake's end.
+  metrics::Histogram* handshake_seconds = nullptr;
+  /// Request body bytes held by all connections (read, queued or being served), and the most
+  /// they may hold: a body that would pass it is refused with 503 before it is read, so many
+  /// connections each sending a large body cannot exhaust memory.
+  std::atomic<std::size_t>* buffered = nullptr;
+  std::size_t buffer_budget = 512 * 1024 * 1024;
+  /// True once the server is stopping: responses close their connections.
+  bool stopping = false;
+};
+
+/// The events a connection waits for (a subset of EPOLLIN | EPOLLOUT), its deadline, or that it
+/// is finished and must be closed.
+struct Wait {
+  std::uint32_t events = 0;
+  Clock::time_point deadline{};
+  bool close = false;
+};
+
+/// One connection; used by the event loop thread only.
+class Connection {
+ public:
+  /// Where the connection is in its life.
+  enum class Phase { kHandshake, kIdle, kHead, kBody, kServing, kWriting, kLinger };
+
+  /// A connection on the accepted non-blocking socket `fd` (owned: closed by the destructor).
+  Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& env, Clock::time_point now);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// False when no TLS state could be created (close it at once).
+  bool ok() const { return stream_.ok(); }
+  /// The socket.
+  int fd() const { return fd_; }
+  /// The loop's handle for it (never reused).
+  std::uint64_t id() const { return id_; }
+  /// The current phase.
+  Phase phase() const { return phase_; }
+
+  /// What to wait for first (the ClientHello, within the handshake deadline).
+  Wait start() const;
+  /// The socket is ready for `events` (EPOLLIN, EPOLLOUT, EPOLLHUP, EPOLLERR bits).
+  Wait on_ready(std::uint32_t events, Clock::time_point now);
+  /// The deadline of the last Wait passed.
+  Wait on_deadline(Clock::time_point now);
+  /// The worker's response to the request dispatched last.
+  Wait on_response(http::Response response, Clock::time_point now);
+  /// The server stops: true when this connection can be closed at once (no request under way).
+  bool idle() const;
+
+ private:
+  Wait advance(Clock::time_point now);
+  Wait read_request(Clock::time_point now);
+  // Checks the framing of a parsed head: a refusal, or nullopt to read the body.
+  std::optional<Wait> start_request(Clock::time_point now);
+  Wait refuse(int status, std::string_view reason, std::string message, Clock::time_point now);
+  Wait write_out(Clock::time_point now);
+  Wait after_write(Clock::time_point now);
+  Wait linger(Clock::time_point now);
+  Wait wait_for(tls::Io io, Clock::time_point deadline);
+  Wait close(std::string_view reason = {});
+  bool reserve(std::size_t bytes);
+  void release();
+
+  // What to do once `out_` is written.
+  enum class Then { kBody, kKeepAlive, kClose, kLinger };
+
+  const std::uint64_t id_;
+  const int fd_;
+  ConnectionEnv& env_;
+  tls::Stream stream_;
+  Phase phase_ = Phase::kHandshake;
+  Clock::time_point deadline_;
+  const Clock::time_point accepted_;
+  Clock::time_point request_start_{};
+
+  std::string in_;  // plaintext read and not yet consumed
+  http::RequestHead head_;
+  std::size_t head_bytes_ = 0;
+  std::uint64_t body_bytes_ = 0;
+  bool close_after_ = false;  // the current request's response closes the connection
+  std::size_t requests_ = 0;
+
+  std::string out_;
+  std::size_t out_offset_ = 0;
+  Then then_ = Then::kKeepAlive;
+  std::size_t drained_ = 0;   // bytes discarded during a lingering close
+  std::size_t reserved_ = 0;  // this request's share of ConnectionEnv::buffered
+};
+
+}  // namespace vscaler::webhook

@@ -1,0 +1,336 @@
+#include "webhook/event_loop.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "kube/log.h"
+
+namespace vscaler::webhook {
+namespace {
+
+constexpr std::string_view kLogger = "webhook.server";
+constexpr std::uint64_t kListenId = 0;
+constexpr std::uint64_t kWakeId = 1;
+// Accepts per wake-up, so that a flood of new connections cannot starve the ones open.
+constexpr int kAcceptBatch = 64;
+// After EMFILE and friends: stop accepting this long (the listening socket stays readable, so
+// accepting again at once would spin).
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+
+// The peer's address as a key for the per-address cap: 4 bytes for IPv4 (also IPv4-mapped
+// IPv6, what a dual-stack socket reports), 16 for IPv6.
+std::string address_key(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    return std::string(reinterpret_cast<const char*>(&v4.sin_addr), 4);
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+    if (IN6_IS_ADDR_V4MAPPED(&v6.sin6_addr)) {
+      return std::string(reinterpret_cast<const char*>(&v6.sin6_addr.s6_addr[12]), 4);
+    }
+    return std::string(reinterpret_cast<const char*>(&v6.sin6_addr), 16);
+  }
+  return {};
+}
+
+}  // namespace
+
+EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
+  env_.limits = shared_.options.limits;
+  env_.refused = shared_.refused;
+  env_.rejected = shared_.rejected;
+  env_.handshake_errors = shared_.handshake_errors;
+  env_.handshake_seconds = shared_.handshake_seconds;
+  env_.buffered = &shared_.buffered;
+  env_.buffer_budget = shared_.options.max_buffered_body_bytes;
+  env_.dispatch = [this](std::uint64_t id, Request request) {
+    return dispatch(id, std::move(request));
+  };
+}
+
+EventLoop::~EventLoop() {
+  join();
+  for (int fd : {epoll_fd_, wake_fd_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+kube::Result<kube::Unit> EventLoop::open() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) return kube::fail(std::string("epoll_create1: ") + std::strerror(errno));
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return kube::fail(std::string("eventfd: ") + std::strerror(errno));
+  if (!watch(wake_fd_, kWakeId, EPOLLIN) ||
+      !watch(shared_.listen_fd, kListenId, EPOLLIN | EPOLLEXCLUSIVE)) {
+    return kube::fail(std::string("epoll_ctl: ") + std::strerror(errno));
+  }
+  return kube::Unit{};
+}
+
+void EventLoop::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void EventLoop::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+bool EventLoop::watch(int fd, std::uint64_t id, std::uint32_t events) {
+  epoll_event event{};
+  event.events = events;
+  event.data.u64 = id;
+  return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event) == 0;
+}
+
+void EventLoop::wake() {
+  std::uint64_t one = 1;
+  if (::write(wake_fd_, &one, sizeof one) < 0 && errno != EAGAIN) {
+    shared_.errors->with({"eventfd"}).inc();
+  }
+}
+
+// On the loop thread.
+bool EventLoop::dispatch(std::uint64_t id, Request request) {
+  return shared_.pool->submit(
+      [this, id, request = std::move(request)]() mutable { work(id, std::move(request)); });
+}
+
+// On a worker thread.
+void EventLoop::work(std::uint64_t id, Request request) {
+  http::Response response;
+  try {
+    response = shared_.serve(request);
+  } catch (const std::exception& error) {
+    response = internal_error(request, error.what());
+  } catch (...) {
+    response = internal_error(request, "unknown exception");
+  }
+  {
+    std::lock_guard lock(done_mutex_);
+    done_.emplace_back(id, std::move(response));
+  }
+  wake();
+}
+
+http::Response EventLoop::internal_error(const Request& request, std::string_view what) {
+  // Never the body: reviews carry env values and other secrets.
+  log::error(kLogger, "request handler failed",
+             {{"path", http::printable(request.head.path)}, {"error", http::printable(what)}});
+  shared_.errors->with({"handler"}).inc();
+  return http::Response{500, http::kText, "internal error\n", {}, false};
+}
+
+void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {
+  if (wait.close) {
+    destroy(id);
+    return;
+  }
+  if (wait.events != entry.events) {
+    epoll_event event{};
+    event.events = wait.events;
+    event.data.u64 = id;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, entry.connection->fd(), &event) != 0) {
+      shared_.errors->with({"epoll_ctl"}).inc();
+      log::error(kLogger, "epoll_ctl failed; connection closed", {{"error", std::strerror(errno)}});
+      destroy(id);
+      return;
+    }
+    entry.events = wait.events;
+  }
+  if (wait.deadline != entry.deadline) {
+    timers_.erase({entry.deadline, id});
+    entry.deadline = wait.deadline;
+    timers_.insert({entry.deadline, id});
+  }
+}
+
+void EventLoop::destroy(std::uint64_t id) {
+  auto found = connections_.find(id);
+  if (found == connections_.end()) return;
+  timers_.erase({found->second.deadline, id});
+  {
+    std::lock_guard lock(shared_.limiter_mutex);
+    shared_.limiter.release(found->second.address);
+  }
+  shared_.open->dec();
+  connections_.erase(found);  // closes the socket, which also leaves the epoll set
+}
+
+void EventLoop::accept_all(Clock::time_point now) {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    int fd = ::accept4(shared_.listen_fd, reinterpret_cast<sockaddr*>(&address), &length,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;  // another loop took it
+      if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+      // EMFILE, ENFILE, ENOBUFS, ENOMEM: out of resources. Pause instead of spinning.
+      shared_.errors->with({"accept"}).inc();
+      log::warn(kLogger, "accept failed; not accepting for 100 ms",
+                {{"error", std::strerror(errno)}});
+      set_accepting(false);
+      accept_resume_ = now + kAcceptPause;
+      return;
+    }
+    std::string key = address_key(address);
+    Admit admit;
+    {
+      std::lock_guard lock(shared_.limiter_mutex);
+      admit = shared_.limiter.acquire(key);
+    }
+    if (admit != Admit::kOk) {
+      shared_.rejected
+          ->with({admit == Admit::kTotal ? "too_many_connections"
+                                         : "too_many_connections_per_address"})
+          .inc();
+      ::close(fd);
+      continue;
+    }
+    int yes = 1;
+    // Nagle + delayed ACK would add ~40-90 ms to every small response.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    std::uint64_t id = next_id_++;
+    auto connection = std::make_unique<Connection>(id, fd, shared_.ctx, env_, now);
+    Wait first = connection->start();
+    if (!connection->ok() || !watch(fd, id, first.events)) {
+      shared_.errors->with({connection->ok() ? "epoll_ctl" : "ssl_new"}).inc();
+      std::lock_guard lock(shared_.limiter_mutex);
+      shared_.limiter.release(key);
+      continue;  // the connection's destructor closes the socket
+    }
+    shared_.open->inc();
+    Entry& entry = connections_[id];
+    entry.connection = std::move(connection);
+    entry.address = std::move(key);
+    entry.events = first.events;
+    entry.deadline = first.deadline;
+    timers_.insert({entry.deadline, id});
+  }
+}
+
+void EventLoop::set_accepting(bool on) {
+  epoll_event event{};
+  event.events = on ? static_cast<std::uint32_t>(EPOLLIN | EPOLLEXCLUSIVE) : 0u;
+  event.data.u64 = kListenId;
+  // EPOLLEXCLUSIVE cannot be modified: delete and add again.
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, shared_.listen_fd, nullptr);
+  if (on && ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, shared_.listen_fd, &event) != 0) {
+    shared_.errors->with({"epoll_ctl"}).inc();
+  }
+  if (on) accept_resume_.reset();
+}
+
+void EventLoop::release_listener() {
+  if (!listening_) return;
+  listening_ = false;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, shared_.listen_fd, nullptr);
+  {
+    std::lock_guard lock(shared_.stop_mutex);
+    ++shared_.released;
+  }
+  shared_.released_listener.notify_all();
+}
+
+void EventLoop::complete(Clock::time_point now) {
+  std::uint64_t count = 0;
+  if (::read(wake_fd_, &count, sizeof count) < 0 && errno != EAGAIN) {
+    shared_.errors->with({"eventfd"}).inc();
+  }
+  std::vector<std::pair<std::uint64_t, http::Response>> done;
+  {
+    std::lock_guard lock(done_mutex_);
+    done.swap(done_);
+  }
+  for (auto& [id, response] : done) {
+    auto found = connections_.find(id);
+    // Gone: cut at its deadline, or the server stops. The answer has nowhere to go.
+    if (found == connections_.end()) continue;
+    auto& connection = *found->second.connection;
+    if (connection.phase() != Connection::Phase::kServing) continue;
+    apply(id, found->second, connection.on_response(std::move(response), now));
+  }
+}
+
+void EventLoop::expire(Clock::time_point now) {
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    auto [deadline, id] = *timers_.begin();
+    timers_.erase(timers_.begin());
+    auto found = connections_.find(id);
+    if (found == connections_.end()) continue;
+    found->second.deadline = {};
+    apply(id, found->second, found->second.connection->on_deadline(now));
+  }
+}
+
+void EventLoop::begin_stop(Clock::time_point now) {
+  stopping_ = true;
+  env_.stopping = true;
+  stop_deadline_ = now + std::chrono::milliseconds(shared_.grace_ms.load());
+  accept_resume_.reset();
+  release_listener();
+  std::vector<std::uint64_t> idle;
+  for (const auto& [id, entry] : connections_) {
+    if (entry.connection->idle()) idle.push_back(id);
+  }
+  for (auto id : idle) destroy(id);
+}
+
+int EventLoop::timeout_ms(Clock::time_point now) const {
+  std::optional<Clock::time_point> next;
+  auto consider = [&next](Clock::time_point at) { next = next ? std::min(*next, at) : at; };
+  if (!timers_.empty()) consider(timers_.begin()->first);
+  if (accept_resume_) consider(*accept_resume_);
+  if (stopping_) consider(stop_deadline_);
+  if (!next) return -1;
+  if (*next <= now) return 0;
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
+  return static_cast<int>(std::min<std::int64_t>(wait, 60'000));
+}
+
+void EventLoop::run() {
+  std::vector<epoll_event> events(256);
+  while (true) {
+    auto now = Clock::now();
+    if (shared_.stop_requested.load() && !stopping_) begin_stop(now);
+    if (stopping_ && (connections_.empty() || now >= stop_deadline_)) break;
+    if (accept_resume_ && now >= *accept_resume_) set_accepting(true);
+    int n =
+        ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms(now));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      shared_.errors->with({"epoll_wait"}).inc();
+      log::error(kLogger, "epoll_wait failed; this event loop stops serving",
+                 {{"error", std::strerror(errno)}});
+      break;
+    }
+    now = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t id = events[static_cast<std::size_t>(i)].data.u64;
+      std::uint32_t ready = events[static_cast<std::size_t>(i)].events;
+      if (id == kListenId) {
+        if (listening_ && !accept_resume_) accept_all(now);
+      } else if (id == kWakeId) {
+        complete(now);
+      } else if (auto found = connections_.find(id); found != connections_.end()) {
+        apply(id, found->second, found->second.connection->on_ready(ready, now));
+      }
+    }
+    expire(now);
+  }
+  release_listener();  // also when the loop ends on an error: stop() must not wait for it
+  std::vector<std::uint64_t> all;
+  for (const auto& entry : connections_) all.push_back(entry.first);
+  for (auto id : all) destroy(id);
+}
+
+}  // namespace vscaler::webhook

@@ -1,0 +1,120 @@
+// One event loop thread of the admission front end (see front_end.h): its own epoll set with
+// the shared listening socket (EPOLLEXCLUSIVE: the kernel wakes one loop per new connection),
+// the connections it accepted, their deadlines, and the responses its workers finished.
+// Several loops share the TLS handshakes of a burst of new connections, which dominate its
+// cost (about 0.3-1 ms of CPU each here).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "webhook/connection.h"
+#include "webhook/connection_limiter.h"
+#include "webhook/front_end.h"
+#include "webhook/worker_pool.h"
+
+namespace vscaler::webhook {
+
+/// What the loops of one front end share. Fields are set before the loops start, except those
+/// under a mutex or atomic.
+struct LoopShared {
+  SSL_CTX* ctx = nullptr;
+  FrontEndOptions options;
+  FrontEnd::Serve serve;
+  FrontEnd::Refused refused;
+  int listen_fd = -1;
+  std::unique_ptr<WorkerPool> pool;
+
+  metrics::Gauge* open = nullptr;
+  metrics::CounterFamily* errors = nullptr;
+  metrics::CounterFamily* rejected = nullptr;
+  metrics::Counter* handshake_errors = nullptr;
+  metrics::Histogram* handshake_seconds = nullptr;
+
+  /// Request body bytes held by every connection of every loop (ConnectionEnv::buffered).
+  std::atomic<std::size_t> buffered{0};
+
+  /// The caps, taken at accept and given back at close, by any loop.
+  std::mutex limiter_mutex;
+  ConnectionLimiter limiter{1, 1};
+
+  /// stop(): the request, its grace period, and how many loops have let go of the listening
+  /// socket (it is closed, freeing the port, once all have).
+  std::atomic<bool> stop_requested{false};
+  std::atomic<std::int64_t> grace_ms{0};
+  std::mutex stop_mutex;
+  std::condition_variable released_listener;
+  std::size_t released = 0;
+};
+
+/// One loop; created, started and joined by FrontEnd.
+class EventLoop {
+ public:
+  explicit EventLoop(LoopShared& shared);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  /// Sets up the epoll set; the error says which call failed.
+  kube::Result<kube::Unit> open();
+  /// Runs the loop on a thread of its own.
+  void start();
+  /// Wakes the loop (for a stop request or finished responses).
+  void wake();
+  /// Waits for the loop's thread to end.
+  void join();
+
+ private:
+  struct Entry {
+    std::unique_ptr<Connection> connection;
+    std::string address;
+    std::uint32_t events = 0;
+    Clock::time_point deadline{};
+  };
+
+  bool watch(int fd, std::uint64_t id, std::uint32_t events);
+  bool dispatch(std::uint64_t id, Request request);
+  void work(std::uint64_t id, Request request);
+  http::Response internal_error(const Request& request, std::string_view what);
+  void apply(std::uint64_t id, Entry& entry, const Wait& wait);
+  void destroy(std::uint64_t id);
+  void accept_all(Clock::time_point now);
+  void set_accepting(bool on);
+  void release_listener();
+  void complete(Clock::time_point now);
+  void expire(Clock::time_point now);
+  void begin_stop(Clock::time_point now);
+  int timeout_ms(Clock::time_point now) const;
+  void run();
+
+  LoopShared& shared_;
+  ConnectionEnv env_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
+
+  // Loop thread only.
+  std::unordered_map<std::uint64_t, Entry> connections_;
+  std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
+  std::uint64_t next_id_ = 2;
+  std::optional<Clock::time_point> accept_resume_;
+  bool listening_ = true;
+  bool stopping_ = false;
+  Clock::time_point stop_deadline_{};
+
+  // Shared with the workers.
+  std::mutex done_mutex_;
+  std::vector<std::pair<std::uint64_t, http::Response>> done_;
+};
+
+}  // namespace vscaler::webhook

@@ -1,0 +1,82 @@
+// The admission server's network front end: one epoll event loop that accepts connections (a
+// cap in total and per client address), carries every connection's TLS handshake, request
+// reading and response writing without blocking (see Connection), and hands complete requests
+// to a bounded pool of worker threads.
+//
+// Why not cpp-httplib's server loop (which vscaler used before): it serves each connection on a
+// thread for the connection's whole life, idle keep-alive time included, and Debian's build
+// waits with select(), which fails for file descriptors >= 1024. Measured here: 63 idle TLS
+// connections on its 64-thread pool made the next burst of Deployment writes wait 2-4 s (56
+// fail-open calls, 36 of 40 Auto patches lost; FACTS.md), and 2,000 idle connections cannot be
+// held at all. Here an idle or slow connection costs a descriptor and a few KiB, never a
+// thread. cpp-httplib stays the HTTP client of the tests and benchmarks.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kube/result.h"
+#include "metrics/registry.h"
+#include "webhook/connection.h"
+
+namespace vscaler::webhook {
+
+struct LoopShared;
+class EventLoop;
+
+/// Front end settings; AdmissionServerOptions fills them.
+struct FrontEndOptions {
+  /// Address to bind: "" for every interface (IPv6 and IPv4), or an address ("127.0.0.1").
+  std::string host;
+  /// Port; 0 picks a free one.
+  int port = 9443;
+  /// Threads running handlers.
+  std::size_t workers = 16;
+  /// Event loop threads sharing the connections; 0: max(4, cores). A burst of new connections
+  /// costs a TLS handshake each (the dominant cost), spread over the loops.
+  std::size_t event_loops = 0;
+  /// Open connections at most (also bounded by RLIMIT_NOFILE, raised to its hard limit).
+  std::size_t max_connections = 16384;
+  /// Open connections from one client address at most.
+  std::size_t max_connections_per_address = 4096;
+  /// Request body bytes all connections together may hold (see ConnectionEnv::buffered).
+  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
+  /// Per-connection budgets and deadlines.
+  ConnectionLimits limits;
+  /// Where the connection metrics are registered.
+  metrics::Registry* registry = &metrics::default_registry();
+};
+
+/// Serves HTTP/1.1 over TLS with `serve` on worker threads.
+class FrontEnd {
+ public:
+  /// Runs on a worker thread for each complete request; an exception becomes a 500 (logged
+  /// without the body, and counted).
+  using Serve = std::function<http::Response(Request& request)>;
+  /// Runs on the loop thread for each request refused before `serve` (for metrics).
+  using Refused =
+      std::function<void(const http::RequestHead& head, int status, Clock::time_point start)>;
+
+  /// `ctx` must outlive the front end.
+  FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused refused);
+  /// Stops (as stop()).
+  ~FrontEnd();
+  FrontEnd(const FrontEnd&) = delete;
+  FrontEnd& operator=(const FrontEnd&) = delete;
+
+  /// Binds, starts the loop and the workers; the bound port, or why binding failed.
+  kube::Result<int> start();
+  /// Stops accepting, closes idle connections, lets requests under way finish for up to
+  /// `grace`, then closes the rest and joins every thread. Idempotent.
+  void stop(std::chrono::milliseconds grace);
+
+ private:
+  std::unique_ptr<LoopShared> shared_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+};
+
+}  // namespace vscaler::webhook

@@ -1,0 +1,92 @@
+// HTTP/1.1 helpers for the admission front end: a strict, bounded parser for a request head
+// (request line and headers, nothing recursive, no allocation beyond the head's own text) and
+// the response serialiser. Untrusted bytes in; every failure is a value with a short message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace vscaler::webhook::http {
+
+/// A parsed request line and header block.
+struct RequestHead {
+  /// "POST", "GET", ... as sent (a token, case-sensitive as HTTP says).
+  std::string method;
+  /// The request target as sent ("/mutate-deployments?timeout=2s").
+  std::string target;
+  /// The target without its query string: what routes match on.
+  std::string path;
+  /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+  int minor_version = 1;
+  /// Header fields in order, names as sent, values without surrounding whitespace.
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  /// The first value of header `name` (case-insensitive), if present.
+  std::optional<std::string_view> header(std::string_view name) const;
+  /// How many fields named `name` (case-insensitive) the head carries.
+  std::size_t count(std::string_view name) const;
+};
+
+/// What parse_head found in a buffer.
+enum class HeadStatus {
+  kIncomplete,  // no blank line yet: read more (within the caller's byte budget)
+  kComplete,    // `head` is filled; `consumed` bytes (blank line included) belong to it
+  kMalformed,   // not HTTP/1.x: `error` says why
+};
+
+/// Result of parse_head.
+struct HeadResult {
+  HeadStatus status = HeadStatus::kIncomplete;
+  std::size_t consumed = 0;
+  std::string error;
+};
+
+/// Parses the head at the start of `buffer` (leading empty lines are skipped, as RFC 9112
+/// allows). Lines end with CRLF; obsolete line folding, control characters and header names
+/// that are not tokens are malformed. Never reads past the first blank line.
+HeadResult parse_head(std::string_view buffer, RequestHead& head);
+
+/// Strict Content-Length: digits only (no sign, no spaces, no list), at most 18 of them.
+std::optional<std::uint64_t> parse_length(std::string_view text);
+
+/// The media type of a Content-Type value, without parameters or surrounding spaces.
+std::string_view media_type(std::string_view content_type);
+
+/// ASCII case-insensitive equality.
+bool iequals(std::string_view a, std::string_view b);
+
+/// True when the comma-separated header value `list` holds `token` (case-insensitive).
+bool has_token(std::string_view list, std::string_view token);
+
+/// Text from the network made safe for a log line or a message: printable ASCII, at most 128
+/// characters.
+std::string printable(std::string_view text);
+
+/// The reason phrase of a status code ("Payload Too Large"); "Error" for codes not used here.
+const char* reason_phrase(int status);
+
+/// "text/plain; charset=utf-8", the type of every error message the server writes.
+inline constexpr const char* kText = "text/plain; charset=utf-8";
+
+/// A response as handlers and the front end build it.
+struct Response {
+  int status = 200;
+  std::string content_type = kText;
+  std::string body;
+  /// Extra header fields ("Allow: POST"); Content-Length, Content-Type and Connection are
+  /// written by serialize().
+  std::vector<std::pair<std::string, std::string>> headers;
+  /// Close the connection after this response (a refused request whose body stays unread).
+  bool close = false;
+};
+
+/// The response on the wire. `keep_alive` false adds "Connection: close"; `head_only` (a HEAD
+/// request) keeps Content-Length but leaves the body out.
+std::string serialize(const Response& response, bool keep_alive, bool head_only = false);
+
+}  // namespace vscaler::webhook::http

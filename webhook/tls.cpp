@@ -1,0 +1,133 @@
+#include "webhook/tls.h"
+
+#include <openssl/err.h>
+
+#include <algorithm>
+#include <climits>
+
+namespace vscaler::webhook::tls {
+namespace {
+
+int alpn_callback(SSL*, const unsigned char** out, unsigned char* out_length,
+                  const unsigned char* in, unsigned int in_length, void*) {
+  static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, out_length, kHttp11, sizeof kHttp11, in, in_length) ==
+      OPENSSL_NPN_NEGOTIATED) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  return SSL_TLSEXT_ERR_NOACK;  // e.g. a client offering only h2: carry on without ALPN
+}
+
+std::string openssl_error(const char* call) {
+  char buffer[256];
+  unsigned long code = ERR_get_error();
+  ERR_error_string_n(code, buffer, sizeof buffer);
+  ERR_clear_error();
+  return std::string(call) + " failed: " + (code != 0 ? buffer : "no OpenSSL error");
+}
+
+}  // namespace
+
+kube::Result<Context> make_server_context(CertWatcher& certs) {
+  Context ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) return kube::fail(openssl_error("SSL_CTX_new"));
+  if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) {
+    return kube::fail(openssl_error("SSL_CTX_set_min_proto_version"));
+  }
+  SSL_CTX_set_options(
+      ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // TLS 1.2: forward-secret AEAD suites only (what Go's TLS client prefers anyway).
+  if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+    return kube::fail(openssl_error("SSL_CTX_set_cipher_list"));
+  }
+  // Idle keep-alive connections are most of them: release their read and write buffers (about
+  // 34 KiB each) while no record is in flight. Partial writes suit the non-blocking loop.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_callback, nullptr);
+  certs.install(ctx.get());
+  return ctx;
+}
+
+Stream::Stream(SSL_CTX* ctx, int fd) {
+  ssl_ = SSL_new(ctx);
+  if (ssl_ == nullptr) {
+    ERR_clear_error();
+    return;
+  }
+  if (SSL_set_fd(ssl_, fd) != 1) {
+    ERR_clear_error();
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    return;
+  }
+  SSL_set_accept_state(ssl_);
+}
+
+Stream::~Stream() {
+  if (ssl_ != nullptr) SSL_free(ssl_);
+}
+
+Io Stream::classify(int result) {
+  int error = SSL_get_error(ssl_, result);
+  ERR_clear_error();  // the queue is per thread: leave nothing for the next connection
+  switch (error) {
+    case SSL_ERROR_WANT_READ:
+      return Io::kWantRead;
+    case SSL_ERROR_WANT_WRITE:
+      return Io::kWantWrite;
+    case SSL_ERROR_ZERO_RETURN:
+      return Io::kClosed;
+    case SSL_ERROR_SYSCALL:
+      // EOF without close_notify (OpenSSL 3 reports it as SSL_R_UNEXPECTED_EOF_WHILE_READING
+      // under SSL_ERROR_SSL unless SSL_OP_IGNORE_UNEXPECTED_EOF; either way the peer is gone).
+      return Io::kClosed;
+    default:
+      return Io::kError;
+  }
+}
+
+Io Stream::handshake() {
+  int result = SSL_do_handshake(ssl_);
+  if (result == 1) return Io::kDone;
+  return classify(result);
+}
+
+Io Stream::read(std::string& out, std::size_t max) {
+  if (max == 0) return Io::kDone;
+  std::size_t before = out.size();
+  std::size_t chunk = std::min<std::size_t>(max, 16384);
+  out.resize(before + chunk);
+  std::size_t got = 0;
+  int result = SSL_read_ex(ssl_, out.data() + before, chunk, &got);
+  out.resize(before + (result == 1 ? got : 0));
+  if (result == 1) return Io::kDone;
+  return classify(0);
+}
+
+Io Stream::write(const std::string& data, std::size_t& offset) {
+  while (offset < data.size()) {
+    std::size_t written = 0;
+    int result = SSL_write_ex(ssl_, data.data() + offset, data.size() - offset, &written);
+    if (result != 1) {
+      Io io = classify(0);
+      return io == Io::kClosed ? Io::kError : io;  // the peer cannot get the response
+    }
+    offset += written;
+  }
+  return Io::kDone;
+}
+
+void Stream::shutdown() {
+  // One close_notify; the peer's answer is not awaited (the socket is closed or drained raw).
+  if (SSL_is_init_finished(ssl_)) (void)SSL_shutdown(ssl_);
+  ERR_clear_error();
+}
+
+std::string Stream::version() const {
+  return SSL_get_version(ssl_);
+}
+
+}  // namespace vscaler::webhook::tls

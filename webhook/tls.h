@@ -1,0 +1,69 @@
+// TLS for the admission front end: the server context (our whole policy: TLS >= 1.2, AEAD
+// suites, no renegotiation or compression, ALPN http/1.1, the certificate from a CertWatcher on
+// every handshake) and a non-blocking OpenSSL stream that reports what it waits for instead of
+// blocking, so one event loop can carry thousands of connections.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "kube/result.h"
+#include "webhook/cert_watcher.h"
+
+namespace vscaler::webhook::tls {
+
+/// Frees an SSL_CTX.
+struct ContextDeleter {
+  void operator()(SSL_CTX* ctx) const { SSL_CTX_free(ctx); }
+};
+/// An owned server context.
+using Context = std::unique_ptr<SSL_CTX, ContextDeleter>;
+
+/// A server context with vscaler's TLS policy whose certificate comes from `certs` (which must
+/// outlive it) at each handshake. The error names the OpenSSL call that failed.
+kube::Result<Context> make_server_context(CertWatcher& certs);
+
+/// What a non-blocking TLS operation needs before it can go on.
+enum class Io {
+  kDone,       // finished (or, for read, delivered bytes)
+  kWantRead,   // wait until the socket is readable, then call again
+  kWantWrite,  // wait until the socket is writable, then call again
+  kClosed,     // the peer closed the connection (close_notify or EOF)
+  kError,      // a protocol or socket error: close the connection
+};
+
+/// One server-side TLS connection on a non-blocking socket. Not thread-safe: the event loop
+/// thread alone uses it. Does not own the socket.
+class Stream {
+ public:
+  /// A stream for the accepted socket `fd` under `ctx`; ok() is false if OpenSSL refused.
+  Stream(SSL_CTX* ctx, int fd);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  /// False when the SSL object could not be created.
+  bool ok() const { return ssl_ != nullptr; }
+
+  /// Drives the handshake; kDone once it completed.
+  Io handshake();
+  /// Reads up to `max` bytes onto the end of `out`; kDone when at least one byte arrived.
+  Io read(std::string& out, std::size_t max);
+  /// Writes from `data` + `offset`, advancing `offset`; kDone once everything is written.
+  Io write(const std::string& data, std::size_t& offset);
+  /// Sends close_notify (best effort, never waits for the peer's).
+  void shutdown();
+
+  /// "TLSv1.3" and the like, after the handshake.
+  std::string version() const;
+
+ private:
+  Io classify(int result);
+
+  SSL* ssl_ = nullptr;
+};
+
+}  // namespace vscaler::webhook::tls
