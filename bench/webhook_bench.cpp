@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "test/unit/webhook_tls_fixture.h"
 #include "webhook/admission.h"
 #include "webhook/cert_watcher.h"

@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "cmd/options.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "kube/log.h"
 #include "metrics/registry.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"

@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "webhook/health_server.h"
 
 namespace vscaler::cmd {

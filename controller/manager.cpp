@@ -1,6 +1,6 @@
 #include "controller/manager.h"
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::controller {
 namespace {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/result.h"
 #include "controller/scaler.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 
 namespace vscaler::controller {
 

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "base/log.h"
+#include "base/time.h"
 #include "controller/resources.h"
 #include "controller/status.h"
-#include "kube/log.h"
 
 namespace vscaler::controller {
 namespace {
@@ -309,7 +310,7 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const Scaler& 
   std::string resource_version = scaler.resource_version;
   int64_t generation = scaler.generation;
   for (int attempt = 0;; ++attempt) {
-    json next = build_status(stored_status, generation, report, rfc3339_now());
+    json next = build_status(stored_status, generation, report, base::rfc3339_now());
     if (next == stored_status) return kube::Unit{};
     json patch = {{"metadata", {{"resourceVersion", resource_version}}},
                   {"status", merge_patch_between(stored_status, next)}};

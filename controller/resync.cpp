@@ -3,8 +3,8 @@
 #include <map>
 #include <random>
 
+#include "base/log.h"
 #include "controller/reconciler.h"
-#include "kube/log.h"
 
 namespace vscaler::controller {
 namespace {

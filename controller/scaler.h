@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "kube/quantity.h"
-#include "kube/result.h"
 
 namespace vscaler::controller {
 

@@ -4,7 +4,7 @@
 #include <exception>
 #include <random>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "kube/watch.h"
 
 namespace vscaler::kube {

@@ -1,8 +1,8 @@
 #include "webhook/deployment_handler.h"
 
+#include "base/log.h"
 #include "controller/reconciler.h"
 #include "controller/resources.h"
-#include "kube/log.h"
 
 namespace vscaler::webhook {
 namespace {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::webhook {
 namespace {

@@ -20,10 +20,10 @@
 #include <memory>
 #include <string>
 
+#include "base/log.h"
 #include "controller/scaler.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
-#include "kube/log.h"
 #include "metrics/registry.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"

@@ -6,7 +6,7 @@
 #include <utility>
 #include <variant>
 
-namespace vscaler::kube {
+namespace vscaler::base {
 
 /// Wraps an error value so that Result's constructors can tell it apart from a success value.
 template <typename E>
@@ -58,4 +58,13 @@ class [[nodiscard]] Result {
 /// Result of an operation that returns nothing but may fail.
 struct Unit {};
 
+}  // namespace vscaler::base
+
+// Result grew up in kube/; every folder above base/ still spells it kube::Result, kube::fail and
+// kube::Unit (and code on other branches does too), so the names stay reachable there.
+namespace vscaler::kube {
+using base::fail;
+using base::Failure;
+using base::Result;
+using base::Unit;
 }  // namespace vscaler::kube

@@ -1,11 +1,12 @@
-#include "kube/log.h"
+#include "base/log.h"
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
+
+#include "base/time.h"
 
 namespace vscaler::log {
 namespace {
@@ -27,20 +28,6 @@ const char* level_name(Level level) {
   return "info";
 }
 
-std::string timestamp() {
-  auto now = std::chrono::system_clock::now();
-  auto seconds = std::chrono::system_clock::to_time_t(now);
-  auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<int>(millis));
-  return buffer;
-}
-
 }  // namespace
 
 bool set_level(std::string_view level) {
@@ -60,7 +47,7 @@ bool enabled(Level level) {
 void write(Level level, std::string_view logger, std::string_view message,
            std::initializer_list<Field> fields) {
   nlohmann::ordered_json line;
-  line["ts"] = timestamp();
+  line["ts"] = base::rfc3339(std::chrono::system_clock::now(), base::TimePrecision::kMilliseconds);
   line["level"] = level_name(level);
   line["logger"] = logger;
   line["msg"] = message;
