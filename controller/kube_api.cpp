@@ -53,8 +53,8 @@ ApiResult KubeReconcileApi::patch_scaler_status(const std::string& ns, const std
                               merge_patch, options);
 }
 
-void KubeReconcileApi::record_event(const Scaler& scaler, bool warning, const std::string& reason,
-                                    const std::string& message) {
+void KubeReconcileApi::record_event(const api::Scaler& scaler, bool warning,
+                                    const std::string& reason, const std::string& message) {
   static std::atomic<uint64_t> sequence{0};
   auto now = base::rfc3339_now();
   auto nanos = std::chrono::system_clock::now().time_since_epoch().count();

@@ -1,6 +1,7 @@
 #include "controller/manager.h"
 
 #include "base/log.h"
+#include "kube/object_meta.h"
 
 namespace vscaler::controller {
 namespace {
@@ -9,11 +10,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kLogger = "manager";
 constexpr const char* kControllerName = "verticalscaler";
 
-int64_t generation_of(const json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return 0;
-  return metadata->value("generation", int64_t{0});
-}
 }  // namespace
 
 /// The Prometheus side of the queue, reconciler and resync observers (controller-runtime names).
@@ -160,26 +156,26 @@ void Manager::enqueue_target(const std::string& ns, const std::string& deploymen
 void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   if (new_object == nullptr) {
     // Deleted: forget it; the scalers left on its Deployment may become active.
-    std::string key = object_key(*old_object);
+    std::string key = kube::object_key(*old_object);
     auto removed = store_.remove(key);
     queue_->add(key);  // the worker forgets its in-memory state
     if (removed) enqueue_target(removed->ns, removed->deployment_name);
     return;
   }
-  auto parsed = parse_scaler(*new_object);
+  auto parsed = api::parse_scaler(*new_object);
   if (!parsed.ok()) {
     // Admitted by an older CRD or while the validating webhook was down: report, touch nothing.
     log::warn(kLogger, "ignoring an invalid VerticalScaler",
-              {{"scaler", object_key(*new_object)}, {"error", parsed.error()}});
-    auto removed = store_.remove(object_key(*new_object));
+              {{"scaler", kube::object_key(*new_object)}, {"error", parsed.error()}});
+    auto removed = store_.remove(kube::object_key(*new_object));
     if (removed) enqueue_target(removed->ns, removed->deployment_name);
     return;
   }
-  auto scaler = std::make_shared<const Scaler>(std::move(parsed).value());
+  auto scaler = std::make_shared<const api::Scaler>(std::move(parsed).value());
   std::string key = scaler->key();
   auto previous = store_.upsert(scaler);
   bool spec_changed = old_object == nullptr || previous == nullptr ||
-                      generation_of(*old_object) != scaler->generation;
+                      kube::meta_generation(*old_object) != scaler->generation;
   if (!spec_changed) return;  // status-only (or metadata-only) update: nothing to do
   // The scaler and everything on its Deployment (a new or changed scaler can win or lose the
   // one-scaler-per-Deployment election); with a new deploymentName, the old Deployment's too.

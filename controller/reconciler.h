@@ -72,9 +72,9 @@ class Reconciler {
     int64_t deployment_generation = 0;
   };
 
-  ReconcileOutcome reconcile_active(const Scaler& scaler, const WorkItem& item);
+  ReconcileOutcome reconcile_active(const api::Scaler& scaler, const WorkItem& item);
   /// Writes the status built from `report` when it differs from the stored one; re-reads on 409.
-  kube::Result<kube::Unit, kube::ApiError> write_status(const Scaler& scaler,
+  kube::Result<kube::Unit, kube::ApiError> write_status(const api::Scaler& scaler,
                                                         const StatusReport& report);
   /// kRecheck while the hint is invisible and its deadline has not passed, else `outcome`.
   ReconcileOutcome maybe_recheck(const WorkItem& item, bool hint_visible, ReconcileOutcome outcome);
@@ -90,10 +90,6 @@ class Reconciler {
   /// Next re-check delay per key while its hint is not visible.
   std::unordered_map<std::string, std::chrono::milliseconds> recheck_delays_;
 };
-
-/// Of the scalers targeting one Deployment, the one that is active: the oldest by
-/// creationTimestamp, then by name. nullptr for an empty list.
-const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers);
 
 /// A JSON merge patch turning `from` into `to` for objects: changed members set, members absent
 /// from `to` set to null (so stale keys are removed), arrays and scalars replaced whole.

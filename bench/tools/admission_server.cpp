@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
+#include "api/scaler.h"
 #include "base/log.h"
-#include "controller/scaler.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
@@ -33,10 +33,9 @@ namespace {
 
 using namespace vscaler;
 
-std::shared_ptr<const controller::Scaler> make_scaler(const std::string& ns,
-                                                      const std::string& name,
-                                                      const std::string& deployment,
-                                                      const std::string& mode) {
+std::shared_ptr<const api::Scaler> make_scaler(const std::string& ns, const std::string& name,
+                                               const std::string& deployment,
+                                               const std::string& mode) {
   nlohmann::json object = {
       {"apiVersion", "scaling.vscaler.dev/v1beta1"},
       {"kind", "VerticalScaler"},
@@ -54,12 +53,12 @@ std::shared_ptr<const controller::Scaler> make_scaler(const std::string& ns,
          {{{"name", "app"},
            {"requests", {{"cpu", "250m"}, {"memory", "128Mi"}}},
            {"limits", {{"cpu", "1"}, {"memory", "256Mi"}}}}}}}}};
-  auto scaler = controller::parse_scaler(object);
+  auto scaler = api::parse_scaler(object);
   if (!scaler.ok()) {
     std::cerr << "admission_server: " << scaler.error() << "\n";
     std::exit(1);
   }
-  return std::make_shared<const controller::Scaler>(std::move(*scaler));
+  return std::make_shared<const api::Scaler>(std::move(*scaler));
 }
 
 // What the operator's queue metrics do on the hot path: count adds, track the depth.

@@ -44,9 +44,9 @@ struct Fixture {
          {{"deploymentName", deployment},
           {"updateMode", mode},
           {"containers", json::parse(containers)}}}};
-    auto scaler = controller::parse_scaler(object);
+    auto scaler = api::parse_scaler(object);
     REQUIRE(scaler.ok());
-    store.upsert(std::make_shared<const controller::Scaler>(*scaler));
+    store.upsert(std::make_shared<const api::Scaler>(*scaler));
   }
   std::optional<controller::WorkItem> next() {
     return queue.len() > 0 ? queue.get() : std::nullopt;

@@ -79,6 +79,12 @@ class FakeServer {
     events_.push_back({"DELETED", object, rv_});
     changed_.notify_all();
   }
+  // A watch event whose object is whatever the test says (a malformed one, say); not stored.
+  void put_event(const std::string& type, json object) {
+    std::lock_guard lock(mutex_);
+    events_.push_back({type, std::move(object), ++rv_});
+    changed_.notify_all();
+  }
   // Forgets history up to now: watches from older versions are Expired.
   void compact() {
     std::lock_guard lock(mutex_);
@@ -588,5 +594,27 @@ TEST_CASE("store: keys, snapshots and concurrent readers") {
   CHECK(informer.store().size() == 20);
   CHECK(Store::key_of(json{{"metadata", {{"name", "n"}}}}) == "n");
   CHECK(Store::key_of(json{{"metadata", {{"name", "n"}, {"namespace", "s"}}}}) == "s/n");
+  informer.stop();
+}
+
+TEST_CASE(
+    "informer: a malformed watch event is logged, counted and skipped; the informer goes on") {
+  FakeServer server;
+  server.put("a", "1");
+  Recorder recorder;
+  Informer informer(Client(std::make_shared<FakeTransport>(server)), fast_options(),
+                    recorder.handlers());
+  informer.start();
+  REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
+  recorder.take();
+  // metadata.name of the wrong type: json::value() threw type_error here, on the informer's
+  // thread outside any try, and ended the process.
+  server.put_event("ADDED", json{{"metadata", {{"name", 5}, {"namespace", "ns"}}}});
+  server.put_event("MODIFIED", json{{"metadata", "not an object"}});
+  server.put("b", "1");
+  REQUIRE(eventually([&] { return recorder.size() == 1; }));
+  CHECK(recorder.take() == std::vector<std::string>{"add ns/b=1"});
+  CHECK(informer.stats().malformed == 2);
+  CHECK(informer.store().size() == 2);
   informer.stop();
 }

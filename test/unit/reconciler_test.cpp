@@ -9,6 +9,7 @@
 #include "controller/status.h"
 
 using nlohmann::json;
+using namespace vscaler::api;
 using namespace vscaler::controller;
 using vscaler::kube::ApiError;
 using vscaler::kube::ErrorKind;

@@ -1,13 +1,13 @@
 // plan_resources and the writes built from it: merge by value, never remove a key, the validity
 // check counting keys the scaler does not set, and admission patches that always apply.
-#include "controller/resources.h"
+#include "api/resources.h"
 
 #include <doctest/doctest.h>
 
 #include <random>
 
 using nlohmann::json;
-using namespace vscaler::controller;
+using namespace vscaler::api;
 
 namespace {
 Scaler scaler_from(const char* spec) {

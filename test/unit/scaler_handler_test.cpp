@@ -34,8 +34,7 @@ class DeploymentsOnly : public controller::ReconcileApi {
     FAIL("the validating hook must not write");
     return json();
   }
-  void record_event(const controller::Scaler&, bool, const std::string&,
-                    const std::string&) override {}
+  void record_event(const api::Scaler&, bool, const std::string&, const std::string&) override {}
 };
 
 webhook::AdmissionRequest recorded_scaler_create() {
@@ -94,7 +93,7 @@ TEST_CASE("another scaler on the same Deployment and conflicting limits are warn
   controller::ScalerStore store;
   json other = {{"metadata", {{"name", "first"}, {"namespace", "record"}}},
                 {"spec", {{"deploymentName", "web"}, {"containers", {{{"name", "app"}}}}}}};
-  store.upsert(std::make_shared<const controller::Scaler>(*controller::parse_scaler(other)));
+  store.upsert(std::make_shared<const api::Scaler>(*api::parse_scaler(other)));
   DeploymentsOnly api;
   api.deployment = json::parse(R"({"metadata": {"name": "web"}, "spec": {"template": {"spec":
       {"containers": [{"name": "app", "resources": {"limits": {"cpu": "100m"}}}]}}}})");

@@ -1,13 +1,13 @@
 // parse_scaler / validate_scaler_spec: what a VerticalScaler object becomes, and every rule's
 // error naming its field.
-#include "controller/scaler.h"
+#include "api/scaler.h"
 
 #include <doctest/doctest.h>
 
 using nlohmann::json;
-using vscaler::controller::parse_scaler;
-using vscaler::controller::UpdateMode;
-using vscaler::controller::validate_scaler_spec;
+using vscaler::api::parse_scaler;
+using vscaler::api::UpdateMode;
+using vscaler::api::validate_scaler_spec;
 
 namespace {
 json scaler_object(json spec) {

@@ -1,6 +1,6 @@
-#include "controller/resources.h"
+#include "api/resources.h"
 
-namespace vscaler::controller {
+namespace vscaler::api {
 namespace {
 
 using nlohmann::json;
@@ -154,4 +154,4 @@ json status_containers(const ResourcePlan& plan, bool merged) {
   return result;
 }
 
-}  // namespace vscaler::controller
+}  // namespace vscaler::api

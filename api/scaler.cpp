@@ -1,8 +1,11 @@
-#include "controller/scaler.h"
+#include "api/scaler.h"
 
 #include <set>
+#include <tuple>
 
-namespace vscaler::controller {
+#include "kube/object_meta.h"
+
+namespace vscaler::api {
 namespace {
 
 using nlohmann::json;
@@ -158,11 +161,6 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
   return parsed;
 }
 
-std::string string_at(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 }  // namespace
 
 std::string_view to_string(UpdateMode mode) {
@@ -192,10 +190,16 @@ std::vector<std::string> validate_scaler_spec(const json& spec) {
   return errors;
 }
 
-std::string object_key(const json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "/";
-  return string_at(*metadata, "namespace") + "/" + string_at(*metadata, "name");
+const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers) {
+  const Scaler* active = nullptr;
+  for (const auto& candidate : scalers) {
+    if (!candidate) continue;
+    if (active == nullptr || std::tie(candidate->creation_timestamp, candidate->name) <
+                                 std::tie(active->creation_timestamp, active->name)) {
+      active = candidate.get();
+    }
+  }
+  return active;
 }
 
 kube::Result<Scaler> parse_scaler(const json& object) {
@@ -205,16 +209,13 @@ kube::Result<Scaler> parse_scaler(const json& object) {
     return kube::fail("metadata: required");
   }
   Scaler scaler;
-  scaler.ns = string_at(*metadata, "namespace");
-  scaler.name = string_at(*metadata, "name");
+  scaler.ns = kube::meta_string(object, "namespace");
+  scaler.name = kube::meta_string(object, "name");
   if (scaler.name.empty()) return kube::fail("metadata.name: required");
-  scaler.uid = string_at(*metadata, "uid");
-  scaler.resource_version = string_at(*metadata, "resourceVersion");
-  scaler.creation_timestamp = string_at(*metadata, "creationTimestamp");
-  if (auto generation = metadata->find("generation");
-      generation != metadata->end() && generation->is_number_integer()) {
-    scaler.generation = generation->get<int64_t>();
-  }
+  scaler.uid = kube::meta_string(object, "uid");
+  scaler.resource_version = kube::meta_string(object, "resourceVersion");
+  scaler.creation_timestamp = kube::meta_string(object, "creationTimestamp");
+  scaler.generation = kube::meta_generation(object);
   std::vector<std::string> errors;
   auto spec = object.find("spec");
   ParsedSpec parsed = parse_spec(spec == object.end() ? json() : *spec, errors);
@@ -230,4 +231,4 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   return scaler;
 }
 
-}  // namespace vscaler::controller
+}  // namespace vscaler::api

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -12,7 +13,7 @@
 #include "base/result.h"
 #include "kube/quantity.h"
 
-namespace vscaler::controller {
+namespace vscaler::api {
 
 /// spec.updateMode: who writes the declared resources (see DESIGN.md "Update modes").
 enum class UpdateMode { kAuto, kReconcile, kOff };
@@ -61,7 +62,8 @@ kube::Result<Scaler> parse_scaler(const nlohmann::json& object);
 /// the same rules again for defence in depth). Returns every problem, each naming its field.
 std::vector<std::string> validate_scaler_spec(const nlohmann::json& spec);
 
-/// "namespace/name" key of any object's metadata.
-std::string object_key(const nlohmann::json& object);
+/// Of the scalers targeting one workload, the one that is active (one scaler per workload): the
+/// oldest by creationTimestamp, then by name. nullptr for an empty list.
+const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers);
 
-}  // namespace vscaler::controller
+}  // namespace vscaler::api

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "controller/scaler.h"
+#include "api/scaler.h"
 
-namespace vscaler::controller {
+namespace vscaler::api {
 
 /// One matched container of the pod template.
 struct ContainerPlan {
@@ -55,4 +55,4 @@ nlohmann::json admission_json_patch(const ResourcePlan& plan);
 /// else its current ones (nothing was written).
 nlohmann::json status_containers(const ResourcePlan& plan, bool merged);
 
-}  // namespace vscaler::controller
+}  // namespace vscaler::api
