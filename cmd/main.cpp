@@ -113,7 +113,7 @@ int run(const cmd::Options& options) {
   auto& enqueued =
       registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
           .get();
-  webhook::DeploymentHandler deployments(manager.store(), manager.queue(), enqueued);
+  webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued);
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 

@@ -91,14 +91,16 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
     : client_(client),
       options_(std::move(options)),
       metrics_(std::make_unique<Metrics>(registry)),
+      expectations_(options_.expectations),
       reconcile_api_(client),
       resync_api_(client) {
   WorkQueueOptions queue_options;
   // The queue calls its observer; the manager owns it and outlives the queue.
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
   queue_ = std::make_unique<WorkQueue>(queue_options);
-  reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, *metrics_,
-                                             options_.reconciler);
+  hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_);
+  reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
+                                             *metrics_, options_.reconciler);
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
 
   kube::InformerOptions informer_options;
@@ -204,15 +206,15 @@ void Manager::work() {
         metrics_->on_reconcile("success", seconds);
         break;
       case ReconcileOutcome::Kind::kRecheck:
-        // Not a failure: look again shortly, keeping the hint (and its issue time).
+        // Not a failure: look again shortly (the expectation stays where it is).
         queue_->forget(item->key);
-        queue_->add_after(item->key, outcome.delay, item->priority, item->hint);
+        queue_->add_after(item->key, outcome.delay, item->priority);
         metrics_->on_reconcile("requeue_after", seconds);
         break;
       case ReconcileOutcome::Kind::kRetry:
         log::warn(kLogger, "reconcile failed; retrying with backoff",
                   {{"scaler", item->key}, {"error", outcome.error}});
-        queue_->add_rate_limited(item->key, item->priority, item->hint, outcome.delay);
+        queue_->add_rate_limited(item->key, item->priority, outcome.delay);
         metrics_->on_reconcile("error", seconds);
         break;
     }

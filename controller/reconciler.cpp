@@ -62,17 +62,23 @@ json merge_patch_between(const json& from, const json& to) {
 }
 
 Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedState& verified,
-                       ReconcilerMetrics& metrics, ReconcilerOptions options)
-    : api_(api), store_(store), verified_(verified), metrics_(metrics), options_(options) {}
+                       Expectations& expectations, ReconcilerMetrics& metrics,
+                       ReconcilerOptions options)
+    : api_(api),
+      store_(store),
+      verified_(verified),
+      expectations_(expectations),
+      metrics_(metrics),
+      options_(options) {}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
   if (!scaler) {
     // Scaler gone: forget it. The Deployment is left exactly as it is.
     verified_.forget(item.key);
+    expectations_.forget(item.key);
     std::lock_guard lock(mutex_);
     mutated_.erase(item.key);
-    recheck_delays_.erase(item.key);
     return {};
   }
 
@@ -82,6 +88,7 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   active = api::select_active(rivals);
   if (active != nullptr && active->key() != scaler->key()) {
     verified_.forget(scaler->key());
+    expectations_.forget(scaler->key());  // the loser writes nothing: nothing to see
     StatusReport report;
     report.deployment_name = scaler->deployment_name;
     report.deployment_found =
@@ -123,18 +130,19 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
                                  "waiting for Deployment " + scaler.deployment_name});
     auto written = write_status(scaler, report);
     if (!written.ok()) return retry(written.error(), "write status");
-    // A CREATE/UPDATE hint says the Deployment must become visible: keep looking for a while.
-    // Only a hinted CREATE is still to come; an UPDATE of a vanished Deployment never will.
-    bool hint_visible = !item.hint.must_exist || !item.hint.gone_uid.empty();
-    return maybe_recheck(item, hint_visible, {});
+    // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.
+    Observed observed;
+    observed.exists = !missing;
+    observed.deleting = deleting;
+    return maybe_recheck(key, observed, {});
   }
 
   const json& stored = *deployment;
   const std::string uid = kube::string_at(stored, {"metadata", "uid"});
   int64_t generation = kube::meta_generation(stored);
-  bool hint_visible = (item.hint.min_generation_exclusive == 0 ||
-                       generation > item.hint.min_generation_exclusive) &&
-                      (item.hint.gone_uid.empty() || item.hint.gone_uid != uid);
+  // What was stored before this reconcile wrote anything: the write a hint announced is in it
+  // or still to come.
+  Observed observed{true, false, uid, generation};
 
   report.deployment_found = true;
   report.deployment_uid = uid;
@@ -253,23 +261,15 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     failed.patched = outcome.patched;
     return failed;
   }
-  return maybe_recheck(item, hint_visible, outcome);
+  return maybe_recheck(key, observed, outcome);
 }
 
-ReconcileOutcome Reconciler::maybe_recheck(const WorkItem& item, bool hint_visible,
+ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observed& observed,
                                            ReconcileOutcome outcome) {
-  std::lock_guard lock(mutex_);
-  auto now = std::chrono::steady_clock::now();
-  // The deadline counts from when the hinted write was admitted (the queue stamps hint.issued).
-  if (hint_visible || !item.hint.any() || now - item.hint.issued >= options_.hint_deadline) {
-    // Visible, nothing asked, or never visible (rejected by a later admission step): done.
-    recheck_delays_.erase(item.key);
-    return outcome;
+  if (auto delay = expectations_.check(key, observed)) {
+    outcome.kind = ReconcileOutcome::Kind::kRecheck;
+    outcome.delay = *delay;
   }
-  auto [delay, inserted] = recheck_delays_.try_emplace(item.key, options_.hint_recheck_initial);
-  outcome.kind = ReconcileOutcome::Kind::kRecheck;
-  outcome.delay = delay->second;
-  delay->second = std::min(delay->second * 2, options_.hint_recheck_max);
   return outcome;
 }
 

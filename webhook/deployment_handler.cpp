@@ -12,8 +12,8 @@ using nlohmann::json;
 }  // namespace
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
-                                     controller::WorkQueue& queue, metrics::Counter& enqueued)
-    : store_(store), queue_(queue), enqueued_(enqueued) {}
+                                     controller::HintSink& hints, metrics::Counter& enqueued)
+    : store_(store), hints_(hints), enqueued_(enqueued) {}
 
 const Projection& DeploymentHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -46,7 +46,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   const api::Scaler* active = api::select_active(scalers);
   if (active == nullptr) return AdmissionResponse::allow();
 
-  controller::Hint hint;
+  controller::Expectation hint;
   switch (request.operation) {
     case Operation::kCreate:
       hint.must_exist = true;
@@ -83,7 +83,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
     }
   }
   if (!request.dry_run) {
-    queue_.add(active->key(), controller::Priority::kHigh, hint);
+    hints_.hint(active->key(), hint);
     enqueued_.inc();
   }
   return response;

@@ -7,8 +7,8 @@
 // test/data/admission/deployment-update-20k.json, so its lookups hit. That scaler is in Auto mode
 // (--mode) and declares other resources than the review's object carries: every review gets the
 // full treatment, index lookup, hint enqueued, resources merged, a JSONPatch and warnings. The
-// work queue is not drained: a key waiting in it only merges the next hint, as in an operator
-// whose workers are busy.
+// work queue is not drained: a waiting key is deduplicated and its expectations merge, as in an
+// operator whose workers are busy.
 //
 // Usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] [--mode Auto|Reconcile|Off]
 // Serves on 127.0.0.1 until SIGTERM or SIGINT; writes the bound port to FILE once serving; on
@@ -22,6 +22,7 @@
 
 #include "api/scaler.h"
 #include "base/log.h"
+#include "controller/expectations.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
@@ -124,7 +125,9 @@ int main(int argc, char** argv) {
   auto& enqueued =
       registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
           .get();
-  webhook::DeploymentHandler deployments(store, queue, enqueued);
+  controller::Expectations expectations;
+  controller::QueueingHintSink hints(expectations, queue);
+  webhook::DeploymentHandler deployments(store, hints, enqueued);
 
   webhook::CertWatcherOptions cert_options;
   cert_options.cert_dir = cert_dir;

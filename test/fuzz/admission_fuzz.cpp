@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "api/scaler.h"
+#include "controller/expectations.h"
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
@@ -64,9 +65,11 @@ class FakeApi final : public controller::ReconcileApi {
 struct World {
   controller::ScalerStore store;
   controller::WorkQueue queue;
+  controller::Expectations expectations;
+  controller::QueueingHintSink hints{expectations, queue};
   metrics::Counter enqueued;
   FakeApi api;
-  webhook::DeploymentHandler deployments{store, queue, enqueued};
+  webhook::DeploymentHandler deployments{store, hints, enqueued};
   webhook::ScalerHandler scalers{store, api};
 
   World() {

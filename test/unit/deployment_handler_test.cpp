@@ -7,6 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "controller/expectations.h"
+#include "controller/work_queue.h"
+
 using nlohmann::json;
 using namespace vscaler;
 using webhook::AdmissionRequest;
@@ -33,8 +36,10 @@ AdmissionRequest recorded(const std::string& name) {
 struct Fixture {
   controller::ScalerStore store;
   controller::WorkQueue queue;
+  controller::Expectations expectations;
+  controller::QueueingHintSink hints{expectations, queue};
   metrics::Counter enqueued;
-  DeploymentHandler handler{store, queue, enqueued};
+  DeploymentHandler handler{store, hints, enqueued};
 
   void add_scaler(const std::string& name, const std::string& deployment, const char* mode,
                   const char* containers, const char* created = "2026-01-01T00:00:00Z") {
@@ -47,6 +52,10 @@ struct Fixture {
     auto scaler = api::parse_scaler(object);
     REQUIRE(scaler.ok());
     store.upsert(std::make_shared<const api::Scaler>(*scaler));
+  }
+  /// What the hook recorded for `key` (empty when nothing).
+  controller::Expectation expected(const std::string& key) const {
+    return expectations.pending(key).value_or(controller::Expectation{});
   }
   std::optional<controller::WorkItem> next() {
     return queue.len() > 0 ? queue.get() : std::nullopt;
@@ -73,7 +82,8 @@ TEST_CASE("an UPDATE enqueues the active scaler with hint generation > the old g
   auto item = f.next();
   REQUIRE(item);
   CHECK(item->key == "record/web");
-  CHECK(item->hint.min_generation_exclusive == request.old_object["metadata"]["generation"]);
+  CHECK(f.expected(item->key).min_generation_exclusive ==
+        request.old_object["metadata"]["generation"]);
   CHECK(f.enqueued.value() == 1);
 }
 
@@ -83,7 +93,7 @@ TEST_CASE("a CREATE enqueues with a must-exist hint") {
   f.handler.handle(recorded("deployment-create.json"));
   auto item = f.next();
   REQUIRE(item);
-  CHECK(item->hint.must_exist);
+  CHECK(f.expected(item->key).must_exist);
 }
 
 TEST_CASE("a DELETE and a deletecollection item name the Deployment only in oldObject") {
@@ -95,7 +105,7 @@ TEST_CASE("a DELETE and a deletecollection item name the Deployment only in oldO
   CHECK(response.patch.is_null());  // never a patch on DELETE
   auto item = f.next();
   REQUIRE(item);
-  CHECK(item->hint.gone_uid == single.old_object["metadata"]["uid"]);
+  CHECK(f.expected(item->key).gone_uid == single.old_object["metadata"]["uid"]);
   f.queue.done(item->key);
 
   AdmissionRequest collection = recorded("deployment-deletecollection.json");
@@ -106,7 +116,7 @@ TEST_CASE("a DELETE and a deletecollection item name the Deployment only in oldO
   item = f.next();
   REQUIRE(item);
   CHECK(item->key == "record/big");
-  CHECK(item->hint.gone_uid == collection.old_object["metadata"]["uid"]);
+  CHECK(f.expected(item->key).gone_uid == collection.old_object["metadata"]["uid"]);
 }
 
 TEST_CASE("a generateName CREATE has no name yet and matches no scaler") {
@@ -207,6 +217,6 @@ TEST_CASE("in Auto mode an UPDATE is hinted without a generation: the write may 
   f.handler.handle(recorded("deployment-update-resources.json"));
   auto item = f.next();
   REQUIRE(item);
-  CHECK(item->hint.min_generation_exclusive == 0);
-  CHECK_FALSE(item->hint.any());
+  CHECK(f.expected(item->key).min_generation_exclusive == 0);
+  CHECK_FALSE(f.expected(item->key).any());
 }

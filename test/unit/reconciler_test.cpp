@@ -98,7 +98,13 @@ struct Fixture {
     int corrections = 0;
     void on_resync_correction() override { ++corrections; }
   } metrics;
-  Reconciler reconciler{api, store, verified, metrics};
+  Expectations::Clock::time_point now = Expectations::Clock::now();
+  Expectations expectations{[this] {
+    ExpectationsOptions options;
+    options.now = [this] { return now; };
+    return options;
+  }()};
+  Reconciler reconciler{api, store, verified, expectations, metrics};
 
   void add_deployment(const std::string& name, const char* containers) {
     json object;
@@ -125,12 +131,13 @@ struct Fixture {
     REQUIRE(parsed.ok());
     store.upsert(std::make_shared<const Scaler>(*parsed));
   }
+  /// Reconciles scaler `name` after the hook recorded `expected` for it (if anything).
   ReconcileOutcome run(const std::string& name, Priority priority = Priority::kHigh,
-                       Hint hint = {}) {
+                       const Expectation& expected = {}) {
     WorkItem item;
     item.key = "shop/" + name;
     item.priority = priority;
-    item.hint = hint;
+    expectations.expect(item.key, expected);
     auto outcome = reconciler.reconcile(item);
     if (api.scalers.count(name)) refresh(name);
     return outcome;
@@ -296,30 +303,29 @@ TEST_CASE("a hint not yet visible is re-checked with a short backoff, not counte
   Fixture f;
   f.add_deployment("web", R"([{"name": "app"}])");
   f.add_scaler("web", kSpec);
-  Hint hint;
+  Expectation hint;
   hint.min_generation_exclusive = 5;  // the hinted write would make generation 6
-  hint.issued = std::chrono::steady_clock::now();
   auto first = f.run("web", Priority::kHigh, hint);
   CHECK(first.kind == ReconcileOutcome::Kind::kRecheck);
   // The write is usually stored about a millisecond after admission: look again that soon
   // (5 ms here added ~5 ms to every Reconcile-mode restore).
   CHECK(first.delay == std::chrono::milliseconds(1));
-  auto second = f.run("web", Priority::kHigh, hint);
+  auto second = f.run("web");  // the re-check: the expectation is kept where it is
   CHECK(second.kind == ReconcileOutcome::Kind::kRecheck);
   CHECK(second.delay > first.delay);
   f.api.deployments["web"]["metadata"]["generation"] = 6;
-  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK_FALSE(f.expectations.pending("shop/web"));
 }
 
 TEST_CASE("a hinted CREATE not yet stored is re-checked until the Deployment appears") {
   Fixture f;
   f.add_scaler("web", kSpec);
-  Hint hint;
+  Expectation hint;
   hint.must_exist = true;
-  hint.issued = std::chrono::steady_clock::now();
   CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kRecheck);
   f.add_deployment("web", R"([{"name": "app"}])");
-  auto outcome = f.run("web", Priority::kHigh, hint);
+  auto outcome = f.run("web");
   CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
   CHECK(outcome.patched);
 }
@@ -328,10 +334,12 @@ TEST_CASE("a hint never made visible is given up after its deadline") {
   Fixture f;
   f.add_deployment("web", R"([{"name": "app"}])");
   f.add_scaler("web", kSpec);
-  Hint hint;
+  Expectation hint;
   hint.min_generation_exclusive = 5;
-  hint.issued = std::chrono::steady_clock::now() - std::chrono::seconds(31);
-  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kRecheck);
+  f.now += std::chrono::seconds(31);
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK_FALSE(f.expectations.pending("shop/web"));
 }
 
 TEST_CASE("merge_patch_between sets changes and nulls removed members") {

@@ -1,5 +1,5 @@
 // WorkQueue: one test case per rule of DESIGN.md event flow item 5 (client-go semantics, two
-// priorities, hints, backoff, delayed adds, shutdown, metrics). Timing tests use delays far
+// priorities, backoff, delayed adds, shutdown, metrics). Timing tests use delays far
 // apart (tens of ms against seconds) so that a loaded machine or a sanitizer cannot flip them.
 #include "controller/work_queue.h"
 
@@ -12,7 +12,6 @@
 #include <vector>
 
 using namespace std::chrono_literals;
-using vscaler::controller::Hint;
 using vscaler::controller::Priority;
 using vscaler::controller::QueueMetrics;
 using vscaler::controller::WorkItem;
@@ -20,18 +19,6 @@ using vscaler::controller::WorkQueue;
 using vscaler::controller::WorkQueueOptions;
 
 namespace {
-
-Hint generation(int64_t g) {
-  Hint hint;
-  hint.min_generation_exclusive = g;
-  return hint;
-}
-
-Hint gone(const char* uid) {
-  Hint hint;
-  hint.gone_uid = uid;
-  return hint;
-}
 
 // Takes the next key, failing the test instead of blocking forever.
 WorkItem take(WorkQueue& queue) {
@@ -72,15 +59,14 @@ struct CountingMetrics : QueueMetrics {
 
 }  // namespace
 
-TEST_CASE("an added key is handed out with its priority, hint and add time") {
+TEST_CASE("an added key is handed out with its priority and add time") {
   WorkQueue queue;
   auto before = WorkQueue::Clock::now();
-  queue.add("shop/web", Priority::kLow, generation(3));
+  queue.add("shop/web", Priority::kLow);
   CHECK(queue.len() == 1);
   WorkItem item = take(queue);
   CHECK(item.key == "shop/web");
   CHECK(item.priority == Priority::kLow);
-  CHECK(item.hint.min_generation_exclusive == 3);
   CHECK(item.added >= before);
   CHECK(queue.len() == 0);
   queue.done("shop/web");
@@ -105,55 +91,6 @@ TEST_CASE("a waiting key added again is queued once") {
   CHECK(take(queue).key == "a/1");  // keeps its place: deduplication is not a re-add
   CHECK(take(queue).key == "a/2");
   CHECK(queue.len() == 0);
-}
-
-TEST_CASE("a waiting key added again merges its hint, the largest generation winning") {
-  WorkQueue queue;
-  queue.add("a/1", Priority::kHigh, generation(5));
-  queue.add("a/1", Priority::kHigh, generation(3));
-  queue.add("a/1", Priority::kHigh, gone("uid-1"));
-  WorkItem item = take(queue);
-  CHECK(item.hint.min_generation_exclusive == 5);
-  CHECK(item.hint.gone_uid == "uid-1");
-}
-
-TEST_CASE("hint merge keeps the largest generation and the newest gone uid and issue time") {
-  auto t0 = WorkQueue::Clock::now();
-  Hint hint = generation(7);
-  hint.issued = t0;
-  Hint newer = gone("uid-2");
-  newer.issued = t0 + 1s;
-  hint.merge(newer);
-  CHECK(hint.min_generation_exclusive == 7);
-  CHECK(hint.gone_uid == "uid-2");
-  CHECK(hint.issued == t0 + 1s);
-  hint.merge(gone("uid-3"));
-  CHECK(hint.gone_uid == "uid-3");
-  hint.merge(Hint{});  // an empty hint changes nothing
-  CHECK(hint.gone_uid == "uid-3");
-  CHECK(hint.min_generation_exclusive == 7);
-  CHECK(hint.issued == t0 + 1s);
-}
-
-TEST_CASE("a hint asks for something only with a generation or a uid") {
-  CHECK_FALSE(Hint{}.any());
-  CHECK(generation(1).any());
-  CHECK(gone("u").any());
-}
-
-TEST_CASE("the queue stamps the issue time of a hint that has none and keeps a given one") {
-  WorkQueue queue;
-  auto before = WorkQueue::Clock::now();
-  queue.add("a/1", Priority::kHigh, generation(1));
-  WorkItem first = take(queue);
-  CHECK(first.hint.issued >= before);
-  queue.done("a/1");
-  // A worker re-checking a hint re-adds it as it was: its deadline must not move.
-  queue.add("a/1", Priority::kHigh, first.hint);
-  CHECK(take(queue).hint.issued == first.hint.issued);
-  queue.done("a/1");
-  queue.add("a/2");
-  CHECK(take(queue).hint.issued == WorkQueue::Clock::time_point{});  // nothing asked, no stamp
 }
 
 TEST_CASE("a high priority key is handed out before every waiting low priority key") {
@@ -226,29 +163,16 @@ TEST_CASE("a key added while processing is requeued once after done") {
   CHECK_FALSE(queue.get_for(20ms).has_value());
 }
 
-TEST_CASE("a key requeued after done carries the merged hint and the highest priority") {
+TEST_CASE("a key requeued after done carries the highest priority of its adds") {
   WorkQueue queue;
-  queue.add("a/1", Priority::kHigh, generation(1));
+  queue.add("a/1", Priority::kHigh);
   take(queue);
-  queue.add("a/1", Priority::kLow, generation(4));
-  queue.add("a/1", Priority::kHigh, generation(2));
-  queue.add("a/1", Priority::kLow, gone("uid-9"));
+  queue.add("a/1", Priority::kLow);
+  queue.add("a/1", Priority::kHigh);
+  queue.add("a/1", Priority::kLow);
   queue.done("a/1");
   WorkItem again = take(queue);
   CHECK(again.priority == Priority::kHigh);
-  CHECK(again.hint.min_generation_exclusive == 4);
-  CHECK(again.hint.gone_uid == "uid-9");
-}
-
-TEST_CASE("a key added again after done carries only the new hint") {
-  WorkQueue queue;
-  queue.add("a/1", Priority::kHigh, gone("uid-1"));
-  take(queue);
-  queue.done("a/1");
-  queue.add("a/1", Priority::kHigh, generation(2));
-  WorkItem item = take(queue);
-  CHECK(item.hint.gone_uid.empty());
-  CHECK(item.hint.min_generation_exclusive == 2);
 }
 
 TEST_CASE("done for a key that is not in process changes nothing") {
@@ -271,13 +195,12 @@ TEST_CASE("get_for gives up after its timeout when nothing is ready") {
 TEST_CASE("a delayed add becomes ready only after its delay") {
   WorkQueue queue;
   auto start = WorkQueue::Clock::now();
-  queue.add_after("a/1", 300ms, Priority::kHigh, generation(8));
+  queue.add_after("a/1", 300ms, Priority::kHigh);
   CHECK(queue.len() == 0);
   CHECK_FALSE(queue.get_for(50ms).has_value());
   WorkItem item = take(queue);
   CHECK(WorkQueue::Clock::now() - start >= 300ms);
   CHECK(item.key == "a/1");
-  CHECK(item.hint.min_generation_exclusive == 8);
   CHECK(item.added >= start + 300ms);  // time in queue counts from the end of the delay
 }
 
@@ -301,23 +224,21 @@ TEST_CASE("a blocked getter wakes for a delayed key") {
 
 TEST_CASE("an earlier delayed add of a key replaces its later pending one") {
   WorkQueue queue;
-  queue.add_after("a/1", 10s, Priority::kLow, generation(1));
-  queue.add_after("a/1", 20ms, Priority::kHigh, generation(2));
+  queue.add_after("a/1", 10s, Priority::kLow);
+  queue.add_after("a/1", 20ms, Priority::kHigh);
   WorkItem item = take(queue);
   CHECK(item.key == "a/1");
   CHECK(item.priority == Priority::kHigh);
-  CHECK(item.hint.min_generation_exclusive == 2);
   queue.done("a/1");
   CHECK_FALSE(queue.get_for(50ms).has_value());  // the superseded timer adds nothing later
 }
 
 TEST_CASE("a later delayed add of a key merges into its earlier pending one") {
   WorkQueue queue;
-  queue.add_after("a/1", 20ms, Priority::kLow, generation(1));
-  queue.add_after("a/1", 10s, Priority::kHigh, generation(5));
+  queue.add_after("a/1", 20ms, Priority::kLow);
+  queue.add_after("a/1", 10s, Priority::kHigh);
   WorkItem item = take(queue);  // at the earlier time, with both hints
   CHECK(item.priority == Priority::kHigh);
-  CHECK(item.hint.min_generation_exclusive == 5);
 }
 
 TEST_CASE("a delayed add of a waiting key adds it again when the delay ends") {
@@ -360,24 +281,23 @@ TEST_CASE("a rate-limited add waits at least its backoff") {
 TEST_CASE("a rate-limited add waits at least the delay the caller asks for") {
   WorkQueue queue;
   auto start = WorkQueue::Clock::now();
-  queue.add_rate_limited("a/1", Priority::kHigh, {}, 300ms);  // e.g. a 429's Retry-After
+  queue.add_rate_limited("a/1", Priority::kHigh, 300ms);  // e.g. a 429's Retry-After
   take(queue);
   CHECK(WorkQueue::Clock::now() - start >= 300ms);
 }
 
-TEST_CASE("a key added while its attempt failed with a Retry-After waits for it, hint kept") {
+TEST_CASE("a key added while its attempt failed with a Retry-After waits for it, priority kept") {
   WorkQueue queue;
-  queue.add("a/1", Priority::kHigh, generation(1));
+  queue.add("a/1", Priority::kHigh);
   take(queue);
-  queue.add("a/1", Priority::kHigh, generation(7));  // say a webhook hint during the attempt
+  queue.add("a/1", Priority::kHigh);  // say a webhook hint during the attempt
   auto start = WorkQueue::Clock::now();
-  queue.add_rate_limited("a/1", Priority::kLow, {}, 300ms);  // the attempt got a 429
+  queue.add_rate_limited("a/1", Priority::kLow, 300ms);  // the attempt got a 429
   queue.done("a/1");
   CHECK(queue.len() == 0);  // not requeued at done(): the server asked for a pause
   CHECK_FALSE(queue.get_for(100ms).has_value());
   WorkItem again = take(queue);
   CHECK(WorkQueue::Clock::now() - start >= 300ms);
-  CHECK(again.hint.min_generation_exclusive == 7);
   CHECK(again.priority == Priority::kHigh);
   queue.done("a/1");
   CHECK_FALSE(queue.get_for(20ms).has_value());  // once
@@ -388,16 +308,15 @@ TEST_CASE("adds during a Retry-After pause wait for it; forget ends the pause") 
   queue.add("a/1");
   take(queue);
   auto start = WorkQueue::Clock::now();
-  queue.add_rate_limited("a/1", Priority::kLow, {}, 300ms);
+  queue.add_rate_limited("a/1", Priority::kLow, 300ms);
   queue.done("a/1");
-  queue.add("a/1", Priority::kHigh, generation(3));  // say a scaler change meanwhile
+  queue.add("a/1", Priority::kHigh);  // say a scaler change meanwhile
   queue.add_after("a/1", 10ms);
   CHECK(queue.len() == 0);
   CHECK_FALSE(queue.get_for(100ms).has_value());
   WorkItem again = take(queue);
   CHECK(WorkQueue::Clock::now() - start >= 300ms);
   CHECK(again.priority == Priority::kHigh);
-  CHECK(again.hint.min_generation_exclusive == 3);
   queue.forget("a/1");
   queue.done("a/1");
   queue.add("a/1");
@@ -545,7 +464,7 @@ TEST_CASE("keys stay findable through table growth, shrinking and deletions in a
   constexpr int kKeys = 20'000;
   auto key = [](int i) { return "burst-namespace/scaler-" + std::to_string(i); };
   for (int i = 0; i < kKeys; ++i) queue.add(key(i), Priority::kLow);
-  for (int i = 0; i < kKeys; i += 3) queue.add_rate_limited(key(i), Priority::kLow, {}, 1h);
+  for (int i = 0; i < kKeys; i += 3) queue.add_rate_limited(key(i), Priority::kLow, 1h);
   CHECK(queue.len() == kKeys);
   std::vector<std::string> taken;
   for (int i = 0; i < kKeys; ++i) {
