@@ -16,10 +16,10 @@
 #include "controller/manager.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "metrics/health_server.h"
 #include "metrics/registry.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
-#include "webhook/health_server.h"
 #include "webhook/scaler_handler.h"
 #include "webhook/server.h"
 
@@ -133,10 +133,10 @@ int run(const cmd::Options& options) {
     return scalers.handle(request);
   });
 
-  webhook::HealthServer health(options.health_addr);
+  metrics::HealthServer health(options.health_addr);
   health.add_readiness_check("informer-synced", [&manager] { return manager.synced(); });
   health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
-  webhook::HealthServer metrics_server(options.metrics_addr);
+  metrics::HealthServer metrics_server(options.metrics_addr);
   metrics_server.expose_metrics(registry);
 
   manager.start();

@@ -11,31 +11,23 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "metrics/listen_address.h"
 #include "metrics/registry.h"
 
-namespace vscaler::webhook {
-
-/// A listen address as Go writes it: ":8080" (every interface), "127.0.0.1:0" (a free port),
-/// "[::1]:8081", "localhost:9090".
-struct ListenAddress {
-  /// Empty for every interface.
-  std::string host;
-  int port = 0;
-};
-
-/// Parses host:port; the error names the text and what is wrong.
-kube::Result<ListenAddress> parse_listen_address(std::string_view text);
+namespace vscaler::metrics {
 
 /// A readiness condition; evaluated on every /readyz request, so it must be cheap and
-/// thread-safe (an atomic flag read). An exception counts as not ready.
+/// thread-safe (an atomic flag read). An exception counts as not ready, and is logged and counted
+/// (vscaler_health_errors_total{what="readiness_check"}).
 using ReadinessCheck = std::function<bool()>;
 
 /// Serves /healthz, /readyz and, once expose_metrics() is called, /metrics over plain HTTP.
 /// Only GET and HEAD are answered; a request with a body is refused before the body is read.
 class HealthServer {
  public:
-  /// `address` as parse_listen_address reads it (checked by start()).
-  explicit HealthServer(std::string address);
+  /// `address` as parse_listen_address reads it (checked by start()); `registry` counts the
+  /// exceptions of checks and handlers (vscaler_health_errors_total).
+  explicit HealthServer(std::string address, Registry& registry = default_registry());
   /// Stops the server.
   ~HealthServer();
   HealthServer(const HealthServer&) = delete;
@@ -45,10 +37,10 @@ class HealthServer {
   /// failing names otherwise; no checks means ready). Call before start().
   void add_readiness_check(std::string name, ReadinessCheck check);
   /// Serves `registry` at /metrics. `registry` must outlive the server. Call before start().
-  void expose_metrics(const metrics::Registry& registry);
+  void expose_metrics(const Registry& registry);
 
   /// Binds and serves on threads of its own; the error says why binding failed.
-  kube::Result<kube::Unit> start();
+  base::Result<base::Unit> start();
   /// Stops serving and joins the threads; idempotent.
   void stop();
   /// The bound port (useful with port 0); 0 before start().
@@ -59,4 +51,4 @@ class HealthServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::metrics

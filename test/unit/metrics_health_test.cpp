@@ -5,11 +5,11 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "webhook/health_server.h"
+#include "metrics/health_server.h"
 
+using vscaler::metrics::HealthServer;
+using vscaler::metrics::parse_listen_address;
 using vscaler::metrics::Registry;
-using vscaler::webhook::HealthServer;
-using vscaler::webhook::parse_listen_address;
 
 TEST_CASE("health: listen addresses are read the way Go reads them") {
   auto all = parse_listen_address(":8080");
@@ -87,8 +87,9 @@ TEST_CASE("health: /healthz always, /readyz follows the checks, /metrics renders
   server.stop();
 }
 
-TEST_CASE("health: a check that throws counts as not ready") {
-  HealthServer server("127.0.0.1:0");
+TEST_CASE("health: a check that throws counts as not ready, and is counted") {
+  Registry registry;
+  HealthServer server("127.0.0.1:0", registry);
   server.add_readiness_check("broken", []() -> bool { throw std::runtime_error("boom"); });
   REQUIRE(server.start().ok());
   httplib::Client client("127.0.0.1", server.port());
@@ -96,6 +97,9 @@ TEST_CASE("health: a check that throws counts as not ready") {
   REQUIRE(readyz);
   CHECK(readyz->status == 503);
   CHECK(readyz->body.find("[-]broken failed") != std::string::npos);
+  // Swallowed before: now logged and counted, once per failed evaluation.
+  CHECK(registry.render().find(R"(vscaler_health_errors_total{what="readiness_check"} 1)") !=
+        std::string::npos);
 }
 
 TEST_CASE("health: only bodiless GET and HEAD are served; bodies are never read") {

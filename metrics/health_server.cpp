@@ -1,4 +1,4 @@
-#include "webhook/health_server.h"
+#include "metrics/health_server.h"
 
 #include <httplib.h>
 #include <netinet/in.h>
@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -14,13 +15,25 @@
 
 #include "base/log.h"
 
-namespace vscaler::webhook {
+namespace vscaler::metrics {
 namespace {
 
-using kube::fail;
+using base::fail;
 
-constexpr std::string_view kLogger = "webhook.health";
+constexpr std::string_view kLogger = "metrics.health";
 constexpr const char* kText = "text/plain; charset=utf-8";
+
+// What an exception says, for a log line (never a request body: handlers here read none).
+std::string describe(std::exception_ptr error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+  return "no exception";
+}
 
 void listen_socket_options(int socket) {
   int yes = 1;
@@ -31,33 +44,15 @@ void listen_socket_options(int socket) {
 
 }  // namespace
 
-kube::Result<ListenAddress> parse_listen_address(std::string_view text) {
-  auto bad = [&](const std::string& why) {
-    return fail("listen address \"" + std::string(text) + "\": " + why);
-  };
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return bad("expected host:port, e.g. :8080");
-  std::string_view host = text.substr(0, colon);
-  std::string_view port = text.substr(colon + 1);
-  if (host.starts_with('[')) {
-    if (!host.ends_with(']') || host.size() < 3) return bad("unbalanced [ ] around an IPv6 host");
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string_view::npos) {
-    return bad("an IPv6 host must be written in brackets, e.g. [::1]:8080");
-  }
-  if (port.empty() || port.size() > 5) return bad("the port must be a number from 0 to 65535");
-  int value = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9') return bad("the port must be a number from 0 to 65535");
-    value = value * 10 + (c - '0');
-  }
-  if (value > 65535) return bad("the port must be a number from 0 to 65535");
-  return ListenAddress{std::string(host), value};
-}
-
 class HealthServer::Impl {
  public:
-  explicit Impl(std::string address) : address_(std::move(address)) {
+  Impl(std::string address, Registry& counted_in)
+      : address_(std::move(address)),
+        errors_(
+            counted_in.counter("vscaler_health_errors_total",
+                               "Exceptions in the health and metrics server: a readiness check or "
+                               "a handler that threw",
+                               {"what"})) {
     // Probes and scrapes are a handful of small GETs: a small pool, one request per connection
     // (the kubelet's prober does not reuse connections anyway), and short timeouts. A refused
     // body therefore never becomes the next request.
@@ -87,7 +82,10 @@ class HealthServer::Impl {
       return httplib::Server::HandlerResponse::Unhandled;
     });
     server_.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
+          errors_.with({"handler"}).inc();
+          log::error(kLogger, "a handler threw",
+                     {{"address", address_}, {"path", req.path}, {"error", describe(error)}});
           res.status = 500;
           res.set_content("internal error\n", kText);
         });
@@ -97,13 +95,13 @@ class HealthServer::Impl {
     server_.Get("/readyz",
                 [this](const httplib::Request& req, httplib::Response& res) { readyz(req, res); });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      const metrics::Registry* registry = registry_.load();
+      const Registry* registry = registry_.load();
       if (registry == nullptr) {
         res.status = 404;
         res.set_content("404 page not found\n", kText);
         return;
       }
-      res.set_content(registry->render(), std::string(metrics::kContentType).c_str());
+      res.set_content(registry->render(), std::string(kContentType).c_str());
     });
   }
 
@@ -114,9 +112,9 @@ class HealthServer::Impl {
     checks_.emplace_back(std::move(name), std::move(check));
   }
 
-  void expose_metrics(const metrics::Registry& registry) { registry_.store(&registry); }
+  void expose_metrics(const Registry& registry) { registry_.store(&registry); }
 
-  kube::Result<kube::Unit> start() {
+  base::Result<base::Unit> start() {
     std::lock_guard lock(mutex_);
     if (listener_.joinable()) return fail("the server for " + address_ + " was already started");
     auto address = parse_listen_address(address_);
@@ -141,7 +139,7 @@ class HealthServer::Impl {
               {{"address", address_},
                {"port", std::to_string(port)},
                {"metrics", registry_.load() != nullptr ? "true" : "false"}});
-    return kube::Unit{};
+    return base::Unit{};
   }
 
   void stop() {
@@ -175,7 +173,10 @@ class HealthServer::Impl {
         try {
           passed = check();
         } catch (...) {
-          passed = false;
+          // Not ready, and said so: a check that throws is a bug to find, not a state.
+          errors_.with({"readiness_check"}).inc();
+          log::warn(kLogger, "a readiness check threw; counted as not ready",
+                    {{"check", name}, {"error", describe(std::current_exception())}});
         }
         results.emplace_back(name, passed);
       }
@@ -199,15 +200,16 @@ class HealthServer::Impl {
   std::mutex mutex_;  // start/stop
   std::mutex checks_mutex_;
   std::vector<std::pair<std::string, ReadinessCheck>> checks_;
-  std::atomic<const metrics::Registry*> registry_{nullptr};
+  std::atomic<const Registry*> registry_{nullptr};
+  CounterFamily& errors_;
   httplib::Server server_;
   std::thread listener_;
   std::atomic<bool> done_{true};
   std::atomic<int> port_{0};
 };
 
-HealthServer::HealthServer(std::string address)
-    : impl_(std::make_unique<Impl>(std::move(address))) {}
+HealthServer::HealthServer(std::string address, Registry& registry)
+    : impl_(std::make_unique<Impl>(std::move(address), registry)) {}
 
 HealthServer::~HealthServer() = default;
 
@@ -215,11 +217,11 @@ void HealthServer::add_readiness_check(std::string name, ReadinessCheck check) {
   impl_->add_readiness_check(std::move(name), std::move(check));
 }
 
-void HealthServer::expose_metrics(const metrics::Registry& registry) {
+void HealthServer::expose_metrics(const Registry& registry) {
   impl_->expose_metrics(registry);
 }
 
-kube::Result<kube::Unit> HealthServer::start() {
+base::Result<base::Unit> HealthServer::start() {
   return impl_->start();
 }
 
@@ -231,4 +233,4 @@ int HealthServer::port() const {
   return impl_->port();
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::metrics
