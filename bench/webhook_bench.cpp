@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "base/log.h"
-#include "test/unit/webhook_tls_fixture.h"
+#include "test/unit/webhook/tls_fixture.h"
 #include "webhook/admission.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/server.h"

@@ -1,6 +1,8 @@
 // The watch-stream framer (events split across arbitrary chunk boundaries, a bound on line
 // size), watch event parsing, API error classification and URL building: everything of the
 // client that can be checked without a server.
+#include "kube/watch.h"
+
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,7 +12,6 @@
 
 #include "kube/client.h"
 #include "kube/errors.h"
-#include "kube/watch.h"
 
 using namespace vscaler::kube;
 using nlohmann::json;

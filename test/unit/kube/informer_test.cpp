@@ -3,6 +3,8 @@
 // expired watch (HTTP 410 and in-stream ERROR 410), resumption after a dropped stream without
 // loss or relist, list failures with backoff, Retry-After of throttled requests, throwing
 // handlers, and stop() from another thread. Runs under ThreadSanitizer in the sanitizer suite.
+#include "kube/informer.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "kube/informer.h"
 #include "kube/watch.h"
 
 using namespace vscaler::kube;

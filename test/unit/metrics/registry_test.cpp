@@ -1,5 +1,7 @@
 // Metrics registry: the exact Prometheus text format, idempotent registration, label handling and
 // concurrent updates adding up.
+#include "metrics/registry.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,8 +9,6 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
-
-#include "metrics/registry.h"
 
 using vscaler::metrics::format_value;
 using vscaler::metrics::Registry;

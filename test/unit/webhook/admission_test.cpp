@@ -1,14 +1,14 @@
 // AdmissionReview codec: good reviews (a recorded-shape 22 KB Deployment UPDATE), every malformed
 // case with its message, the nesting-depth limit, projections, and the response encoding (uid,
 // status, warnings, base64 JSONPatch).
+#include "webhook/admission.h"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include "webhook/admission.h"
 
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::base64_encode;

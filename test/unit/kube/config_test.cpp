@@ -1,6 +1,8 @@
 // The kubeconfig and in-cluster loaders: every supported field, file references relative to the
 // kubeconfig, merging of $KUBECONFIG lists, and each malformed case failing with a message that
 // names the file and the field.
+#include "kube/config.h"
+
 #include <doctest/doctest.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -14,8 +16,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "kube/config.h"
 
 using namespace vscaler::kube;
 namespace fs = std::filesystem;

@@ -1,6 +1,8 @@
 // The TLS admission server over real TLS on 127.0.0.1: valid reviews answered, hostile input
 // refused one case at a time while a client keeps sending valid reviews (none of which may fail),
 // certificate rotation without a failed request, and a prompt stop.
+#include "webhook/server.h"
+
 #include <doctest/doctest.h>
 #include <httplib.h>
 
@@ -11,8 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "test/unit/webhook_tls_fixture.h"
-#include "webhook/server.h"
+#include "test/unit/webhook/tls_fixture.h"
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;

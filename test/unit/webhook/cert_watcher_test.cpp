@@ -1,13 +1,14 @@
 // Serving certificates: PEM pairs checked to belong together, chains, the expiry metric, and the
 // watcher keeping the previous pair when a new one is broken.
+#include "webhook/cert_watcher.h"
+
 #include <doctest/doctest.h>
 #include <openssl/pem.h>
 
 #include <chrono>
 #include <thread>
 
-#include "test/unit/webhook_tls_fixture.h"
-#include "webhook/cert_watcher.h"
+#include "test/unit/webhook/tls_fixture.h"
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;

@@ -1,11 +1,11 @@
 // Health, readiness and metrics endpoints over plain HTTP, and listen-address parsing.
+#include "metrics/health_server.h"
+
 #include <doctest/doctest.h>
 #include <httplib.h>
 
 #include <atomic>
 #include <stdexcept>
-
-#include "metrics/health_server.h"
 
 using vscaler::metrics::HealthServer;
 using vscaler::metrics::parse_listen_address;

@@ -1,10 +1,10 @@
 // base/time: the one RFC 3339 formatter (log lines, status times, certificate validity).
+#include "base/time.h"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <regex>
-
-#include "base/time.h"
 
 using namespace vscaler;
 using std::chrono::milliseconds;
@@ -29,6 +29,6 @@ TEST_CASE("rfc3339 rounds a time before the epoch down, never a negative fractio
 }
 
 TEST_CASE("rfc3339_now has the shape Kubernetes writes for metav1.Time") {
-  CHECK(std::regex_match(base::rfc3339_now(),
-                         std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
+  CHECK(
+      std::regex_match(base::rfc3339_now(), std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
 }
