@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controller/event_recorder.h"
+#include "test/unit/support/local_http_server.h"
 
 using namespace std::chrono_literals;
 using nlohmann::json;
@@ -30,7 +31,7 @@ struct Seen {
 };
 
 // Answers every request with `answer` (or 404 for /missing paths) and records it.
-class RecordingServer {
+class RecordingServer : public testing::LocalHttpServer {
  public:
   RecordingServer() {
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
@@ -50,33 +51,18 @@ class RecordingServer {
       json answer = req.body.empty() ? json{{"metadata", {{"name", "x"}}}} : json::parse(req.body);
       res.set_content(answer.dump(), "application/json");
     };
-    server_.Get(".*", handler);
-    server_.Patch(".*", handler);
-    server_.Post(".*", handler);
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    listener_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);  // httplib 0.11: no signal
+    server().Get(".*", handler);
+    server().Patch(".*", handler);
+    server().Post(".*", handler);
+    start();
   }
-  ~RecordingServer() {
-    server_.stop();
-    listener_.join();
-  }
-  kube::Client client() const {
-    kube::ClientConfig config;
-    config.server = "http://127.0.0.1:" + std::to_string(port_);
-    auto client = kube::Client::connect(config);
-    REQUIRE(client.ok());
-    return *client;
-  }
+  ~RecordingServer() { stop(); }  // before the members the handler uses go
   std::vector<Seen> seen() {
     std::lock_guard lock(mutex_);
     return seen_;
   }
 
  private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread listener_;
   std::mutex mutex_;
   std::vector<Seen> seen_;
 };

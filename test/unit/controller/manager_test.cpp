@@ -12,13 +12,15 @@
 #include <thread>
 #include <vector>
 
+#include "test/unit/support/local_http_server.h"
+
 using namespace std::chrono_literals;
 using nlohmann::json;
 using namespace vscaler;
 
 namespace {
 
-class FakeApiServer {
+class FakeApiServer : public testing::LocalHttpServer {
  public:
   FakeApiServer() {
     scaler_ = json::parse(R"({"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler",
@@ -31,7 +33,7 @@ class FakeApiServer {
       "spec":{"template":{"spec":{"containers":[{"name":"app","resources":{}}]}}}})");
     const std::string scalers = "/apis/scaling.vscaler.dev/v1beta1/namespaces/shop/verticalscalers";
     const std::string web = "/apis/apps/v1/namespaces/shop/deployments/web";
-    server_.Get(scalers, [this](const httplib::Request& req, httplib::Response& res) {
+    server().Get(scalers, [this](const httplib::Request& req, httplib::Response& res) {
       if (req.has_param("watch")) {
         std::this_thread::sleep_for(200ms);  // a quiet watch that the server ends
         return;
@@ -42,18 +44,18 @@ class FakeApiServer {
                    {"items", json::array({scaler_})}};
       res.set_content(list.dump(), "application/json");
     });
-    server_.Patch(scalers + "/web/status",
-                  [this](const httplib::Request& req, httplib::Response& res) {
-                    std::lock_guard lock(mutex_);
-                    scaler_.merge_patch(json::parse(req.body));
-                    res.set_content(scaler_.dump(), "application/json");
-                  });
-    server_.Get(web, [this](const httplib::Request&, httplib::Response& res) {
+    server().Patch(scalers + "/web/status",
+                   [this](const httplib::Request& req, httplib::Response& res) {
+                     std::lock_guard lock(mutex_);
+                     scaler_.merge_patch(json::parse(req.body));
+                     res.set_content(scaler_.dump(), "application/json");
+                   });
+    server().Get(web, [this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard lock(mutex_);
       ++deployment_gets_;
       res.set_content(deployment_.dump(), "application/json");
     });
-    server_.Patch(web, [this](const httplib::Request& req, httplib::Response& res) {
+    server().Patch(web, [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard lock(mutex_);
       json patch = json::parse(req.body);
       for (const json& container : patch["spec"]["template"]["spec"]["containers"]) {
@@ -64,26 +66,14 @@ class FakeApiServer {
       ++deployment_patches_;
       res.set_content(deployment_.dump(), "application/json");
     });
-    server_.Post("/api/v1/namespaces/shop/events",
-                 [](const httplib::Request& req, httplib::Response& res) {
-                   res.status = 201;
-                   res.set_content(req.body, "application/json");
-                 });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    listener_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(1ms);  // httplib 0.11: no signal
+    server().Post("/api/v1/namespaces/shop/events",
+                  [](const httplib::Request& req, httplib::Response& res) {
+                    res.status = 201;
+                    res.set_content(req.body, "application/json");
+                  });
+    start();
   }
-  ~FakeApiServer() {
-    server_.stop();
-    listener_.join();
-  }
-  kube::Client client() const {
-    kube::ClientConfig config;
-    config.server = "http://127.0.0.1:" + std::to_string(port_);
-    auto client = kube::Client::connect(config);
-    REQUIRE(client.ok());
-    return *client;
-  }
+  ~FakeApiServer() { stop(); }  // before the members the handlers use go
   json deployment() {
     std::lock_guard lock(mutex_);
     return deployment_;
@@ -98,9 +88,6 @@ class FakeApiServer {
   }
 
  private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread listener_;
   std::mutex mutex_;
   json scaler_;
   json deployment_;
