@@ -13,7 +13,7 @@
 #include "kube/config.h"
 #include "kube/leader_election.h"
 #include "kube/leader_gate.h"
-#include "kube/result.h"
+#include "base/result.h"
 #include "metrics/registry.h"
 
 namespace vscaler::cmd {

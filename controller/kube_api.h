@@ -2,6 +2,7 @@
 // of ReconcileApi and ResyncApi.
 #pragma once
 
+#include "controller/event_recorder.h"
 #include "controller/reconcile_api.h"
 #include "controller/resync.h"
 #include "kube/client.h"
@@ -14,18 +15,23 @@ inline constexpr const char* kFieldManager = "vscaler";
 /// ReconcileApi over the API server.
 class KubeReconcileApi : public ReconcileApi {
  public:
-  explicit KubeReconcileApi(kube::Client client) : client_(std::move(client)) {}
-  ApiResult get_deployment(const std::string& ns, const std::string& name) override;
+  /// `events` posts the Events (asynchronously); null: none are recorded (the validating hook's
+  /// reads need none).
+  explicit KubeReconcileApi(kube::Client client, EventRecorder* events = nullptr)
+      : client_(std::move(client)), events_(events) {}
+  ApiResult get_deployment(const std::string& ns, const std::string& name,
+                           std::chrono::milliseconds timeout = {}) override;
   ApiResult patch_deployment(const std::string& ns, const std::string& name,
                              const nlohmann::json& patch) override;
   ApiResult get_scaler(const std::string& ns, const std::string& name) override;
   ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                 const nlohmann::json& merge_patch) override;
-  void record_event(const Scaler& scaler, bool warning, const std::string& reason,
+  void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                     const std::string& message) override;
 
  private:
   kube::Client client_;
+  EventRecorder* events_;
 };
 
 /// ResyncApi over the API server: metadata-only reads (PartialObjectMetadata), paginated.

@@ -1,6 +1,6 @@
 #include "controller/leader_steps.h"
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::controller {
 

@@ -1,6 +1,6 @@
 // Manager: the operator's controller half, assembled. It owns the scaler store and index, the work
-// queue, the reconciler and its workers, the VerticalScaler informer and the resync loop, and
-// exposes what the webhook needs (the store to look up, the queue to enqueue into).
+// queue, the expectations store, the reconciler and its workers, the VerticalScaler informer and
+// the resync loop, and exposes what the webhook needs (the store to look up, the hint sink).
 #pragma once
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/expectations.h"
 #include "controller/kube_api.h"
 #include "controller/leader_steps.h"
 #include "controller/memory_trim.h"
@@ -34,6 +35,7 @@ struct ManagerOptions {
   /// Consulted before each leader step (the resync pass); nullptr: this process is the only
   /// replica and always leads (no --leader-elect). Must outlive the manager.
   const kube::LeaderGate* leader_gate = nullptr;
+  ExpectationsOptions expectations;
 };
 
 /// Runs everything of the controller side; start() then stop().
@@ -54,8 +56,8 @@ class Manager {
 
   /// The scalers and their index (the admission handlers read them; never written from there).
   const ScalerStore& store() const { return store_; }
-  /// The queue the admission handlers enqueue hints into.
-  WorkQueue& queue() { return *queue_; }
+  /// Where the admission handlers hand their hints (expectation recorded, key queued).
+  HintSink& hints() { return *hints_; }
   /// What every leader step asks first (the recommender and checkpoints join the resync here).
   LeaderSteps& leader_steps() { return *leader_steps_; }
   /// Tells the manager this replica just became leader: the resync runs at once (its last pass
@@ -78,6 +80,11 @@ class Manager {
   ScalerStore store_;
   VerifiedState verified_;
   std::unique_ptr<WorkQueue> queue_;
+  Expectations expectations_;
+  std::unique_ptr<QueueingHintSink> hints_;
+  /// Events, posted and aggregated off the workers' path.
+  KubeEventWriter event_writer_;
+  EventRecorder events_;
   KubeReconcileApi reconcile_api_;
   KubeResyncApi resync_api_;
   std::unique_ptr<Reconciler> reconciler_;
@@ -85,7 +92,8 @@ class Manager {
   std::unique_ptr<kube::Informer> informer_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
-  /// Returns memory to the OS when the queue runs dry after a burst (see MemoryTrimmer).
+  /// Returns memory to the OS when the queue runs dry after a burst, on its own low-priority
+  /// thread (see MemoryTrimmer).
   MemoryTrimmer trimmer_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

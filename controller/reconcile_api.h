@@ -2,12 +2,13 @@
 // decisions can be unit-tested with a fake; KubeReconcileApi implements it on kube::Client.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "controller/scaler.h"
+#include "api/scaler.h"
+#include "base/result.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 
 namespace vscaler::controller {
 
@@ -19,8 +20,10 @@ using ApiResult = kube::Result<nlohmann::json, kube::ApiError>;
 class ReconcileApi {
  public:
   virtual ~ReconcileApi() = default;
-  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached).
-  virtual ApiResult get_deployment(const std::string& ns, const std::string& name) = 0;
+  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached), within `timeout`
+  /// (zero: the client's request timeout).
+  virtual ApiResult get_deployment(const std::string& ns, const std::string& name,
+                                   std::chrono::milliseconds timeout = {}) = 0;
   /// PATCH the Deployment with a strategic merge patch, ?fieldManager=vscaler; returns the
   /// stored object after every admission step.
   virtual ApiResult patch_deployment(const std::string& ns, const std::string& name,
@@ -32,7 +35,7 @@ class ReconcileApi {
   virtual ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                         const nlohmann::json& merge_patch) = 0;
   /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
-  virtual void record_event(const Scaler& scaler, bool warning, const std::string& reason,
+  virtual void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                             const std::string& message) = 0;
 };
 

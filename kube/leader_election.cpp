@@ -8,7 +8,7 @@
 #include <ctime>
 #include <fstream>
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::kube {
 namespace {

@@ -20,7 +20,7 @@
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kube/leader_gate.h"
-#include "kube/result.h"
+#include "base/result.h"
 
 namespace vscaler::kube {
 

@@ -9,6 +9,7 @@
 // reduced to the paths a handler declares it reads (a Projection).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "webhook/json_patch.h"
 
 namespace vscaler::webhook {
@@ -63,6 +64,7 @@ struct AdmissionRequest {
   nlohmann::json object;
   /// request.oldObject: null on CREATE and CONNECT. Whole, or projected.
   nlohmann::json old_object;
+  std::chrono::steady_clock::time_point deadline{};  ///< from ?timeout=; {}: unknown
 };
 
 /// Which parts of object/oldObject to keep, as JSON-pointer-like paths whose tokens may be "*"

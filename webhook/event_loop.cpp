@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::webhook {
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <utility>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "webhook/event_loop.h"
 
 namespace vscaler::webhook {

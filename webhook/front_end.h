@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "metrics/registry.h"
 #include "webhook/connection.h"
 

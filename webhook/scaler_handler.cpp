@@ -1,11 +1,27 @@
 #include "webhook/scaler_handler.h"
 
-#include "controller/reconciler.h"
-#include "controller/resources.h"
+#include "api/resources.h"
 
 namespace vscaler::webhook {
 
 using nlohmann::json;
+
+namespace {
+
+// Time kept back from the review's deadline for answering it.
+constexpr std::chrono::milliseconds kAnswerMargin{100};
+// The bound when the review carried no deadline: the configuration's timeoutSeconds is at least
+// this, and the warnings are not worth more.
+constexpr std::chrono::milliseconds kDefaultBudget{2'000};
+
+}  // namespace
+
+std::chrono::milliseconds lookup_budget(std::chrono::steady_clock::time_point deadline,
+                                        std::chrono::steady_clock::time_point now) {
+  if (deadline == std::chrono::steady_clock::time_point{}) return kDefaultBudget;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) - kAnswerMargin;
+  return std::min(left, kDefaultBudget);
+}
 
 ScalerHandler::ScalerHandler(const controller::ScalerStore& store, controller::ReconcileApi& api)
     : store_(store), api_(api) {}
@@ -24,7 +40,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     return AdmissionResponse::deny(400, "request.object.metadata: must be an object");
   }
   auto spec = object.is_object() && object.contains("spec") ? object["spec"] : json();
-  std::vector<std::string> errors = controller::validate_scaler_spec(spec);
+  std::vector<std::string> errors = api::validate_scaler_spec(spec);
   if (!errors.empty()) {
     std::string message = "VerticalScaler is invalid: " + errors.front();
     for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i];
@@ -33,7 +49,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
   json named = object;
   if (!named["metadata"].contains("namespace"))
     named["metadata"]["namespace"] = request.namespace_name;
-  auto scaler = controller::parse_scaler(named);
+  auto scaler = api::parse_scaler(named);
   if (!scaler.ok())
     return AdmissionResponse::deny(422, "VerticalScaler is invalid: " + scaler.error(), "Invalid");
 
@@ -45,7 +61,11 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
                                 deployment + "; only the oldest scaler is applied");
     break;
   }
-  auto found = api_.get_deployment(scaler->ns, deployment);
+  // The warnings need a live GET; it must end before the API server stops waiting for this
+  // review (its ?timeout=), or the answer arrives too late to count.
+  auto budget = lookup_budget(request.deadline);
+  if (budget <= std::chrono::milliseconds::zero()) return response;  // no time left to look
+  auto found = api_.get_deployment(scaler->ns, deployment, budget);
   if (!found.ok()) {
     if (kube::is_not_found(found.error())) {
       response.warnings.push_back("Deployment " + deployment +
@@ -53,7 +73,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     }
     return response;  // any other failure: no warning is better than a wrong one
   }
-  auto plan = controller::plan_resources(*scaler, *found);
+  auto plan = api::plan_resources(*scaler, *found);
   if (!plan.invalid.empty()) {
     response.warnings.push_back("declared values conflict with Deployment " + deployment + ": " +
                                 plan.invalid + "; nothing will be applied");

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "webhook/front_end.h"
 #include "webhook/tls.h"
 

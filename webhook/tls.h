@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "webhook/cert_watcher.h"
 
 namespace vscaler::webhook::tls {

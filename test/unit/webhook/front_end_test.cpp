@@ -1,0 +1,277 @@
+// The admission front end's own pieces: the HTTP head parser, the connection limiter, and over
+// real TLS on loopback the per-address cap, idle connections that hold no worker, deadlines and
+// byte budgets.
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "test/unit/webhook/tls_fixture.h"
+#include "webhook/connection_limiter.h"
+#include "webhook/http.h"
+#include "webhook/server.h"
+
+using namespace std::chrono_literals;
+using vscaler::metrics::Registry;
+using vscaler::testing::closed_by_peer_within;
+using vscaler::testing::PemPair;
+using vscaler::testing::RawTlsClient;
+using vscaler::testing::TempDir;
+using vscaler::testing::TestCa;
+using vscaler::testing::write_file;
+using vscaler::webhook::AdmissionRequest;
+using vscaler::webhook::AdmissionResponse;
+using vscaler::webhook::AdmissionServer;
+using vscaler::webhook::AdmissionServerOptions;
+using vscaler::webhook::Admit;
+using vscaler::webhook::CertWatcher;
+using vscaler::webhook::CertWatcherOptions;
+using vscaler::webhook::ConnectionLimiter;
+namespace http = vscaler::webhook::http;
+
+namespace {
+
+// A started server answering POST /allow, with its own registry and options.
+struct Server {
+  TestCa ca;
+  TempDir dir;
+  Registry registry;
+  std::unique_ptr<CertWatcher> certs;
+  std::unique_ptr<AdmissionServer> server;
+
+  explicit Server(const std::function<void(AdmissionServerOptions&)>& tweak) {
+    PemPair pair = ca.issue(7);
+    write_file(dir.file("tls.crt"), pair.cert);
+    write_file(dir.file("tls.key"), pair.key);
+    CertWatcherOptions cert_options;
+    cert_options.cert_dir = dir.path();
+    cert_options.registry = &registry;
+    certs = std::make_unique<CertWatcher>(cert_options);
+    certs->start();
+    REQUIRE(certs->loaded());
+    AdmissionServerOptions options;
+    options.host = "127.0.0.1";
+    options.port = 0;
+    options.registry = &registry;
+    tweak(options);
+    server = std::make_unique<AdmissionServer>(*certs, options);
+    server->handle("/allow", [](const AdmissionRequest&) { return AdmissionResponse::allow(); });
+    REQUIRE(server->start().ok());
+  }
+  ~Server() {
+    server->stop();
+    certs->stop();
+  }
+
+  double metric(const std::string& sample) const {
+    auto text = registry.render();
+    auto at = text.find("\n" + sample + " ");
+    if (at == std::string::npos) return 0;
+    return std::stod(text.substr(at + sample.size() + 2));
+  }
+
+  std::unique_ptr<RawTlsClient> connect() const {
+    return std::make_unique<RawTlsClient>(server->port(), TLS1_2_VERSION, TLS1_3_VERSION,
+                                          ca.cert_pem());
+  }
+
+  // One review on a fresh connection; its HTTP status line.
+  std::string review() const {
+    auto client = connect();
+    if (!client->ok()) return "handshake failed: " + client->error();
+    std::string body =
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE"}})";
+    client->send(
+        "POST /allow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+    auto response = client->read_response();
+    return response.substr(0, response.find("\r\n"));
+  }
+};
+
+// A TCP connection from `source` (a loopback address) to 127.0.0.1:port; -1 on failure.
+int connect_from(const char* source, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &local.sin_addr);
+  sockaddr_in remote{};
+  remote.sin_family = AF_INET;
+  remote.sin_port = htons(static_cast<std::uint16_t>(port));
+  remote.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), sizeof remote) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("http: request heads are parsed strictly and only once complete") {
+  http::RequestHead head;
+  CHECK(http::parse_head("POST /a HTTP/1.1\r\nHost: x\r\n", head).status ==
+        http::HeadStatus::kIncomplete);
+  std::string text =
+      "\r\nPOST /mutate?timeout=2s HTTP/1.1\r\nHost:  x \r\nContent-Length: 2\r\n\r\n{}";
+  auto parsed = http::parse_head(text, head);
+  REQUIRE(parsed.status == http::HeadStatus::kComplete);
+  CHECK(parsed.consumed == text.size() - 2);
+  CHECK(head.method == "POST");
+  CHECK(head.path == "/mutate");
+  CHECK(head.target == "/mutate?timeout=2s");
+  CHECK(head.header("host") == "x");
+  CHECK(head.count("CONTENT-LENGTH") == 1);
+  CHECK(http::parse_head("GET / HTTP/1.0\r\n\r\n", head).status == http::HeadStatus::kComplete);
+  CHECK(head.minor_version == 0);
+
+  for (const char* bad :
+       {"POST /a HTTP/2.0\r\n\r\n", "POST  HTTP/1.1\r\n\r\n",
+        "POST /a HTTP/1.1\r\nBad Name: x\r\n\r\n", "POST /a HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
+        "POST /a HTTP/1.1\r\nX: a\x01\r\n\r\n", "P\"ST /a HTTP/1.1\r\n\r\n"}) {
+    auto result = http::parse_head(bad, head);
+    CHECK_MESSAGE(result.status == http::HeadStatus::kMalformed, bad);
+    CHECK_FALSE(result.error.empty());
+  }
+  CHECK(http::parse_length("123") == 123u);
+  CHECK_FALSE(http::parse_length("-1"));
+  CHECK_FALSE(http::parse_length("1 2"));
+  CHECK_FALSE(http::parse_length("1234567890123456789"));
+  CHECK(http::has_token("keep-alive, Close", "close"));
+  CHECK_FALSE(http::has_token("closed", "close"));
+  CHECK(http::serialize({404, http::kText, "no\n", {{"Allow", "POST"}}, false}, false) ==
+        "HTTP/1.1 404 Not Found\r\nAllow: POST\r\nConnection: close\r\nContent-Type: "
+        "text/plain; charset=utf-8\r\nContent-Length: 3\r\n\r\nno\n");
+}
+
+TEST_CASE("connection limiter: a cap in total and per address, slots given back") {
+  ConnectionLimiter limiter(3, 2);
+  CHECK(limiter.acquire("a") == Admit::kOk);
+  CHECK(limiter.acquire("a") == Admit::kOk);
+  CHECK(limiter.acquire("a") == Admit::kPerAddress);
+  CHECK(limiter.acquire("b") == Admit::kOk);
+  CHECK(limiter.acquire("c") == Admit::kTotal);
+  CHECK(limiter.open() == 3);
+  limiter.release("a");
+  CHECK(limiter.open_from("a") == 1);
+  CHECK(limiter.acquire("c") == Admit::kOk);
+  limiter.release("a");
+  limiter.release("b");
+  limiter.release("c");
+  CHECK(limiter.open() == 0);
+  CHECK(limiter.open_from("a") == 0);
+}
+
+TEST_CASE("front end: the per-address cap refuses one client without touching another") {
+  Server s([](AdmissionServerOptions& options) { options.max_connections_per_address = 3; });
+  std::vector<std::unique_ptr<RawTlsClient>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(s.connect());
+    REQUIRE(held.back()->ok());
+  }
+  // The fourth from 127.0.0.1 is closed at once, before any TLS.
+  int fd = vscaler::testing::connect_local(s.server->port());
+  REQUIRE(fd >= 0);
+  CHECK(closed_by_peer_within(fd, 2s));
+  ::close(fd);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="too_many_connections_per_address"})") ==
+        1);
+  // Another address is not affected.
+  int other = connect_from("127.0.0.2", s.server->port());
+  REQUIRE(other >= 0);
+  CHECK_FALSE(closed_by_peer_within(other, 300ms));
+  ::close(other);
+  // A slot given back is usable again.
+  held.pop_back();
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (s.metric("vscaler_webhook_open_connections") > 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+}
+
+TEST_CASE("front end: idle connections hold no worker; one worker serves past 200 of them") {
+  Server s([](AdmissionServerOptions& options) { options.workers = 1; });
+  std::vector<std::unique_ptr<RawTlsClient>> idle;
+  for (int i = 0; i < 200; ++i) {
+    idle.push_back(s.connect());
+    REQUIRE(idle.back()->ok());
+  }
+  CHECK(s.metric("vscaler_webhook_open_connections") == 200);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+  CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_count") == 201);
+  // Handshakes of one client at a time: well under a second each on average.
+  CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_sum") / 201 < 1.0);
+}
+
+TEST_CASE("front end: idle keep-alive connections are closed after keep_alive_timeout") {
+  Server s([](AdmissionServerOptions& options) { options.keep_alive_timeout = 1s; });
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  auto start = std::chrono::steady_clock::now();
+  CHECK(closed_by_peer_within(client->fd(), 3s));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 900ms);
+  CHECK(elapsed < 2s);
+}
+
+TEST_CASE("front end: a head over its byte budget is cut, one within it is served") {
+  Server s([](AdmissionServerOptions& options) { options.max_header_bytes = 1024; });
+  {
+    auto client = s.connect();
+    REQUIRE(client->ok());
+    client->send("POST /allow HTTP/1.1\r\nX-Big: " + std::string(2000, 'a'));
+    CHECK(closed_by_peer_within(client->fd(), 2s));
+    CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="headers_too_large"})") == 1);
+  }
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+}
+
+TEST_CASE("front end: bodies beyond the memory budget of all connections get 503 unread") {
+  Server s([](AdmissionServerOptions& options) { options.max_buffered_body_bytes = 1024 * 1024; });
+  // One connection holds 600 KiB of the 1 MiB budget (its body not sent yet).
+  auto holder = s.connect();
+  REQUIRE(holder->ok());
+  holder->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n{");
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  std::this_thread::sleep_for(100ms);  // the holder's head is read by now
+  client->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n");
+  auto response = client->read_response();
+  CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 503 Service Unavailable");
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 1);
+  // Small bodies still fit; once the holder is gone its share is free again.
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  holder.reset();
+  while (s.metric("vscaler_webhook_open_connections") > 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  auto again = s.connect();
+  REQUIRE(again->ok());
+  again->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: 614400\r\n\r\n" +
+              std::string(614400, ' '));
+  response = again->read_response();
+  CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 400 Bad Request");  // not JSON
+}
+
+TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
+  Server s([](AdmissionServerOptions&) {});
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  client->send("POST /allow HTTP/9\r\n\r\n");
+  auto response = client->read_response();
+  CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 400 Bad Request");
+  CHECK(response.find("malformed request line") != std::string::npos);
+  CHECK(client->read_response().empty());
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="bad_request"})") == 1);
+}
