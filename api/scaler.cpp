@@ -82,39 +82,164 @@ struct ParsedSpec {
   std::vector<ContainerResources> containers;
 };
 
+/// The hint for a boolean where a mode belongs: YAML 1.1 (kubectl) reads an unquoted Off as
+/// false, and the user otherwise reads only "Unsupported value: false".
+std::string unquoted_off_hint(const std::string& field, const json& value) {
+  return field + ": got the boolean " + value.dump() + ", not a mode: YAML reads an unquoted " +
+         "Off as false; write " + field.substr(field.rfind('.') + 1) + ": \"Off\" (quoted)";
+}
+
+/// The target: spec.deploymentName, or spec.targetRef of a Deployment. Exactly one.
+void parse_target(const json& spec, ParsedSpec& parsed, std::vector<std::string>& errors) {
+  auto name = spec.find("deploymentName");
+  auto ref = spec.find("targetRef");
+  bool has_name = name != spec.end() && !name->is_null();
+  bool has_ref = ref != spec.end() && !ref->is_null();
+  if (has_name == has_ref) {
+    errors.push_back(std::string(has_name ? "spec.targetRef" : "spec.deploymentName") +
+                     ": set exactly one of spec.deploymentName (a Deployment) and spec.targetRef "
+                     "({apiVersion: apps/v1, kind: Deployment, name: ...})");
+    return;
+  }
+  std::string field = "spec.deploymentName";
+  const json* target_name = has_name ? &*name : nullptr;
+  if (has_ref) {
+    if (!ref->is_object()) {
+      errors.push_back("spec.targetRef: must be an object {apiVersion, kind, name}");
+      return;
+    }
+    std::string api_version = ref->value("apiVersion", json()).is_string()
+                                  ? ref->at("apiVersion").get<std::string>()
+                                  : std::string();
+    std::string kind =
+        ref->value("kind", json()).is_string() ? ref->at("kind").get<std::string>() : "";
+    if (api_version != "apps/v1") {
+      errors.push_back("spec.targetRef.apiVersion: \"" + api_version +
+                       "\" is not supported; use apps/v1");
+    }
+    if (kind == "StatefulSet" || kind == "DaemonSet") {
+      errors.push_back("spec.targetRef.kind: " + kind +
+                       " targets are not supported by this version of vscaler yet; only "
+                       "Deployment");
+    } else if (kind != "Deployment") {
+      errors.push_back("spec.targetRef.kind: \"" + kind +
+                       "\" is not supported; use Deployment, StatefulSet or DaemonSet");
+    }
+    field = "spec.targetRef.name";
+    auto ref_name = ref->find("name");
+    target_name = ref_name == ref->end() ? nullptr : &*ref_name;
+  }
+  if (target_name == nullptr || !target_name->is_string() ||
+      target_name->get_ref<const std::string&>().empty()) {
+    errors.push_back(field + ": required, the name of the workload");
+  } else if (!is_dns1123_subdomain(target_name->get_ref<const std::string&>())) {
+    errors.push_back(field + ": \"" + target_name->get<std::string>() +
+                     "\" is not a valid DNS-1123 subdomain");
+  } else {
+    parsed.deployment_name = target_name->get<std::string>();
+  }
+}
+
+void parse_update_mode(const json& spec, ParsedSpec& parsed, std::vector<std::string>& errors) {
+  auto mode = spec.find("updateMode");
+  if (mode == spec.end() || mode->is_null()) return;
+  if (mode->is_boolean()) {
+    errors.push_back(unquoted_off_hint("spec.updateMode", *mode));
+    return;
+  }
+  std::string text = mode->is_string() ? mode->get<std::string>() : mode->dump();
+  if (text == "Auto") {
+    parsed.update_mode = UpdateMode::kAuto;
+  } else if (text == "Reconcile") {
+    parsed.update_mode = UpdateMode::kReconcile;
+  } else if (text == "Initial") {
+    // The API has it (the CRD admits it); the operator applies it once its admission patch
+    // can tell a template change from a resources-only write. Until then, refuse it plainly.
+    errors.push_back(
+        "spec.updateMode: Initial is not supported by this version of vscaler yet; "
+        "use Auto, Reconcile or \"Off\"");
+  } else if (text == "Off") {
+    parsed.update_mode = UpdateMode::kOff;
+  } else {
+    errors.push_back("spec.updateMode: \"" + text +
+                     "\" is not one of Auto, Reconcile, Initial, \"Off\"");
+  }
+}
+
+/// The recommendation policy of one entry (minAllowed, maxAllowed, controlledResources,
+/// controlledValues) and its mode; `has_policy` tells whether any policy field was set.
+void parse_policy(const json& item, const std::string& path, ContainerResources& entry,
+                  bool& has_policy, std::vector<std::string>& errors) {
+  if (auto mode = item.find("mode"); mode != item.end() && !mode->is_null()) {
+    if (mode->is_boolean()) {
+      errors.push_back(unquoted_off_hint(path + ".mode", *mode));
+    } else if (*mode == "Off") {
+      entry.off = true;
+    } else if (*mode != "Auto") {
+      errors.push_back(path + ".mode: " + mode->dump() + " is not one of Auto, \"Off\"");
+    }
+  }
+  if (auto min = item.find("minAllowed"); min != item.end() && !min->is_null()) {
+    has_policy = true;
+    entry.min_allowed = parse_resource_map(*min, path + ".minAllowed", errors);
+  }
+  if (auto max = item.find("maxAllowed"); max != item.end() && !max->is_null()) {
+    has_policy = true;
+    entry.max_allowed = parse_resource_map(*max, path + ".maxAllowed", errors);
+  }
+  for (const auto& [resource, min] : entry.min_allowed) {
+    auto max = entry.max_allowed.find(resource);
+    if (max != entry.max_allowed.end() && min > max->second) {
+      errors.push_back(path + ".minAllowed." + resource + ": " + min.to_string() +
+                       " exceeds maxAllowed " + max->second.to_string());
+    }
+  }
+  if (auto resources = item.find("controlledResources");
+      resources != item.end() && !resources->is_null()) {
+    has_policy = true;
+    entry.controls_cpu = entry.controls_memory = false;
+    if (!resources->is_array()) {
+      errors.push_back(path + ".controlledResources: must be a list of cpu and/or memory");
+    } else {
+      for (std::size_t i = 0; i < resources->size(); ++i) {
+        const json& resource = (*resources)[i];
+        if (resource == "cpu") {
+          entry.controls_cpu = true;
+        } else if (resource == "memory") {
+          entry.controls_memory = true;
+        } else {
+          errors.push_back(path + ".controlledResources[" + std::to_string(i) +
+                           "]: " + resource.dump() + " is not one of cpu, memory");
+        }
+      }
+    }
+  }
+  if (auto values = item.find("controlledValues"); values != item.end() && !values->is_null()) {
+    has_policy = true;
+    if (*values == "RequestsAndLimits") {
+      entry.controlled_values = ControlledValues::kRequestsAndLimits;
+    } else if (*values == "RequestsOnly") {
+      entry.controlled_values = ControlledValues::kRequestsOnly;
+    } else {
+      errors.push_back(path + ".controlledValues: " + values->dump() +
+                       " is not one of RequestsAndLimits, RequestsOnly");
+    }
+  }
+}
+
 ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
   ParsedSpec parsed;
   if (!spec.is_object()) {
     errors.push_back("spec: required, must be an object");
     return parsed;
   }
-  auto name = spec.find("deploymentName");
-  if (name == spec.end() || !name->is_string() || name->get_ref<const std::string&>().empty()) {
-    errors.push_back("spec.deploymentName: required, the name of a Deployment");
-  } else if (!is_dns1123_subdomain(name->get_ref<const std::string&>())) {
-    errors.push_back("spec.deploymentName: \"" + name->get<std::string>() +
-                     "\" is not a valid DNS-1123 subdomain");
-  } else {
-    parsed.deployment_name = name->get<std::string>();
-  }
-
-  auto mode = spec.find("updateMode");
-  if (mode != spec.end() && !mode->is_null()) {
-    std::string text = mode->is_string() ? mode->get<std::string>() : mode->dump();
-    if (text == "Auto") {
-      parsed.update_mode = UpdateMode::kAuto;
-    } else if (text == "Reconcile") {
-      parsed.update_mode = UpdateMode::kReconcile;
-    } else if (text == "Off") {
-      parsed.update_mode = UpdateMode::kOff;
-    } else {
-      errors.push_back("spec.updateMode: \"" + text + "\" is not one of Auto, Reconcile, Off");
-    }
-  }
+  parse_target(spec, parsed, errors);
+  parse_update_mode(spec, parsed, errors);
 
   auto containers = spec.find("containers");
-  if (containers == spec.end() || !containers->is_array() || containers->empty()) {
-    errors.push_back("spec.containers: required, at least one container");
+  if (containers == spec.end() || containers->is_null()) return parsed;  // all, from usage
+  if (!containers->is_array()) {
+    errors.push_back("spec.containers: must be a list of container entries");
     return parsed;
   }
   if (containers->size() > kMaxContainers) {
@@ -155,6 +280,20 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
         errors.push_back(path + ".requests." + resource + ": request " + request.to_string() +
                          " exceeds limit " + limit->second.to_string());
       }
+    }
+    bool has_policy = false;
+    parse_policy(item, path, entry, has_policy, errors);
+    bool has_fixed = item.contains("requests") || item.contains("limits");
+    if (has_fixed && has_policy) {
+      errors.push_back(path +
+                       ": an entry has fixed values (requests, limits) or a "
+                       "recommendation policy (minAllowed, maxAllowed, controlledResources, "
+                       "controlledValues), not both");
+    }
+    if (entry.off && (has_fixed || has_policy)) {
+      errors.push_back(path +
+                       ".mode: an entry with mode \"Off\" leaves its container alone "
+                       "and carries nothing else");
     }
     parsed.containers.push_back(std::move(entry));
   }

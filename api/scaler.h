@@ -15,7 +15,7 @@
 
 namespace vscaler::api {
 
-/// spec.updateMode: who writes the declared resources (see DESIGN.md "Update modes").
+/// spec.updateMode: who writes the scaler's values (see DESIGN.md "Update modes").
 enum class UpdateMode { kAuto, kReconcile, kOff };
 
 /// The API text of an update mode ("Auto", "Reconcile", "Off").
@@ -24,11 +24,29 @@ std::string_view to_string(UpdateMode mode);
 /// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable.
 using ResourceMap = std::map<std::string, kube::Quantity, std::less<>>;
 
-/// One entry of spec.containers: a container name (or "*") and the keys it declares.
+/// spec.containers[].controlledValues: what a recommendation changes.
+enum class ControlledValues {
+  kRequestsAndLimits,  ///< the request, and each limit in proportion (the default)
+  kRequestsOnly,       ///< the request only, never above an existing limit
+};
+
+/// One entry of spec.containers: a container name (or "*") and either fixed values
+/// (requests/limits, applied as declared) or the policy of its recommendation. The per-entry
+/// defaults (both resources controlled, RequestsAndLimits) are vscaler's, not the schema's: a
+/// schema default would land in fixed-value entries too and trip the "not both" rule.
 struct ContainerResources {
-  std::string name;  ///< a container name, or kWildcard
-  ResourceMap requests;
-  ResourceMap limits;
+  std::string name;             ///< a container name, or kWildcard
+  bool off = false;             ///< mode "Off": vscaler leaves this container alone
+  ResourceMap requests;         ///< fixed requests
+  ResourceMap limits;           ///< fixed limits
+  ResourceMap min_allowed;      ///< the least request a recommendation may set
+  ResourceMap max_allowed;      ///< the largest request a recommendation may set
+  bool controls_cpu = true;     ///< controlledResources contains cpu
+  bool controls_memory = true;  ///< controlledResources contains memory
+  ControlledValues controlled_values = ControlledValues::kRequestsAndLimits;
+
+  /// True for an entry of fixed values (no recommendation applies to its container).
+  bool fixed() const { return !requests.empty() || !limits.empty(); }
 };
 
 /// The container name that matches every container not named in another entry.
@@ -42,8 +60,10 @@ struct Scaler {
   std::string resource_version;
   std::string creation_timestamp;  ///< RFC 3339, as stored (compares lexically by time)
   int64_t generation = 0;
+  /// The target Deployment's name: spec.deploymentName, or spec.targetRef.name of a Deployment.
   std::string deployment_name;
   UpdateMode update_mode = UpdateMode::kAuto;
+  /// spec.containers; empty (absent) = every container is scaled from its usage.
   std::vector<ContainerResources> containers;
   nlohmann::json status;  ///< the stored status, to write only what changed
 

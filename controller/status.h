@@ -14,6 +14,8 @@ namespace vscaler::controller {
 /// Condition types and reasons of DESIGN.md (the API contract; users match on these strings).
 namespace condition {
 inline constexpr const char* kDeploymentFound = "DeploymentFound";
+/// The kind-neutral twin of DeploymentFound, written beside it.
+inline constexpr const char* kTargetFound = "TargetFound";
 inline constexpr const char* kScaled = "Scaled";
 inline constexpr const char* kReady = "Ready";
 }  // namespace condition

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 using nlohmann::json;
+using vscaler::api::ControlledValues;
 using vscaler::api::parse_scaler;
 using vscaler::api::UpdateMode;
 using vscaler::api::validate_scaler_spec;
@@ -72,7 +73,7 @@ TEST_CASE("each invalid spec is rejected with an error naming the field") {
   CHECK(first_error(spec).rfind("spec.deploymentName:", 0) == 0);
 
   spec = valid_spec();
-  spec["containers"] = json::array();
+  spec["containers"] = json::object();
   CHECK(first_error(spec).rfind("spec.containers:", 0) == 0);
 
   spec = valid_spec();
@@ -115,4 +116,103 @@ TEST_CASE("parse_scaler reports every problem in one message") {
   REQUIRE_FALSE(scaler.ok());
   CHECK(scaler.error().find("spec.deploymentName") != std::string::npos);
   CHECK(scaler.error().find("requests.gpu") != std::string::npos);
+}
+
+TEST_CASE("the seed's scaler is valid: a Deployment and nothing else, every container from usage") {
+  auto scaler = parse_scaler(scaler_object(json::parse(R"({"deploymentName": "web"})")));
+  REQUIRE(scaler.ok());
+  CHECK(scaler->deployment_name == "web");
+  CHECK(scaler->update_mode == UpdateMode::kAuto);
+  CHECK(scaler->containers.empty());
+  CHECK(parse_scaler(scaler_object(json::parse(R"({"deploymentName": "web", "containers": []})")))
+            ->containers.empty());
+}
+
+TEST_CASE("targetRef names a Deployment like deploymentName; exactly one of the two") {
+  auto ref = parse_scaler(scaler_object(json::parse(
+      R"({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}})")));
+  REQUIRE(ref.ok());
+  CHECK(ref->deployment_name == "web");
+
+  CHECK(first_error(json::parse(R"({"updateMode": "Auto"})"))
+            .rfind("spec.deploymentName: set exactly one", 0) == 0);
+  CHECK(
+      first_error(
+          json::parse(
+              R"({"deploymentName": "web", "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}})"))
+          .rfind("spec.targetRef: set exactly one", 0) == 0);
+  CHECK(first_error(
+            json::parse(
+                R"({"targetRef": {"apiVersion": "apps/v1", "kind": "CronJob", "name": "x"}})"))
+            .rfind("spec.targetRef.kind: \"CronJob\" is not supported", 0) == 0);
+  CHECK(first_error(
+            json::parse(
+                R"({"targetRef": {"apiVersion": "batch/v1", "kind": "Deployment", "name": "x"}})"))
+            .rfind("spec.targetRef.apiVersion:", 0) == 0);
+  CHECK(first_error(
+            json::parse(R"({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment"}})")) ==
+        "spec.targetRef.name: required, the name of the workload");
+}
+
+TEST_CASE("a recommendation policy parses, with vscaler's defaults where it is silent") {
+  auto scaler = parse_scaler(scaler_object(json::parse(R"({"deploymentName": "web", "containers": [
+      {"name": "worker", "minAllowed": {"cpu": "50m", "memory": "64Mi"}, "maxAllowed": {"cpu": 4},
+       "controlledResources": ["memory"], "controlledValues": "RequestsOnly"},
+      {"name": "app"},
+      {"name": "istio-proxy", "mode": "Off"}]})")));
+  REQUIRE(scaler.ok());
+  const auto& worker = scaler->containers[0];
+  CHECK_FALSE(worker.fixed());
+  CHECK(worker.min_allowed.at("memory").to_string() == "64Mi");
+  CHECK(worker.max_allowed.at("cpu").to_string() == "4");
+  CHECK_FALSE(worker.controls_cpu);
+  CHECK(worker.controls_memory);
+  CHECK(worker.controlled_values == ControlledValues::kRequestsOnly);
+  const auto& app = scaler->containers[1];
+  CHECK(app.controls_cpu);
+  CHECK(app.controls_memory);
+  CHECK(app.controlled_values == ControlledValues::kRequestsAndLimits);
+  CHECK(scaler->containers[2].off);
+  CHECK_FALSE(scaler->containers[2].fixed());
+}
+
+TEST_CASE("policy rules: not both kinds of entry, Off carries nothing, min <= max, known names") {
+  auto entry = [](const char* text) {
+    json spec = json::parse(R"({"deploymentName": "web"})");
+    spec["containers"] = json::array({json::parse(text)});
+    return first_error(spec);
+  };
+  CHECK(entry(R"({"name": "app", "requests": {"cpu": "1"}, "maxAllowed": {"cpu": "2"}})")
+            .rfind("spec.containers[0]: an entry has fixed values", 0) == 0);
+  CHECK(entry(R"({"name": "app", "mode": "Off", "minAllowed": {"cpu": "1"}})")
+            .rfind("spec.containers[0].mode: an entry with mode \"Off\"", 0) == 0);
+  CHECK(entry(R"({"name": "app", "minAllowed": {"cpu": "1500m"}, "maxAllowed": {"cpu": 1}})") ==
+        "spec.containers[0].minAllowed.cpu: 1500m exceeds maxAllowed 1");
+  CHECK(entry(R"({"name": "app", "controlledResources": ["cpu", "disk"]})") ==
+        "spec.containers[0].controlledResources[1]: \"disk\" is not one of cpu, memory");
+  CHECK(entry(R"({"name": "app", "controlledValues": "LimitsOnly"})")
+            .rfind("spec.containers[0].controlledValues:", 0) == 0);
+  CHECK(entry(R"({"name": "app", "mode": "Sometimes"})").rfind("spec.containers[0].mode:", 0) == 0);
+}
+
+TEST_CASE("an unquoted Off (the boolean false) is rejected with the hint to quote it") {
+  json spec = json::parse(R"({"deploymentName": "web", "updateMode": false})");
+  CHECK(first_error(spec) ==
+        "spec.updateMode: got the boolean false, not a mode: YAML reads an unquoted Off as false; "
+        "write updateMode: \"Off\" (quoted)");
+  spec =
+      json::parse(R"({"deploymentName": "web", "containers": [{"name": "app", "mode": false}]})");
+  CHECK(first_error(spec) ==
+        "spec.containers[0].mode: got the boolean false, not a mode: YAML reads an unquoted Off as "
+        "false; write mode: \"Off\" (quoted)");
+}
+
+TEST_CASE("what this version cannot apply yet is refused plainly, not half-applied") {
+  CHECK(first_error(json::parse(R"({"deploymentName": "web", "updateMode": "Initial"})"))
+            .rfind("spec.updateMode: Initial is not supported by this version", 0) == 0);
+  CHECK(first_error(
+            json::parse(
+                R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}})"))
+            .rfind("spec.targetRef.kind: StatefulSet targets are not supported by this version",
+                   0) == 0);
 }
