@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "recommender/hash.h"
+
 namespace vscaler::recommender {
 
 std::uint64_t pod_key(std::string_view pod_uid) {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : pod_uid) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a(kFnvBasis, pod_uid);
 }
 
 ContainerAggregate::ContainerAggregate(AggregateState state)
