@@ -66,8 +66,11 @@ void ContainerAggregate::add_memory_peak(const AggregateOptions& options, double
   if (to_millis(state_.window_end) == 0) state_.window_end = time;  // the first sample
   bool add_new_peak = false;
   if (time < state_.window_end) {
+    // Opening a window always adds its first peak, so the window's histogram entry is the
+    // larger of the two peaks. (VPA skips the replacement when that peak is 0, losing the
+    // window's real peak after a first sample of 0 bytes; here a 0 peak is replaced too.)
     double old_peak = std::max(state_.memory_peak, state_.oom_peak);
-    if (old_peak != 0 && bytes > old_peak) {
+    if (bytes > old_peak) {
       state_.memory.subtract_sample(config, old_peak, 1.0, state_.window_end);
       add_new_peak = true;
     }

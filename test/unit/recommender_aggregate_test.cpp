@@ -74,6 +74,17 @@ TEST_CASE("memory keeps one peak per aggregation interval; a higher one replaces
   CHECK(a.state().memory.buckets()[0].index == layout.find_bucket(150e6));
 }
 
+TEST_CASE("a first sample of 0 bytes does not hide the window's real peak") {
+  AggregateOptions options;
+  ContainerAggregate a;
+  (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 0));
+  (void)a.add_sample(options, kPodA, sample(kT0 + minutes(1), 0.1, 300e6));
+  REQUIRE(a.state().memory.buckets().size() == 1);
+  CHECK(a.state().memory.buckets()[0].index ==
+        ExponentialHistogramOptions::memory().find_bucket(300e6));
+  CHECK(a.state().memory.total_weight() == doctest::Approx(1.0));
+}
+
 TEST_CASE("an OOM kill is a memory sample of max(used + 100Mi, 1.2 x used)") {
   AggregateOptions options;
   const auto& layout = ExponentialHistogramOptions::memory();
