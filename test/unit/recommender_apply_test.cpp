@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "recommender/apply.h"
+#include "recommender/limit_range.h"
 #include "recommender/update_rule.h"
 
 using namespace vscaler::recommender;
@@ -150,4 +151,34 @@ TEST_CASE("within bounds, uncontrolled, or a no-op application: no update") {
   auto d = decide_update({&unset, 1}, std::nullopt, minutes(10), kNow);
   CHECK(d.verdict == UpdateVerdict::kDue);
   CHECK(d.reason == "container app: cpu request is not set");
+}
+
+TEST_CASE("several LimitRanges merge into the tightest Container item") {
+  auto list = nlohmann::json::parse(R"({"kind": "LimitRangeList", "apiVersion": "v1", "items": [
+    {"metadata": {"name": "defaults", "namespace": "shop"}, "spec": {"limits": [
+      {"type": "Pod", "max": {"cpu": "8"}},
+      {"type": "Container", "max": {"cpu": "2", "memory": "4Gi"}, "min": {"cpu": "10m"},
+       "default": {"cpu": "500m"}, "defaultRequest": {"cpu": "100m"}}]}},
+    {"metadata": {"name": "tight", "namespace": "shop"}, "spec": {"limits": [
+      {"type": "Container", "max": {"cpu": "1"}, "min": {"cpu": "20m", "memory": "64Mi"},
+       "default": {"cpu": "750m", "memory": "256Mi"}}]}}]})");
+  auto merged = container_limit_range(list);
+  REQUIRE(merged.ok());
+  REQUIRE(merged->has_value());
+  const LimitRangeItem& lr = **merged;
+  CHECK(lr.max == map("1", "4Gi"));
+  CHECK(lr.min == map("20m", "64Mi"));
+  CHECK(lr.default_limit == map("500m", "256Mi"));  // the first default of each resource
+}
+
+TEST_CASE("no Container item: no LimitRange; a malformed one is an error naming it") {
+  auto none = container_limit_range(nlohmann::json::parse(
+      R"({"items": [{"spec": {"limits": [{"type": "Pod", "max": {"cpu": "8"}}]}}]})"));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  auto bad = container_limit_range(nlohmann::json::parse(
+      R"({"items": [{"spec": {"limits": [{"type": "Container", "max": {"cpu": "2 cores"}}]}}]})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().find("items[0].spec.limits[0].max.cpu") == 0);
+  CHECK_FALSE(container_limit_range(nlohmann::json::object()).ok());
 }
