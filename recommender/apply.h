@@ -32,15 +32,15 @@ struct ContainerPolicy {
 
 /// A LimitRange's `type: Container` item (min, max, default = the default limit).
 struct LimitRangeItem {
-  ResourceMap min;
-  ResourceMap max;
-  ResourceMap default_limit;
+  ResourceMap min;            ///< requests and limits at least this
+  ResourceMap max;            ///< requests and limits at most this
+  ResourceMap default_limit;  ///< the limit LimitRanger gives a container without one
 };
 
 /// A container's resources (the template's requests and limits).
 struct ContainerResources {
-  ResourceMap requests;
-  ResourceMap limits;
+  ResourceMap requests;  ///< resources.requests
+  ResourceMap limits;    ///< resources.limits
   friend bool operator==(const ContainerResources&, const ContainerResources&) = default;
 };
 

@@ -20,14 +20,16 @@ namespace vscaler::recommender {
 /// What every histogram of one family shares: the bucket layout and the decay half-life. Passed
 /// to each call instead of stored, so a histogram costs no pointer and cannot dangle.
 struct HistogramConfig {
+  /// The bucket layout (CPU or memory).
   const ExponentialHistogramOptions* options = &ExponentialHistogramOptions::cpu();
+  /// A sample this much older weighs half as much.
   Duration half_life = std::chrono::hours(24);
 };
 
 /// One stored bucket: its index in the layout and its (decayed) weight.
 struct HistogramBucket {
-  std::uint16_t index;
-  float weight;
+  std::uint16_t index;  ///< bucket index in the layout (< 176)
+  float weight;         ///< decayed weight, relative to the histogram's reference time
   friend bool operator==(const HistogramBucket&, const HistogramBucket&) = default;
 };
 

@@ -22,17 +22,17 @@ struct ContainerUsage {
 
 /// One PodMetrics item.
 struct PodUsage {
-  std::string namespace_;  ///< metadata.namespace
-  std::string name;        ///< metadata.name (PodMetrics carry no pod uid)
-  TimePoint timestamp;     ///< end of the measurement window
-  Duration window{0};      ///< its length
-  std::vector<ContainerUsage> containers;
+  std::string namespace_;                  ///< metadata.namespace
+  std::string name;                        ///< metadata.name (PodMetrics carry no pod uid)
+  TimePoint timestamp;                     ///< end of the measurement window
+  Duration window{0};                      ///< its length
+  std::vector<ContainerUsage> containers;  ///< per container usage
 };
 
 /// The items that parsed, and one message per item that did not (the item is skipped: one
 /// pod's broken metrics must not cost the others their samples).
 struct PodMetricsParse {
-  std::vector<PodUsage> pods;
+  std::vector<PodUsage> pods;       ///< the items that parsed
   std::vector<std::string> errors;  ///< e.g. "items[2].containers[0].usage.cpu: invalid ..."
 };
 

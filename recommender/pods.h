@@ -20,21 +20,21 @@ namespace vscaler::recommender {
 /// An object's controller ownerReference (the one with controller: true).
 struct ControllerRef {
   std::string kind;  ///< e.g. ReplicaSet
-  std::string name;
-  std::string uid;
+  std::string name;  ///< the owner's name
+  std::string uid;   ///< the owner's uid (what the chain is followed by)
 };
 
 /// A container of a pod's spec: its requests and limits (cpu / memory only).
 struct PodContainer {
-  std::string name;
-  ResourceMap requests;
-  ResourceMap limits;
+  std::string name;      ///< container name
+  ResourceMap requests;  ///< resources.requests (cpu, memory)
+  ResourceMap limits;    ///< resources.limits (cpu, memory)
 };
 
 /// An OOM kill seen in a pod's status.
 struct OomKill {
-  std::string pod_uid;
-  std::string container;
+  std::string pod_uid;              ///< the pod's metadata.uid
+  std::string container;            ///< the killed container's name
   std::int64_t restart_count = 0;   ///< with pod uid and container, the kill's identity
   TimePoint finished_at;            ///< lastState.terminated.finishedAt
   double memory_request_bytes = 0;  ///< the container's memory request (else limit), 0 if none
@@ -42,31 +42,31 @@ struct OomKill {
 
 /// The parts of a Pod the recommender uses.
 struct PodInfo {
-  std::string name;
-  std::string uid;
-  std::optional<ControllerRef> controller;
-  std::vector<PodContainer> containers;  ///< spec.containers (init containers are not scaled)
-  std::vector<OomKill> oom_kills;
+  std::string name;                         ///< metadata.name (PodMetrics join on it)
+  std::string uid;                          ///< metadata.uid
+  std::optional<ControllerRef> controller;  ///< its controller ownerReference, if any
+  std::vector<PodContainer> containers;     ///< spec.containers (init containers are not scaled)
+  std::vector<OomKill> oom_kills;           ///< OOM kills in containerStatuses[].lastState
 };
 
 /// The parts of a ReplicaSet the owner chain needs.
 struct ReplicaSetInfo {
-  std::string name;
-  std::string uid;
-  std::optional<ControllerRef> controller;
+  std::string name;                         ///< metadata.name
+  std::string uid;                          ///< metadata.uid (pods' controller refs name it)
+  std::optional<ControllerRef> controller;  ///< its Deployment, if any
 };
 
 /// The workload a scaler targets, as its owner chain names it.
 struct WorkloadRef {
   std::string kind;  ///< Deployment, StatefulSet or DaemonSet
-  std::string name;
-  std::string uid;
+  std::string name;  ///< the workload's name
+  std::string uid;   ///< the workload's uid: the chain must end at it, not just at the name
 };
 
 /// A list of pods and one message per pod that did not parse (that pod is skipped).
 struct PodListParse {
-  std::vector<PodInfo> pods;
-  std::vector<std::string> errors;
+  std::vector<PodInfo> pods;        ///< the pods that parsed
+  std::vector<std::string> errors;  ///< one message per skipped pod, naming the field
 };
 
 /// Parses a PodList; an error only when `items` is not an array.

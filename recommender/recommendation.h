@@ -32,16 +32,16 @@ struct RecommendationOptions {
 
 /// One value per resource, in base units (cores, bytes).
 struct Amounts {
-  double cpu_cores = 0;
-  double memory_bytes = 0;
+  double cpu_cores = 0;     ///< CPU in cores
+  double memory_bytes = 0;  ///< memory in bytes
 };
 
 /// The three bounds of one container before rounding and clamping (the per-pod minimums
 /// applied).
 struct Estimate {
-  Amounts target;
-  Amounts lower_bound;
-  Amounts upper_bound;
+  Amounts target;       ///< p90 + margin, at least the per-pod share
+  Amounts lower_bound;  ///< p50 + margin, x (1 + 0.001/confidence)^-2, at least the share
+  Amounts upper_bound;  ///< p95 + margin, x (1 + 1/confidence), at least the share
 };
 
 /// min(history length / confidence interval, samples / minutes of the interval); 0 when empty.
@@ -59,10 +59,10 @@ struct AllowedRange {
 
 /// A container's recommendation in VPA's status shape, rounded up to millicores / bytes.
 struct ContainerRecommendation {
-  std::string container_name;
-  ResourceMap target;
-  ResourceMap lower_bound;
-  ResourceMap upper_bound;
+  std::string container_name;   ///< containerName
+  ResourceMap target;           ///< what to apply
+  ResourceMap lower_bound;      ///< below this an applied request is too small
+  ResourceMap upper_bound;      ///< above this an applied request is too large
   ResourceMap uncapped_target;  ///< target before minAllowed/maxAllowed
   friend bool operator==(const ContainerRecommendation&, const ContainerRecommendation&) = default;
 };
