@@ -80,7 +80,11 @@ void DecayingHistogram::subtract_sample(const HistogramConfig& config, double va
 
 double DecayingHistogram::percentile(const HistogramConfig& config, double fraction) const {
   if (buckets_.empty()) return 0.0;
-  const double threshold = fraction * total_weight_;
+  // The threshold comes from the buckets themselves rather than total_weight_: each float bucket
+  // rounds on every add while the total does not, and the two drift apart over many samples.
+  double sum = 0;
+  for (const auto& b : buckets_) sum += double(b.weight);
+  const double threshold = fraction * sum;
   double partial = 0;
   size_t i = 0;
   for (; i + 1 < buckets_.size(); ++i) {
