@@ -4,7 +4,8 @@
 //     filter, CPU histogram, memory peak), 1,000 containers x 2 pods x a day at one a minute.
 //   recommend: containers per second through estimate + recommend (percentiles, bounds, rounding).
 //   checkpoint: containers per second through encode + dump + parse + decode.
-//   bytes_<shape>: bytes per container (CPU + memory history, duplicate filter of 2 pods) after a
+//   bytes_<shape> (lower is better): bytes per container (CPU + memory history, duplicate filter of
+//   2 pods) after a
 //     day at one sample a minute of steady, noisy and sine-shaped usage.
 #include <chrono>
 #include <cmath>
