@@ -19,11 +19,17 @@ deps:
 deps-test:
 	@scripts/deps.sh test
 
-.PHONY: build build-asan build-tsan
+.PHONY: build build-vscaler build-asan build-tsan
 ## build: the release binary build/vscaler (and the release tests and benchmarks)
 build: deps
 	$(call configure,build/release,-DCMAKE_BUILD_TYPE=Release)
 	@cmake --build build/release
+	@cp build/release/vscaler build/vscaler
+## build-vscaler: build/vscaler alone (no tests or benchmarks): what make demo runs
+build-vscaler: deps
+	$(call configure,build/release,-DCMAKE_BUILD_TYPE=Release)
+	@echo "make: building build/vscaler (ccache makes a rebuild seconds)"
+	@cmake --build build/release --target vscaler
 	@cp build/release/vscaler build/vscaler
 ## build-asan: the unit tests and fuzz targets under AddressSanitizer + UndefinedBehaviorSanitizer
 build-asan: deps
@@ -54,20 +60,27 @@ fuzz: deps-test
 soak: deps-test build cluster-build
 	@test/soak.sh
 
-.PHONY: cluster-build cluster-up cluster-down
-## cluster-build: build (once, cached by version) etcd, kube-apiserver and kubectl
+.PHONY: cluster-build cluster-up cluster-down vpa-build
+## cluster-build: build (once, cached by version in ~/.cache/vscaler) etcd, kube-apiserver,
+## kubectl, kube-controller-manager, kube-scheduler, kwok and metrics-server; prints progress
 cluster-build: deps-test
 	@test/cluster/build.sh >/dev/null
-## cluster-up: local etcd + kube-apiserver on 127.0.0.1; prints the kubeconfig and kubectl paths
+## cluster-up: the local cluster on 127.0.0.1 (VSCALER_CLUSTER=full, the default: controllers,
+## scheduler, VSCALER_NODES=3 kwok nodes, metrics-server; minimal: etcd + kube-apiserver alone);
+## prints the kubeconfig and kubectl paths
 cluster-up: cluster-build
 	@test/cluster/up.sh
+## vpa-build: build (once, cached by version) VerticalPodAutoscaler's recommender, updater and
+## admission-controller, the benchmarks' peers
+vpa-build: deps-test
+	@test/cluster/build.sh vpa >/dev/null
 ## cluster-down: stop what cluster-up started and remove its state
 cluster-down:
 	@test/cluster/down.sh
 
 .PHONY: demo demo-down
 ## demo: the main job on a fresh machine (see README.md)
-demo: build cluster-up
+demo: build-vscaler cluster-up
 	@scripts/demo.sh
 ## demo-down: stop everything demo started
 demo-down:
@@ -92,7 +105,7 @@ undeploy:
 
 .PHONY: bench
 ## bench: benchmarks next to their peers; writes bench/RESULTS.md
-bench: build cluster-build
+bench: build cluster-build vpa-build
 	@bench/run.sh
 
 .PHONY: format format-check

@@ -1,7 +1,10 @@
+# shellcheck shell=bash
 # Functions shared by the scripts of test/cluster/ (sourced, never run).
 CLUSTER_DIR=${VSCALER_CLUSTER_DIR:-/tmp/vscaler-cluster}
+# Every process a full cluster runs, in the order down.sh stops them (clients before servers).
+CLUSTER_COMPONENTS=(metrics-server kwok kube-scheduler kube-controller-manager kube-apiserver etcd)
 
-# print_paths: the two things a user needs to talk to the control plane.
+# print_paths: the two things a user needs to talk to the cluster.
 print_paths() {
   echo "kubeconfig: $CLUSTER_DIR/kubeconfig"
   echo "kubectl:    $CLUSTER_DIR/bin/kubectl"
@@ -18,7 +21,12 @@ pid_alive() {
   tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$1"
 }
 
-cluster_running() { pid_alive etcd || pid_alive kube-apiserver; }
+# cluster_running: true when any process of a cluster in CLUSTER_DIR still runs.
+cluster_running() {
+  local c
+  for c in "${CLUSTER_COMPONENTS[@]}"; do pid_alive "$c" && return 0; done
+  return 1
+}
 
 # start_process NAME BINARY ARGS...: runs BINARY detached (own session), logging to NAME.log.
 start_process() {
@@ -28,21 +36,25 @@ start_process() {
   echo $! > "$CLUSTER_DIR/$name.pid"
 }
 
-start_apiserver() {
+# start_from_args NAME BINARY [ARGS_FILE]: starts BINARY with the arguments kept in ARGS_FILE
+# (default NAME.args), one a line, kept so a test can restart a component alone.
+start_from_args() {
   local args=()
-  mapfile -t args < "$CLUSTER_DIR/apiserver.args"
-  start_process kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" "${args[@]}"
+  mapfile -t args < "$CLUSTER_DIR/${3:-$1.args}"
+  start_process "$1" "$2" "${args[@]}"
 }
+
+start_apiserver() { start_from_args kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" apiserver.args; }
 
 # stop_process NAME [GRACE_SECONDS]: SIGTERM, up to GRACE (default 15) s, then SIGKILL; only the
 # pid we recorded. kube-apiserver holds open watch connections to the end of its grace, so its
 # callers pass a shorter one (nothing it holds needs a clean shutdown: etcd has the data).
 stop_process() {
-  local name=$1 grace=${2:-15} pid i
+  local name=$1 grace=${2:-15} pid
   pid_alive "$name" || { rm -f "$CLUSTER_DIR/$name.pid"; return 1; }
   pid=$(cat "$CLUSTER_DIR/$name.pid")
   kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 $((grace * 10))); do
+  for _ in $(seq 1 $((grace * 10))); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -50,31 +62,63 @@ stop_process() {
   rm -f "$CLUSTER_DIR/$name.pid"
 }
 
-apiserver_ready() {
-  local port
-  port=$(cat "$CLUSTER_DIR/apiserver.port")
-  curl -fsS --cacert "$CLUSTER_DIR/pki/ca.crt" --cert "$CLUSTER_DIR/pki/admin.crt" \
-    --key "$CLUSTER_DIR/pki/admin.key" "https://127.0.0.1:$port/readyz" >/dev/null 2>&1
+# stop_all: stops every component this cluster directory recorded; prints the names it stopped.
+# etcd gets a full grace (it has the data); the others are stateless clients of it.
+stop_all() {
+  local c stopped=()
+  for c in "${CLUSTER_COMPONENTS[@]}"; do
+    if [ "$c" = etcd ]; then
+      stop_process "$c" && stopped+=("$c")
+    else
+      stop_process "$c" 3 && stopped+=("$c")
+    fi
+  done
+  echo "${stopped[*]}"
 }
 
-# wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds; on timeout shows WHAT's log.
+# admin_curl PATH [CURL_ARGS...]: GET PATH from the API server as the admin user.
+admin_curl() {
+  local port path=$1
+  shift
+  port=$(cat "$CLUSTER_DIR/apiserver.port")
+  curl -fsS --cacert "$CLUSTER_DIR/pki/ca.crt" --cert "$CLUSTER_DIR/pki/admin.crt" \
+    --key "$CLUSTER_DIR/pki/admin.key" "$@" "https://127.0.0.1:$port$path"
+}
+
+apiserver_ready() { admin_curl /readyz >/dev/null 2>&1; }
+
+# health_ok URL: true when an HTTPS /healthz-style endpoint of a component on 127.0.0.1 answers
+# 200 (their serving certificates are self-signed or ours; what is probed is liveness, not trust).
+health_ok() { curl -fsSk --max-time 5 "$1" >/dev/null 2>&1; }
+
+# fail_component NAME WHY: the one line naming what failed, then the tail of its log.
+fail_component() {
+  echo "test/cluster: $1 $2; last lines of $CLUSTER_DIR/$1.log:" >&2
+  tail -n 30 "$CLUSTER_DIR/$1.log" >&2 2>/dev/null || true
+}
+
+# wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds; on timeout, or when WHAT's
+# process exits first, says so with the tail of WHAT's log and fails.
 wait_for() {
   local what=$1 seconds=$2 deadline
   shift 2
   deadline=$((SECONDS + seconds))
   until "$@" >/dev/null 2>&1; do
-    if ! pid_alive "$what" || [ $SECONDS -ge $deadline ]; then
-      if pid_alive "$what"; then
-        echo "test/cluster: $what did not become ready within ${seconds}s; last lines of its log:" >&2
-      else
-        echo "test/cluster: $what exited before it was ready; last lines of its log:" >&2
-      fi
-      tail -n 30 "$CLUSTER_DIR/$what.log" >&2 || true
+    if ! pid_alive "$what"; then
+      fail_component "$what" "exited before it was ready"
+      return 1
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      fail_component "$what" "did not become ready within ${seconds}s"
       return 1
     fi
     sleep 0.5
   done
 }
+
+# port_clash NAME: true when NAME's log says its port was taken (picked free, then lost to
+# another process before NAME bound it): the caller retries on other ports.
+port_clash() { grep -q 'address already in use' "$CLUSTER_DIR/$1.log" 2>/dev/null; }
 
 # free_ports N: N distinct free TCP ports on 127.0.0.1, on one line.
 free_ports() {
@@ -89,38 +133,72 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 }
 
+# issue_cert DIR NAME SUBJECT EXTENSIONS [CA]: NAME.key and NAME.crt signed by CA (default ca)
+# in DIR, with the given openssl extension lines (e.g. "extendedKeyUsage=clientAuth").
+issue_cert() {
+  local dir=$1 name=$2 subject=$3 ext=$4 ca=${5:-ca}
+  (
+    cd "$dir" || exit 1
+    umask 077
+    openssl req -newkey rsa:2048 -nodes -subj "$subject" -keyout "$name.key" -out "$name.csr" 2>/dev/null
+    printf '%s\n' "$ext" > "$name.ext"
+    openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial -days 3650 \
+      -extfile "$name.ext" -out "$name.crt" 2>/dev/null
+    rm -f "$name.csr" "$name.ext"
+  )
+}
+
 # gen_pki DIR: a CA for serving and client certificates, the API server's serving certificate
 # (SANs 127.0.0.1, localhost and the in-cluster names), an admin client certificate in
 # system:masters, and the service-account signing key pair.
 gen_pki() {
   local dir=$1
   (
-    cd "$dir"
+    cd "$dir" || exit 1
     umask 077
     openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=vscaler-test-ca" \
       -keyout ca.key -out ca.crt 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
-      -keyout apiserver.key -out apiserver.csr 2>/dev/null
-    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1" \
-      "extendedKeyUsage=serverAuth" > apiserver.ext
-    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-      -extfile apiserver.ext -out apiserver.crt 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=admin" \
-      -keyout admin.key -out admin.csr 2>/dev/null
-    printf 'extendedKeyUsage=clientAuth\n' > admin.ext
-    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
-      -extfile admin.ext -out admin.crt 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
-    rm -f ./*.csr ./*.ext
   )
+  issue_cert "$dir" apiserver "/CN=kube-apiserver" "$(printf '%s\n' \
+    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1" \
+    "extendedKeyUsage=serverAuth")"
+  issue_cert "$dir" admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth"
 }
 
-# write_kubeconfig FILE SERVER PKI_DIR: an admin kubeconfig with the certificates embedded.
+# gen_full_pki DIR: what the full cluster adds to gen_pki: the aggregation layer's front-proxy CA
+# and the API server's proxy client certificate; a client certificate for each component, named
+# as the bootstrap RBAC expects (system:kube-controller-manager, system:kube-scheduler) or in
+# system:masters for kwok and metrics-server (test-only simulators that need broad access); and
+# serving certificates for kwok (its kubelet-like endpoint) and metrics-server.
+gen_full_pki() {
+  local dir=$1 serving
+  (
+    cd "$dir" || exit 1
+    umask 077
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=vscaler-test-front-proxy-ca" \
+      -keyout front-proxy-ca.key -out front-proxy-ca.crt 2>/dev/null
+  )
+  issue_cert "$dir" front-proxy-client "/CN=front-proxy-client" "extendedKeyUsage=clientAuth" front-proxy-ca
+  issue_cert "$dir" kube-controller-manager "/CN=system:kube-controller-manager" "extendedKeyUsage=clientAuth"
+  issue_cert "$dir" kube-scheduler "/CN=system:kube-scheduler" "extendedKeyUsage=clientAuth"
+  issue_cert "$dir" kwok "/O=system:masters/CN=kwok" "extendedKeyUsage=clientAuth"
+  issue_cert "$dir" metrics-server "/O=system:masters/CN=metrics-server" "extendedKeyUsage=clientAuth"
+  serving=$(printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "extendedKeyUsage=serverAuth")
+  issue_cert "$dir" kwok-serving "/CN=kwok" "$serving"
+  # The aggregator checks the name of the APIService's Service, whatever address it dials.
+  issue_cert "$dir" metrics-server-serving "/CN=metrics-server.kube-system.svc" "$(printf '%s\n' \
+    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:metrics-server.kube-system.svc" "extendedKeyUsage=serverAuth")"
+}
+
+# write_kubeconfig FILE SERVER PKI_DIR [USER]: a kubeconfig for USER (default admin: the cluster
+# admin) with PKI_DIR/USER.crt and .key embedded.
 write_kubeconfig() {
-  local file=$1 server=$2 pki=$3
-  umask 077
-  cat > "$file" <<KC
+  local file=$1 server=$2 pki=$3 user=${4:-admin}
+  (
+    umask 077
+    cat > "$file" <<KC
 apiVersion: v1
 kind: Config
 clusters:
@@ -129,13 +207,14 @@ clusters:
     server: $server
     certificate-authority-data: $(base64 -w0 < "$pki/ca.crt")
 users:
-- name: admin
+- name: $user
   user:
-    client-certificate-data: $(base64 -w0 < "$pki/admin.crt")
-    client-key-data: $(base64 -w0 < "$pki/admin.key")
+    client-certificate-data: $(base64 -w0 < "$pki/$user.crt")
+    client-key-data: $(base64 -w0 < "$pki/$user.key")
 contexts:
 - name: vscaler-local
-  context: {cluster: vscaler-local, user: admin}
+  context: {cluster: vscaler-local, user: $user}
 current-context: vscaler-local
 KC
+  )
 }

@@ -1,21 +1,48 @@
 #!/usr/bin/env bash
-# Starts a local control plane: etcd + kube-apiserver on 127.0.0.1, on free ports, with freshly
-# generated CAs and certificates, RBAC authorization and a service-account signing key. Writes
-# the admin kubeconfig to $VSCALER_CLUSTER_DIR/kubeconfig and kubectl to $VSCALER_CLUSTER_DIR/bin.
-# Extra kube-apiserver flags: VSCALER_APISERVER_ARGS (e.g. --watch-cache=false).
+# Starts the local cluster on 127.0.0.1, on free ports, with freshly generated CAs and
+# certificates. Writes the admin kubeconfig to $VSCALER_CLUSTER_DIR/kubeconfig and kubectl to
+# $VSCALER_CLUSTER_DIR/bin.
+#   VSCALER_CLUSTER=full (default): etcd, kube-apiserver with the aggregation layer,
+#     kube-controller-manager, kube-scheduler, kwok managing VSCALER_NODES (default 3) fake nodes
+#     (32 CPU, 128Gi, VSCALER_NODE_PODS=500 pods each) and metrics-server as v1beta1.metrics.k8s.io
+#     (see full.sh for how they are wired).
+#   VSCALER_CLUSTER=minimal: etcd + kube-apiserver alone (RBAC, service-account signing key).
+# Extra flags: VSCALER_APISERVER_ARGS for kube-apiserver (e.g. --watch-cache=false), and
+# VSCALER_KUBE_CONTROLLER_MANAGER_ARGS, _KUBE_SCHEDULER_ARGS, _KWOK_ARGS, _METRICS_SERVER_ARGS.
+# When a component fails to start, one line names it (then its log's tail) and nothing started
+# is left running.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.sh
 . "$here/versions.sh"
 # shellcheck source=lib.sh
 . "$here/lib.sh"
+# shellcheck source=full.sh
+. "$here/full.sh"
+
+mode=${VSCALER_CLUSTER:-full}
+case "$mode" in
+  full | minimal) ;;
+  *) echo "up.sh: VSCALER_CLUSTER must be full or minimal, not '$mode'" >&2; exit 2 ;;
+esac
+VSCALER_NODES=${VSCALER_NODES:-3}
+if ! [[ "$VSCALER_NODES" =~ ^[1-9][0-9]*$ ]] || [ "$VSCALER_NODES" -gt 4096 ]; then
+  echo "up.sh: VSCALER_NODES must be a whole number from 1 to 4096, not '$VSCALER_NODES'" >&2
+  exit 2
+fi
+if ! [[ "$NODE_PODS" =~ ^[1-9][0-9]*$ ]] || [ "$NODE_PODS" -gt 1000 ]; then
+  echo "up.sh: VSCALER_NODE_PODS must be a whole number from 1 to 1000 (a node's pod range holds 1,022), not '$NODE_PODS'" >&2
+  exit 2
+fi
 
 if cluster_running; then
-  echo "up.sh: a local control plane is already running in $CLUSTER_DIR (make cluster-down stops it)"
+  running=$(cat "$CLUSTER_DIR/mode" 2>/dev/null || echo minimal)
+  echo "up.sh: a local cluster ($running) is already running in $CLUSTER_DIR (make cluster-down stops it)"
+  [ "$running" = "$mode" ] || echo "up.sh: VSCALER_CLUSTER=$mode was asked for; it is left as it is"
   print_paths
   exit 0
 fi
-# Leftovers of a control plane that died: clear them so we start clean.
+# Leftovers of a cluster that died: clear them so we start clean.
 rm -rf "$CLUSTER_DIR"
 mkdir -p "$CLUSTER_DIR"/{pki,bin,etcd-data,apiserver}
 chmod 700 "$CLUSTER_DIR/pki"
@@ -23,9 +50,15 @@ chmod 700 "$CLUSTER_DIR/pki"
 "$here/build.sh" >/dev/null
 command -v openssl >/dev/null || { echo "up.sh: openssl is missing (make deps installs it)" >&2; exit 1; }
 ln -sf "$KUBE_BIN_DIR/kubectl" "$CLUSTER_DIR/bin/kubectl"
+kubectl=$CLUSTER_DIR/bin/kubectl
 
+# From here on a failure stops whatever was started.
+started_ok=0
+trap '[ "$started_ok" = 1 ] || stop_all >/dev/null' EXIT
+start=$SECONDS
 pki=$CLUSTER_DIR/pki
 gen_pki "$pki"
+[ "$mode" = minimal ] || gen_full_pki "$pki"
 
 # start_plane: etcd then kube-apiserver on freshly picked free ports. The ports are free when
 # picked but another process may take one before our servers bind it; start_plane fails then
@@ -63,6 +96,18 @@ start_plane() {
 --allow-privileged=false
 --v=0
 ARGS
+  # The aggregation layer: the API server proxies aggregated APIs (metrics.k8s.io) with the
+  # front-proxy client certificate, which the aggregated servers trust through the
+  # --requestheader-* settings it publishes in kube-system/extension-apiserver-authentication.
+  [ "$mode" = minimal ] || cat >> "$CLUSTER_DIR/apiserver.args" <<ARGS
+--requestheader-client-ca-file=$pki/front-proxy-ca.crt
+--requestheader-allowed-names=front-proxy-client
+--requestheader-username-headers=X-Remote-User
+--requestheader-group-headers=X-Remote-Group
+--requestheader-extra-headers-prefix=X-Remote-Extra-
+--proxy-client-cert-file=$pki/front-proxy-client.crt
+--proxy-client-key-file=$pki/front-proxy-client.key
+ARGS
   for arg in ${VSCALER_APISERVER_ARGS:-}; do echo "$arg" >> "$CLUSTER_DIR/apiserver.args"; done
   start_apiserver
   # On 2 cores the first start (RBAC bootstrap, CRD controllers) takes 20-60 s.
@@ -73,11 +118,21 @@ for attempt in 1 2 3; do
   if start_plane; then break; fi
   stop_process kube-apiserver 3 || true
   stop_process etcd 3 || true
-  [ "$attempt" -lt 3 ] || exit 1
-  echo "up.sh: start attempt $attempt failed; retrying on other ports" >&2
+  # Only a port lost between picking and binding is worth another try.
+  { [ "$attempt" -lt 3 ] && { port_clash etcd || port_clash kube-apiserver; }; } || exit 1
+  echo "up.sh: a port was taken (attempt $attempt); retrying on other ports" >&2
   rm -rf "$CLUSTER_DIR/etcd-data" && mkdir -p "$CLUSTER_DIR/etcd-data"
 done
 
 write_kubeconfig "$CLUSTER_DIR/kubeconfig" "https://127.0.0.1:$apiserver_port" "$pki"
-echo "up.sh: local control plane ready (kube-apiserver $KUBE_VERSION, etcd $ETCD_VERSION)"
+export KUBECONFIG=$CLUSTER_DIR/kubeconfig
+if [ "$mode" = full ]; then
+  start_full || exit 1
+  what="etcd $ETCD_VERSION, kube-apiserver/controller-manager/scheduler $KUBE_VERSION, kwok $KWOK_VERSION ($VSCALER_NODES nodes), metrics-server $METRICS_SERVER_VERSION"
+else
+  what="etcd $ETCD_VERSION, kube-apiserver $KUBE_VERSION"
+fi
+echo "$mode" > "$CLUSTER_DIR/mode"
+started_ok=1
+echo "up.sh: local cluster ($mode) ready in $((SECONDS - start))s: $what"
 print_paths
