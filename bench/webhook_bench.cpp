@@ -20,8 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "kube/log.h"
-#include "test/unit/webhook_tls_fixture.h"
+#include "base/log.h"
+#include "test/unit/webhook/tls_fixture.h"
 #include "webhook/admission.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/server.h"

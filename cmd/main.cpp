@@ -10,16 +10,16 @@
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "cmd/options.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "kube/log.h"
+#include "metrics/health_server.h"
 #include "metrics/registry.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
-#include "webhook/health_server.h"
 #include "webhook/scaler_handler.h"
 #include "webhook/server.h"
 
@@ -113,7 +113,7 @@ int run(const cmd::Options& options) {
   auto& enqueued =
       registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
           .get();
-  webhook::DeploymentHandler deployments(manager.store(), manager.queue(), enqueued);
+  webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued);
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 
@@ -133,10 +133,10 @@ int run(const cmd::Options& options) {
     return scalers.handle(request);
   });
 
-  webhook::HealthServer health(options.health_addr);
+  metrics::HealthServer health(options.health_addr);
   health.add_readiness_check("informer-synced", [&manager] { return manager.synced(); });
   health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
-  webhook::HealthServer metrics_server(options.metrics_addr);
+  metrics::HealthServer metrics_server(options.metrics_addr);
   metrics_server.expose_metrics(registry);
 
   manager.start();

@@ -6,8 +6,8 @@
 #include <functional>
 #include <map>
 
-#include "kube/log.h"
-#include "webhook/health_server.h"
+#include "base/log.h"
+#include "metrics/listen_address.h"
 
 namespace vscaler::cmd {
 
@@ -86,7 +86,7 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
   };
   auto address = [](std::string& field, const char* flag) {
     return Setter([&field, flag](const std::string& value) -> kube::Result<kube::Unit> {
-      auto parsed = webhook::parse_listen_address(value);
+      auto parsed = metrics::parse_listen_address(value);
       if (!parsed.ok()) return kube::fail(std::string(flag) + ": " + parsed.error());
       field = value;
       return kube::Unit{};

@@ -3,8 +3,9 @@
 #include <atomic>
 #include <chrono>
 
+#include "base/log.h"
+#include "base/time.h"
 #include "controller/status.h"
-#include "kube/log.h"
 
 namespace vscaler::controller {
 namespace {
@@ -52,10 +53,10 @@ ApiResult KubeReconcileApi::patch_scaler_status(const std::string& ns, const std
                               merge_patch, options);
 }
 
-void KubeReconcileApi::record_event(const Scaler& scaler, bool warning, const std::string& reason,
-                                    const std::string& message) {
+void KubeReconcileApi::record_event(const api::Scaler& scaler, bool warning,
+                                    const std::string& reason, const std::string& message) {
   static std::atomic<uint64_t> sequence{0};
-  auto now = rfc3339_now();
+  auto now = base::rfc3339_now();
   auto nanos = std::chrono::system_clock::now().time_since_epoch().count();
   char suffix[40];
   std::snprintf(suffix, sizeof suffix, ".%llx%llx", static_cast<unsigned long long>(nanos),

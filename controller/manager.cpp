@@ -1,6 +1,7 @@
 #include "controller/manager.h"
 
-#include "kube/log.h"
+#include "base/log.h"
+#include "kube/object_meta.h"
 
 namespace vscaler::controller {
 namespace {
@@ -9,11 +10,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kLogger = "manager";
 constexpr const char* kControllerName = "verticalscaler";
 
-int64_t generation_of(const json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return 0;
-  return metadata->value("generation", int64_t{0});
-}
 }  // namespace
 
 /// The Prometheus side of the queue, reconciler and resync observers (controller-runtime names).
@@ -95,14 +91,16 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
     : client_(client),
       options_(std::move(options)),
       metrics_(std::make_unique<Metrics>(registry)),
+      expectations_(options_.expectations),
       reconcile_api_(client),
       resync_api_(client) {
   WorkQueueOptions queue_options;
   // The queue calls its observer; the manager owns it and outlives the queue.
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
   queue_ = std::make_unique<WorkQueue>(queue_options);
-  reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, *metrics_,
-                                             options_.reconciler);
+  hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_);
+  reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
+                                             *metrics_, options_.reconciler);
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
 
   kube::InformerOptions informer_options;
@@ -160,26 +158,26 @@ void Manager::enqueue_target(const std::string& ns, const std::string& deploymen
 void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   if (new_object == nullptr) {
     // Deleted: forget it; the scalers left on its Deployment may become active.
-    std::string key = object_key(*old_object);
+    std::string key = kube::object_key(*old_object);
     auto removed = store_.remove(key);
     queue_->add(key);  // the worker forgets its in-memory state
     if (removed) enqueue_target(removed->ns, removed->deployment_name);
     return;
   }
-  auto parsed = parse_scaler(*new_object);
+  auto parsed = api::parse_scaler(*new_object);
   if (!parsed.ok()) {
     // Admitted by an older CRD or while the validating webhook was down: report, touch nothing.
     log::warn(kLogger, "ignoring an invalid VerticalScaler",
-              {{"scaler", object_key(*new_object)}, {"error", parsed.error()}});
-    auto removed = store_.remove(object_key(*new_object));
+              {{"scaler", kube::object_key(*new_object)}, {"error", parsed.error()}});
+    auto removed = store_.remove(kube::object_key(*new_object));
     if (removed) enqueue_target(removed->ns, removed->deployment_name);
     return;
   }
-  auto scaler = std::make_shared<const Scaler>(std::move(parsed).value());
+  auto scaler = std::make_shared<const api::Scaler>(std::move(parsed).value());
   std::string key = scaler->key();
   auto previous = store_.upsert(scaler);
   bool spec_changed = old_object == nullptr || previous == nullptr ||
-                      generation_of(*old_object) != scaler->generation;
+                      kube::meta_generation(*old_object) != scaler->generation;
   if (!spec_changed) return;  // status-only (or metadata-only) update: nothing to do
   // The scaler and everything on its Deployment (a new or changed scaler can win or lose the
   // one-scaler-per-Deployment election); with a new deploymentName, the old Deployment's too.
@@ -208,15 +206,15 @@ void Manager::work() {
         metrics_->on_reconcile("success", seconds);
         break;
       case ReconcileOutcome::Kind::kRecheck:
-        // Not a failure: look again shortly, keeping the hint (and its issue time).
+        // Not a failure: look again shortly (the expectation stays where it is).
         queue_->forget(item->key);
-        queue_->add_after(item->key, outcome.delay, item->priority, item->hint);
+        queue_->add_after(item->key, outcome.delay, item->priority);
         metrics_->on_reconcile("requeue_after", seconds);
         break;
       case ReconcileOutcome::Kind::kRetry:
         log::warn(kLogger, "reconcile failed; retrying with backoff",
                   {{"scaler", item->key}, {"error", outcome.error}});
-        queue_->add_rate_limited(item->key, item->priority, item->hint, outcome.delay);
+        queue_->add_rate_limited(item->key, item->priority, outcome.delay);
         metrics_->on_reconcile("error", seconds);
         break;
     }

@@ -1,6 +1,6 @@
 // Manager: the operator's controller half, assembled. It owns the scaler store and index, the work
-// queue, the reconciler and its workers, the VerticalScaler informer and the resync loop, and
-// exposes what the webhook needs (the store to look up, the queue to enqueue into).
+// queue, the expectations store, the reconciler and its workers, the VerticalScaler informer and
+// the resync loop, and exposes what the webhook needs (the store to look up, the hint sink).
 #pragma once
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/expectations.h"
 #include "controller/kube_api.h"
 #include "controller/memory_trim.h"
 #include "controller/reconciler.h"
@@ -29,6 +30,7 @@ struct ManagerOptions {
   int workers = 4;
   std::chrono::milliseconds resync_period{60'000};
   ReconcilerOptions reconciler;
+  ExpectationsOptions expectations;
 };
 
 /// Runs everything of the controller side; start() then stop().
@@ -49,8 +51,8 @@ class Manager {
 
   /// The scalers and their index (the admission handlers read them; never written from there).
   const ScalerStore& store() const { return store_; }
-  /// The queue the admission handlers enqueue hints into.
-  WorkQueue& queue() { return *queue_; }
+  /// Where the admission handlers hand their hints (expectation recorded, key queued).
+  HintSink& hints() { return *hints_; }
   /// Runs one resync pass now (tests and benchmarks).
   ResyncStats resync_once() { return resyncer_->run_once(); }
 
@@ -66,6 +68,8 @@ class Manager {
   ScalerStore store_;
   VerifiedState verified_;
   std::unique_ptr<WorkQueue> queue_;
+  Expectations expectations_;
+  std::unique_ptr<QueueingHintSink> hints_;
   KubeReconcileApi reconcile_api_;
   KubeResyncApi resync_api_;
   std::unique_ptr<Reconciler> reconciler_;

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "controller/scaler.h"
+#include "api/scaler.h"
+#include "base/result.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 
 namespace vscaler::controller {
 
@@ -32,7 +32,7 @@ class ReconcileApi {
   virtual ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                         const nlohmann::json& merge_patch) = 0;
   /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
-  virtual void record_event(const Scaler& scaler, bool warning, const std::string& reason,
+  virtual void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                             const std::string& message) = 0;
 };
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
-#include "controller/resources.h"
+#include "api/resources.h"
+#include "base/log.h"
+#include "base/time.h"
 #include "controller/status.h"
-#include "kube/log.h"
+#include "kube/object_meta.h"
 
 namespace vscaler::controller {
 namespace {
@@ -13,26 +15,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr std::string_view kLogger = "reconciler";
-
-std::string string_at(const json& object, std::initializer_list<const char*> path) {
-  const json* node = &object;
-  for (const char* key : path) {
-    if (!node->is_object()) return {};
-    auto it = node->find(key);
-    if (it == node->end()) return {};
-    node = &*it;
-  }
-  return node->is_string() ? node->get<std::string>() : std::string();
-}
-
-int64_t generation_of(const json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return 0;
-  auto generation = metadata->find("generation");
-  return generation != metadata->end() && generation->is_number_integer()
-             ? generation->get<int64_t>()
-             : 0;
-}
 
 ReconcileOutcome retry(const kube::ApiError& error, std::string_view what) {
   ReconcileOutcome outcome;
@@ -62,18 +44,6 @@ std::string stored_reason(const json& status, std::string_view type) {
 
 }  // namespace
 
-const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers) {
-  const Scaler* active = nullptr;
-  for (const auto& candidate : scalers) {
-    if (!candidate) continue;
-    if (active == nullptr || std::tie(candidate->creation_timestamp, candidate->name) <
-                                 std::tie(active->creation_timestamp, active->name)) {
-      active = candidate.get();
-    }
-  }
-  return active;
-}
-
 json merge_patch_between(const json& from, const json& to) {
   if (!from.is_object() || !to.is_object()) return to;
   json patch = json::object();
@@ -92,31 +62,38 @@ json merge_patch_between(const json& from, const json& to) {
 }
 
 Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedState& verified,
-                       ReconcilerMetrics& metrics, ReconcilerOptions options)
-    : api_(api), store_(store), verified_(verified), metrics_(metrics), options_(options) {}
+                       Expectations& expectations, ReconcilerMetrics& metrics,
+                       ReconcilerOptions options)
+    : api_(api),
+      store_(store),
+      verified_(verified),
+      expectations_(expectations),
+      metrics_(metrics),
+      options_(options) {}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
-  std::shared_ptr<const Scaler> scaler = store_.get(item.key);
+  std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
   if (!scaler) {
     // Scaler gone: forget it. The Deployment is left exactly as it is.
     verified_.forget(item.key);
+    expectations_.forget(item.key);
     std::lock_guard lock(mutex_);
     mutated_.erase(item.key);
-    recheck_delays_.erase(item.key);
     return {};
   }
 
   // One scaler per Deployment: the oldest is active, the others report Conflict and write nothing.
-  const Scaler* active = nullptr;
+  const api::Scaler* active = nullptr;
   auto rivals = store_.targeting(scaler->ns, scaler->deployment_name);
-  active = select_active(rivals);
+  active = api::select_active(rivals);
   if (active != nullptr && active->key() != scaler->key()) {
     verified_.forget(scaler->key());
+    expectations_.forget(scaler->key());  // the loser writes nothing: nothing to see
     StatusReport report;
     report.deployment_name = scaler->deployment_name;
     report.deployment_found =
         stored_reason(scaler->status, condition::kDeploymentFound) == reason::kFound;
-    report.deployment_uid = string_at(scaler->status, {"deployment", "uid"});
+    report.deployment_uid = kube::string_at(scaler->status, {"deployment", "uid"});
     std::string message = "VerticalScaler " + active->name + " already manages Deployment " +
                           scaler->deployment_name + "; this scaler changes nothing";
     report.conditions.push_back({condition::kReady, false, reason::kConflict, message});
@@ -130,7 +107,7 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   return reconcile_active(*scaler, item);
 }
 
-ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkItem& item) {
+ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const WorkItem& item) {
   StatusReport report;
   report.deployment_name = scaler.deployment_name;
   const std::string key = scaler.key();
@@ -139,7 +116,7 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
   bool missing = !deployment.ok() && kube::is_not_found(deployment.error());
   if (!deployment.ok() && !missing) return retry(deployment.error(), "get deployment");
   bool deleting =
-      deployment.ok() && !string_at(*deployment, {"metadata", "deletionTimestamp"}).empty();
+      deployment.ok() && !kube::string_at(*deployment, {"metadata", "deletionTimestamp"}).empty();
 
   if (missing || deleting) {
     // Its creation (or re-creation) will hint; the resync is the safety net.
@@ -153,39 +130,40 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
                                  "waiting for Deployment " + scaler.deployment_name});
     auto written = write_status(scaler, report);
     if (!written.ok()) return retry(written.error(), "write status");
-    // A CREATE/UPDATE hint says the Deployment must become visible: keep looking for a while.
-    // Only a hinted CREATE is still to come; an UPDATE of a vanished Deployment never will.
-    bool hint_visible = !item.hint.must_exist || !item.hint.gone_uid.empty();
-    return maybe_recheck(item, hint_visible, {});
+    // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.
+    Observed observed;
+    observed.exists = !missing;
+    observed.deleting = deleting;
+    return maybe_recheck(key, observed, {});
   }
 
   const json& stored = *deployment;
-  const std::string uid = string_at(stored, {"metadata", "uid"});
-  int64_t generation = generation_of(stored);
-  bool hint_visible = (item.hint.min_generation_exclusive == 0 ||
-                       generation > item.hint.min_generation_exclusive) &&
-                      (item.hint.gone_uid.empty() || item.hint.gone_uid != uid);
+  const std::string uid = kube::string_at(stored, {"metadata", "uid"});
+  int64_t generation = kube::meta_generation(stored);
+  // What was stored before this reconcile wrote anything: the write a hint announced is in it
+  // or still to come.
+  Observed observed{true, false, uid, generation};
 
   report.deployment_found = true;
   report.deployment_uid = uid;
   report.conditions.push_back({condition::kDeploymentFound, true, reason::kFound,
                                "Deployment " + scaler.deployment_name + " exists"});
 
-  ResourcePlan plan = plan_resources(scaler, stored);
+  api::ResourcePlan plan = api::plan_resources(scaler, stored);
   ReconcileOutcome outcome;
   Condition scaled{condition::kScaled, false, "", ""};
   bool applied = false;
 
-  if (scaler.update_mode == UpdateMode::kOff) {
+  if (scaler.update_mode == api::UpdateMode::kOff) {
     scaled.reason = reason::kUpdateModeOff;
     scaled.message = plan.changed() ? "updateMode is Off: the declared resources are not applied"
                                     : "updateMode is Off; the Deployment already carries the "
                                       "declared resources";
-    report.containers = status_containers(plan, true);
+    report.containers = api::status_containers(plan, true);
   } else if (!plan.invalid.empty()) {
     scaled.reason = reason::kInvalidResources;
     scaled.message = plan.invalid + "; nothing was written";
-    report.containers = status_containers(plan, false);
+    report.containers = api::status_containers(plan, false);
   } else if (plan.changed()) {
     bool known_mutation = false;
     {
@@ -202,10 +180,10 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
       scaled.message =
           "another admission webhook changes the resources vscaler sets; not retried "
           "until the scaler or the Deployment template changes";
-      report.containers = status_containers(plan, false);
+      report.containers = api::status_containers(plan, false);
     } else {
       auto patched = api_.patch_deployment(scaler.ns, scaler.deployment_name,
-                                           strategic_merge_patch(scaler, plan));
+                                           api::strategic_merge_patch(scaler, plan));
       if (!patched.ok()) {
         if (kube::is_not_found(patched.error())) {
           // Deleted between the read and the write: report it on the next pass.
@@ -220,8 +198,8 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
         (void)write_status(scaler, failed);
         return retry(patched.error(), "patch deployment");
       }
-      generation = generation_of(*patched);
-      ResourcePlan after = plan_resources(scaler, *patched);
+      generation = kube::meta_generation(*patched);
+      api::ResourcePlan after = api::plan_resources(scaler, *patched);
       if (after.changed()) {
         std::lock_guard lock(mutex_);
         mutated_[key] = MutationRecord{scaler.generation, uid, generation};
@@ -230,13 +208,13 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
             "the Deployment was written but another admission webhook changed the "
             "declared resources; not retried until the scaler or the Deployment "
             "template changes";
-        report.containers = status_containers(after, false);
+        report.containers = api::status_containers(after, false);
         api_.record_event(scaler, true, reason::kMutatedByAdmission, scaled.message);
       } else {
         applied = true;
         outcome.patched = true;
         report.scaled_now = true;
-        report.containers = status_containers(after, false);
+        report.containers = api::status_containers(after, false);
         if (item.priority == Priority::kLow) metrics_.on_resync_correction();
         api_.record_event(scaler, false, "Scaled",
                           "set the declared resources on Deployment " + scaler.deployment_name);
@@ -248,7 +226,7 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
     }
   } else {
     applied = true;
-    report.containers = status_containers(plan, false);
+    report.containers = api::status_containers(plan, false);
   }
 
   if (applied) {
@@ -265,7 +243,7 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
     scaled.message = "Deployment " + scaler.deployment_name + " carries the declared resources";
   }
   report.conditions.push_back(scaled);
-  if (scaled.status || (scaler.update_mode == UpdateMode::kOff && !plan.changed())) {
+  if (scaled.status || (scaler.update_mode == api::UpdateMode::kOff && !plan.changed())) {
     report.conditions.push_back({condition::kReady, true, reason::kUpToDate, scaled.message});
   } else {
     report.conditions.push_back({condition::kReady, false, scaled.reason, scaled.message});
@@ -283,33 +261,25 @@ ReconcileOutcome Reconciler::reconcile_active(const Scaler& scaler, const WorkIt
     failed.patched = outcome.patched;
     return failed;
   }
-  return maybe_recheck(item, hint_visible, outcome);
+  return maybe_recheck(key, observed, outcome);
 }
 
-ReconcileOutcome Reconciler::maybe_recheck(const WorkItem& item, bool hint_visible,
+ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observed& observed,
                                            ReconcileOutcome outcome) {
-  std::lock_guard lock(mutex_);
-  auto now = std::chrono::steady_clock::now();
-  // The deadline counts from when the hinted write was admitted (the queue stamps hint.issued).
-  if (hint_visible || !item.hint.any() || now - item.hint.issued >= options_.hint_deadline) {
-    // Visible, nothing asked, or never visible (rejected by a later admission step): done.
-    recheck_delays_.erase(item.key);
-    return outcome;
+  if (auto delay = expectations_.check(key, observed)) {
+    outcome.kind = ReconcileOutcome::Kind::kRecheck;
+    outcome.delay = *delay;
   }
-  auto [delay, inserted] = recheck_delays_.try_emplace(item.key, options_.hint_recheck_initial);
-  outcome.kind = ReconcileOutcome::Kind::kRecheck;
-  outcome.delay = delay->second;
-  delay->second = std::min(delay->second * 2, options_.hint_recheck_max);
   return outcome;
 }
 
-kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const Scaler& scaler,
+kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Scaler& scaler,
                                                                   const StatusReport& report) {
   json stored_status = scaler.status;
   std::string resource_version = scaler.resource_version;
   int64_t generation = scaler.generation;
   for (int attempt = 0;; ++attempt) {
-    json next = build_status(stored_status, generation, report, rfc3339_now());
+    json next = build_status(stored_status, generation, report, base::rfc3339_now());
     if (next == stored_status) return kube::Unit{};
     json patch = {{"metadata", {{"resourceVersion", resource_version}}},
                   {"status", merge_patch_between(stored_status, next)}};
@@ -322,8 +292,8 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const Scaler& 
     auto fresh = api_.get_scaler(scaler.ns, scaler.name);
     if (!fresh.ok()) return kube::fail(fresh.error());
     stored_status = fresh->contains("status") ? (*fresh)["status"] : json::object();
-    resource_version = string_at(*fresh, {"metadata", "resourceVersion"});
-    generation = generation_of(*fresh);
+    resource_version = kube::string_at(*fresh, {"metadata", "resourceVersion"});
+    generation = kube::meta_generation(*fresh);
   }
 }
 

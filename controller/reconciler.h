@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "controller/expectations.h"
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "controller/status.h"
@@ -40,16 +41,6 @@ class ReconcilerMetrics {
 
 /// Tunables; defaults are the design's.
 struct ReconcilerOptions {
-  /// How long after hint.issued a hint may stay invisible before the worker stops re-checking
-  /// (DESIGN item 3).
-  std::chrono::milliseconds hint_deadline{30'000};
-  /// First re-check delay for an invisible hint; doubles up to hint_recheck_max. Admission runs a
-  /// millisecond or two before the write is stored, so the first look (at once) rarely sees it
-  /// and the first re-check usually does: every Reconcile-mode restore waits this long. 5 ms put
-  /// the p50 of edit -> restored at 8-9.5 ms; 1 ms at 4-5 ms, with no more reconciles per edit
-  /// (bench/sections/edits.sh).
-  std::chrono::milliseconds hint_recheck_initial{1};
-  std::chrono::milliseconds hint_recheck_max{1'000};
   /// Status writes retried after a 409 (re-read in between) before the reconcile fails.
   int status_conflict_retries = 3;
 };
@@ -58,11 +49,14 @@ struct ReconcilerOptions {
 /// (the queue never hands one key to two workers).
 class Reconciler {
  public:
+  /// `expectations` holds what hinted writes must make visible; the reconciler reports what it
+  /// read and re-checks while they are not.
   Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedState& verified,
-             ReconcilerMetrics& metrics, ReconcilerOptions options = {});
+             Expectations& expectations, ReconcilerMetrics& metrics,
+             ReconcilerOptions options = {});
 
-  /// Reconciles the scaler `item.key`, honouring its hint; `item.priority == kLow` marks a
-  /// reconcile asked for by the resync (for vscaler_resync_corrections_total).
+  /// Reconciles the scaler `item.key`, honouring what it is expected to see; `item.priority ==
+  /// kLow` marks a reconcile asked for by the resync (for vscaler_resync_corrections_total).
   ReconcileOutcome reconcile(const WorkItem& item);
 
  private:
@@ -72,28 +66,25 @@ class Reconciler {
     int64_t deployment_generation = 0;
   };
 
-  ReconcileOutcome reconcile_active(const Scaler& scaler, const WorkItem& item);
+  ReconcileOutcome reconcile_active(const api::Scaler& scaler, const WorkItem& item);
   /// Writes the status built from `report` when it differs from the stored one; re-reads on 409.
-  kube::Result<kube::Unit, kube::ApiError> write_status(const Scaler& scaler,
+  kube::Result<kube::Unit, kube::ApiError> write_status(const api::Scaler& scaler,
                                                         const StatusReport& report);
-  /// kRecheck while the hint is invisible and its deadline has not passed, else `outcome`.
-  ReconcileOutcome maybe_recheck(const WorkItem& item, bool hint_visible, ReconcileOutcome outcome);
+  /// kRecheck while what `key` expects is not in `observed` (and its deadline has not passed),
+  /// else `outcome`.
+  ReconcileOutcome maybe_recheck(const std::string& key, const Observed& observed,
+                                 ReconcileOutcome outcome);
 
   ReconcileApi& api_;
   const ScalerStore& store_;
   VerifiedState& verified_;
+  Expectations& expectations_;
   ReconcilerMetrics& metrics_;
   ReconcilerOptions options_;
 
-  std::mutex mutex_;  // guards the two maps below
+  std::mutex mutex_;  // guards mutated_
   std::unordered_map<std::string, MutationRecord> mutated_;
-  /// Next re-check delay per key while its hint is not visible.
-  std::unordered_map<std::string, std::chrono::milliseconds> recheck_delays_;
 };
-
-/// Of the scalers targeting one Deployment, the one that is active: the oldest by
-/// creationTimestamp, then by name. nullptr for an empty list.
-const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers);
 
 /// A JSON merge patch turning `from` into `to` for objects: changed members set, members absent
 /// from `to` set to null (so stale keys are removed), arrays and scalars replaced whole.

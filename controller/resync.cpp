@@ -3,8 +3,8 @@
 #include <map>
 #include <random>
 
+#include "base/log.h"
 #include "controller/reconciler.h"
-#include "kube/log.h"
 
 namespace vscaler::controller {
 namespace {
@@ -31,9 +31,10 @@ ResyncStats Resyncer::run_once() {
   ResyncStats stats;
   // Active scalers by namespace. Conflict losers write nothing; they are reconciled when the
   // active one changes or goes away (the informer enqueues them).
-  std::map<std::string, std::vector<std::shared_ptr<const Scaler>>> by_namespace;
+  std::map<std::string, std::vector<std::shared_ptr<const api::Scaler>>> by_namespace;
   for (auto& scaler : store_.snapshot()) {
-    const Scaler* active = select_active(store_.targeting(scaler->ns, scaler->deployment_name));
+    const api::Scaler* active =
+        api::select_active(store_.targeting(scaler->ns, scaler->deployment_name));
     if (active != scaler.get()) continue;
     by_namespace[scaler->ns].push_back(std::move(scaler));
   }

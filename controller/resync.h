@@ -14,11 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/result.h"
 #include "controller/scaler_store.h"
 #include "controller/verified_state.h"
 #include "controller/work_queue.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 
 namespace vscaler::controller {
 

@@ -1,20 +1,8 @@
 #include "controller/status.h"
 
-#include <chrono>
-#include <ctime>
-
 namespace vscaler::controller {
 
 using nlohmann::json;
-
-std::string rfc3339_now() {
-  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
-}
 
 json build_status(const json& stored, int64_t generation, const StatusReport& report,
                   const std::string& now) {

@@ -56,7 +56,4 @@ struct StatusReport {
 nlohmann::json build_status(const nlohmann::json& stored, int64_t generation,
                             const StatusReport& report, const std::string& now);
 
-/// The current time as RFC 3339 UTC with second precision ("2026-11-29T18:00:00Z").
-std::string rfc3339_now();
-
 }  // namespace vscaler::controller

@@ -6,8 +6,6 @@
 // metrics observer wants durations (a clock read costs about as much as the rest of an add).
 #include "controller/work_queue.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -45,50 +43,13 @@ uint64_t load64(const char* p) {
   return v;
 }
 
-// Merges `hint` into `into`, stamping the issue time of a hint that asks for something but has
-// none (callers need not know the clock).
-void fold(Hint& into, const Hint& hint, WorkQueue::Clock::time_point& now) {
-  if (!hint.any()) return;
-  into.merge(hint);
-  if (hint.issued == kUnknown) {
-    if (now == kUnknown) now = WorkQueue::Clock::now();
-    into.issued = std::max(into.issued, now);
-  }
-}
-
-void reset(Hint& hint) {
-  hint.min_generation_exclusive = 0;
-  hint.gone_uid.clear();
-  hint.issued = kUnknown;
-}
-
 }  // namespace
-
-void Hint::merge(const Hint& newer) {
-  min_generation_exclusive = std::max(min_generation_exclusive, newer.min_generation_exclusive);
-  if (!newer.gone_uid.empty()) gone_uid = newer.gone_uid;
-  must_exist = must_exist || newer.must_exist;
-  issued = std::max(issued, newer.issued);
-}
 
 WorkQueue::WorkQueue(WorkQueueOptions options)
     : options_(std::move(options)),
       metrics_(options_.metrics.get()),
       seed_((uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()),
-      slots_(kInitialSlots) {
-#ifdef PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP
-  // glibc's adaptive mutex spins briefly before sleeping. The queue's critical sections are tens
-  // of nanoseconds, so a contending worker nearly always gets the lock while spinning; a plain
-  // mutex puts it to sleep instead, and with more workers than cores the sleep/wake convoys cost
-  // 2-4x the throughput (bench/queue_bench, 4 threads on 2 cores). std::mutex is a plain
-  // pthread mutex with a trivial destructor, so re-initialising its handle before use is safe.
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
-  pthread_mutex_init(mutex_.native_handle(), &attr);
-  pthread_mutexattr_destroy(&attr);
-#endif
-}
+      slots_(kInitialSlots) {}
 
 WorkQueue::~WorkQueue() {
   shutdown();
@@ -204,8 +165,6 @@ void WorkQueue::erase_if_idle_locked(Entry* entry) {
     delete entry;
     return;
   }
-  reset(entry->hint);
-  reset(entry->delayed_hint);
   entry->delay_seq = 0;
   entry->not_before = {};
   entry->prev = nullptr;
@@ -241,10 +200,8 @@ void WorkQueue::unlink(List& list, Entry* entry) {
   --list.size;
 }
 
-void WorkQueue::enqueue_locked(Entry* entry, Priority priority, const Hint& hint,
-                               Clock::time_point now, Wake& wake) {
+void WorkQueue::enqueue_locked(Entry* entry, Priority priority, Clock::time_point now, Wake& wake) {
   if (entry->waiting) {
-    fold(entry->hint, hint, now);
     if (priority < entry->priority) {  // promotion: to the back of the higher list
       unlink(ready_[index(entry->priority)], entry);
       entry->priority = priority;
@@ -261,18 +218,16 @@ void WorkQueue::enqueue_locked(Entry* entry, Priority priority, const Hint& hint
       entry->priority = priority;
       if (metrics_) metrics_->on_add(priority);
     }
-    fold(entry->hint, hint, now);
     return;
   }
   if (now == kUnknown) now = Clock::now();
   if (entry->not_before > now) {
-    // Paused by a Retry-After: the add waits for it, hint and priority kept.
-    schedule_locked(entry, now, entry->not_before - now, priority, hint, wake);
+    // Paused by a Retry-After: the add waits for it, its priority kept.
+    schedule_locked(entry, now, entry->not_before - now, priority, wake);
     return;
   }
   entry->waiting = true;
   entry->priority = priority;
-  fold(entry->hint, hint, now);
   entry->added = now;
   push_back(ready_[index(priority)], entry);
   if (metrics_) {
@@ -290,32 +245,30 @@ void WorkQueue::notify(Wake wake) {
   }
 }
 
-void WorkQueue::add(std::string_view key, Priority priority, const Hint& hint) {
+void WorkQueue::add(std::string_view key, Priority priority) {
   uint64_t h = hash(key);  // before locking: the critical section is what workers contend on
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    enqueue_locked(find_or_create_locked(key, h), priority, hint, kUnknown, wake);
+    enqueue_locked(find_or_create_locked(key, h), priority, kUnknown, wake);
   }
   notify(wake);
 }
 
 void WorkQueue::schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,
-                                Priority priority, const Hint& hint, Wake& wake) {
+                                Priority priority, Wake& wake) {
   if (delay <= std::chrono::nanoseconds::zero()) {
-    enqueue_locked(entry, priority, hint, now, wake);
+    enqueue_locked(entry, priority, now, wake);
     return;
   }
   if (metrics_) metrics_->on_retry();
   Clock::time_point at = now + std::min(delay, kMaxDelay);
   if (entry->delayed_until == Clock::time_point::max()) {
-    reset(entry->delayed_hint);
     entry->delayed_priority = priority;
   } else {
     entry->delayed_priority = std::min(entry->delayed_priority, priority);
   }
-  fold(entry->delayed_hint, hint, now);
   if (at >= entry->delayed_until) return;  // the pending, earlier timer will add it
   // An earlier deadline: a new timer; the old one becomes stale and is skipped when it pops.
   entry->delayed_until = at;
@@ -326,15 +279,14 @@ void WorkQueue::schedule_locked(Entry* entry, Clock::time_point now, std::chrono
   if (waiters_ > 0 && timers_.front().seq == entry->delay_seq) raise(wake, Wake::kAll);
 }
 
-void WorkQueue::add_after(std::string_view key, std::chrono::nanoseconds delay, Priority priority,
-                          const Hint& hint) {
+void WorkQueue::add_after(std::string_view key, std::chrono::nanoseconds delay, Priority priority) {
   Clock::time_point now = Clock::now();
   uint64_t h = hash(key);
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    schedule_locked(find_or_create_locked(key, h), now, delay, priority, hint, wake);
+    schedule_locked(find_or_create_locked(key, h), now, delay, priority, wake);
   }
   notify(wake);
 }
@@ -347,7 +299,7 @@ std::chrono::nanoseconds WorkQueue::backoff(uint32_t failures) const {
   return std::chrono::nanoseconds(static_cast<int64_t>(delay));
 }
 
-void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const Hint& hint,
+void WorkQueue::add_rate_limited(std::string_view key, Priority priority,
                                  std::chrono::nanoseconds at_least) {
   Clock::time_point now = Clock::now();
   uint64_t h = hash(key);
@@ -362,7 +314,7 @@ void WorkQueue::add_rate_limited(std::string_view key, Priority priority, const 
       // The server asked for a pause (a 429's Retry-After): no add brings the key back sooner.
       entry->not_before = std::max(entry->not_before, now + std::min(delay, kMaxDelay));
     }
-    schedule_locked(entry, now, delay, priority, hint, wake);
+    schedule_locked(entry, now, delay, priority, wake);
   }
   notify(wake);
 }
@@ -402,10 +354,8 @@ void WorkQueue::fire_due_timers_locked(Clock::time_point now, Wake& wake) {
       continue;  // superseded by an earlier timer, or dropped
     }
     entry->delayed_until = Clock::time_point::max();
-    Hint hint = std::move(entry->delayed_hint);
-    reset(entry->delayed_hint);
     // Time in queue counts from when the delay ended, not from when a getter noticed.
-    enqueue_locked(entry, entry->delayed_priority, hint, timer.at, wake);
+    enqueue_locked(entry, entry->delayed_priority, timer.at, wake);
   }
 }
 
@@ -432,8 +382,7 @@ std::optional<WorkItem> WorkQueue::get_until(std::optional<Clock::time_point> de
       unlink(*list, entry);
       entry->waiting = false;
       entry->processing = true;
-      WorkItem item{{}, std::move(entry->hint), entry->priority, entry->added};
-      reset(entry->hint);
+      WorkItem item{{}, entry->priority, entry->added};
       size_t depth = depth_locked();
       if (metrics_) {
         if (now == kUnknown) now = Clock::now();
@@ -495,8 +444,7 @@ void WorkQueue::done_locked(std::string_view key, uint64_t h, Wake& wake) {
       if (now == kUnknown) now = Clock::now();
       if (entry->not_before > now) {
         // An add that came while this attempt ran, which was told to pause (Retry-After).
-        schedule_locked(entry, now, entry->not_before - now, entry->priority, entry->hint, wake);
-        reset(entry->hint);
+        schedule_locked(entry, now, entry->not_before - now, entry->priority, wake);
         return;
       }
     }
@@ -508,7 +456,6 @@ void WorkQueue::done_locked(std::string_view key, uint64_t h, Wake& wake) {
       if (waiters_ > 0) raise(wake, Wake::kOne);
       return;
     }
-    reset(entry->hint);
   }
   erase_if_idle_locked(entry);
 }
@@ -522,7 +469,6 @@ size_t WorkQueue::drop_timers_locked() {
       continue;
     }
     entry->delayed_until = Clock::time_point::max();
-    reset(entry->delayed_hint);
     ++dropped;
     erase_if_idle_locked(entry);
   }
@@ -540,7 +486,6 @@ size_t WorkQueue::shutdown() {
     while (Entry* entry = list.head) {
       unlink(list, entry);
       entry->waiting = false;
-      reset(entry->hint);
       ++dropped;
       erase_if_idle_locked(entry);
     }

@@ -1,14 +1,15 @@
 // The work queue between the event sources (informer, webhook hints, resync) and the reconcile
 // workers (DESIGN.md event flow items 3 and 5). It keeps client-go's workqueue semantics, which
 // every Kubernetes controller author already reasons with:
-//   - a key waiting in the queue is not queued twice; adding it again only merges its hint and may
-//     promote its priority;
+//   - a key waiting in the queue is not queued twice; adding it again may only promote its
+//     priority;
 //   - a key is never handed to two workers at once; a key added while a worker processes it is
 //     queued again, once, when that worker calls done();
 //   - per-key exponential backoff for failures (add_rate_limited), reset by forget();
 //   - delayed adds (add_after).
 // and adds what vscaler needs on top: two priorities (webhook hints and watch events are served
-// before the resync's low-priority keys) and a Hint per key, merged when adds are deduplicated.
+// before the resync's low-priority keys). It carries keys and priorities only: what a hinted write
+// must make visible is kept by the expectations store (controller/expectations.h).
 //
 // Priorities are strict: a waiting high key always goes first, so a resync burst of thousands of
 // low keys never delays a hint. Low keys wait while high keys keep every worker busy; that is the
@@ -27,7 +28,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,35 +37,9 @@
 #include <string_view>
 #include <vector>
 
+#include "controller/adaptive_mutex.h"
+
 namespace vscaler::controller {
-
-/// What a webhook hint says must become visible before the stored Deployment reflects the write
-/// that caused it (DESIGN.md event flow item 3: admission runs before persistence). An empty hint
-/// (any() is false) asks for nothing. Small and copyable: it travels with every queued key.
-struct Hint {
-  /// The Deployment's metadata.generation must be greater than this; 0 = no generation hint.
-  int64_t min_generation_exclusive = 0;
-  /// This Deployment uid must be gone or carry a deletionTimestamp; empty = no deletion hint.
-  std::string gone_uid;
-  /// The Deployment must exist (a CREATE was admitted: "generation > 0" in DESIGN.md's terms,
-  /// which min_generation_exclusive cannot say since 0 there means "no hint").
-  bool must_exist = false;
-  /// When the newest part of this hint was issued; the worker's give-up deadline (30 s) counts
-  /// from it. WorkQueue stamps it on add when a hint that asks for something has none, so
-  /// callers may leave it unset; re-adding an item's hint (a re-check) keeps its original time.
-  std::chrono::steady_clock::time_point issued{};
-
-  /// True when the hint asks for something (a generation, a uid, or existence).
-  bool any() const { return min_generation_exclusive > 0 || !gone_uid.empty() || must_exist; }
-
-  /// Folds a newer hint into this one: the larger generation wins (a later write implies the
-  /// earlier ones), a newer gone_uid replaces an older one (a Deployment recreated and deleted
-  /// again: the newest uid is the one to wait for), and the newest issue time is kept so the
-  /// deadline counts from the latest write.
-  void merge(const Hint& newer);
-
-  bool operator==(const Hint&) const = default;
-};
 
 /// Which keys workers take first. High: webhook hints and watch events (a user just wrote
 /// something). Low: the periodic resync (a safety net that can wait). A waiting high key is
@@ -76,8 +50,6 @@ enum class Priority : uint8_t { kHigh = 0, kLow = 1 };
 struct WorkItem {
   /// The scaler key, "namespace/name".
   std::string key;
-  /// Everything hinted for this key since it was last handed out (merged).
-  Hint hint;
   /// The priority it was waiting at (the highest of the adds it absorbed).
   Priority priority = Priority::kHigh;
   /// When it became ready (for a delayed add: when its delay ended); time in queue = now - added.
@@ -125,20 +97,19 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  /// Queues `key` now. A waiting key only merges `hint` and is promoted when `priority` is higher;
-  /// a key being processed is queued again, once, when done() is called; ignored after shutdown.
-  void add(std::string_view key, Priority priority = Priority::kHigh, const Hint& hint = {});
+  /// Queues `key` now. A waiting key is only promoted when `priority` is higher; a key being
+  /// processed is queued again, once, when done() is called; ignored after shutdown.
+  void add(std::string_view key, Priority priority = Priority::kHigh);
   /// Queues `key` once `delay` has passed (at once when delay <= 0). One timer per key: a later
-  /// deadline than the pending one only merges hint and priority, an earlier one replaces it.
+  /// deadline than the pending one only merges the priority, an earlier one replaces it.
   void add_after(std::string_view key, std::chrono::nanoseconds delay,
-                 Priority priority = Priority::kHigh, const Hint& hint = {});
+                 Priority priority = Priority::kHigh);
   /// Queues `key` after its backoff (base_delay * 2^num_requeues, capped at max_delay, and at
   /// least `at_least`, e.g. a 429's Retry-After) and counts one more requeue for it. With
   /// `at_least` set, the key is paused until then: adds meanwhile (also one that came while it
   /// was being processed) join this delayed retry instead of making it ready sooner; forget()
   /// ends the pause.
   void add_rate_limited(std::string_view key, Priority priority = Priority::kHigh,
-                        const Hint& hint = {},
                         std::chrono::nanoseconds at_least = std::chrono::nanoseconds::zero());
   /// Resets the backoff of `key` (call after a successful reconcile).
   void forget(std::string_view key);
@@ -175,8 +146,6 @@ class WorkQueue {
     uint64_t hash = 0;
     Entry* prev = nullptr;  // links in ready_[priority] while waiting
     Entry* next = nullptr;  // (next also links the free list)
-    Hint hint;              // for the waiting key, or for the requeue after done() when dirty
-    Hint delayed_hint;      // for the pending delayed add
     Clock::time_point added{};
     Clock::time_point started{};
     Clock::time_point delayed_until = Clock::time_point::max();  // max: no pending delayed add
@@ -223,10 +192,9 @@ class WorkQueue {
   static void raise(Wake& wake, Wake level) { wake = std::max(wake, level); }
   void notify(Wake wake);
 
-  void enqueue_locked(Entry* entry, Priority priority, const Hint& hint, Clock::time_point now,
-                      Wake& wake);
+  void enqueue_locked(Entry* entry, Priority priority, Clock::time_point now, Wake& wake);
   void schedule_locked(Entry* entry, Clock::time_point now, std::chrono::nanoseconds delay,
-                       Priority priority, const Hint& hint, Wake& wake);
+                       Priority priority, Wake& wake);
   std::chrono::nanoseconds backoff(uint32_t failures) const;
   void fire_due_timers_locked(Clock::time_point now, Wake& wake);
   void done_locked(std::string_view key, uint64_t hash, Wake& wake);
@@ -241,8 +209,8 @@ class WorkQueue {
   QueueMetrics* metrics_;  // null when there are none: then no clock is read for them
   uint64_t seed_;          // per-queue hash seed: keys come from users, so no crafted collisions
 
-  mutable std::mutex mutex_;
-  std::condition_variable ready_cv_;
+  mutable AdaptiveMutex mutex_;
+  AdaptiveCondition ready_cv_;
   std::vector<Slot> slots_;    // a power of two in size, at most half full
   size_t count_ = 0;           // entries in slots_
   List ready_[2];              // indexed by Priority

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "kube/watch.h"
 
 namespace vscaler::kube {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 #include "kube/transport.h"
 
 namespace vscaler::kube {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 
 namespace vscaler::kube {
 

@@ -4,7 +4,8 @@
 #include <exception>
 #include <random>
 
-#include "kube/log.h"
+#include "base/log.h"
+#include "kube/object_meta.h"
 #include "kube/watch.h"
 
 namespace vscaler::kube {
@@ -62,11 +63,7 @@ size_t Store::size() const {
 }
 
 std::string Store::key_of(const json& object) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return {};
-  std::string name = metadata->value("name", "");
-  std::string ns = metadata->value("namespace", "");
-  return ns.empty() ? name : ns + "/" + name;
+  return object_key(object);
 }
 
 ObjectPtr Store::put(const std::string& key, ObjectPtr object) {
@@ -135,6 +132,7 @@ InformerStats Informer::stats() const {
   stats.watches = watches_.load();
   stats.watch_failures = watch_failures_.load();
   stats.events = events_.load();
+  stats.malformed = malformed_.load();
   return stats;
 }
 
@@ -146,6 +144,12 @@ std::string Informer::resource_version() const {
 bool Informer::sleep_for(std::chrono::milliseconds delay) {
   std::unique_lock lock(mutex_);
   return !changed_.wait_for(lock, delay, [&] { return stopping_; });
+}
+
+void Informer::skip_malformed(const char* what, std::string_view why) {
+  malformed_.fetch_add(1);
+  log::warn("kube.informer", "skipping a malformed object",
+            {{"informer", options_.name}, {"what", what}, {"error", std::string(why)}});
 }
 
 template <typename F>
@@ -175,6 +179,10 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   fresh.reserve(listed->items.size());
   for (auto& item : listed->items) {
     std::string key = Store::key_of(item);
+    if (key.empty()) {
+      skip_malformed("listed object", "metadata.name is missing or not a string");
+      continue;
+    }
     fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
   }
   // The store is swapped first, so that handlers see the new state; then each difference from
@@ -217,9 +225,21 @@ void Informer::apply(const WatchEvent& event) {
   events_.fetch_add(1);
   if (event.type == EventType::kBookmark) return;
   std::string key = Store::key_of(event.object);
-  if (key.empty()) return;
+  if (key.empty()) {
+    // One bad event must not end the informer (or the process): the next relist corrects the
+    // store if the server really holds such an object.
+    skip_malformed("watch event", "metadata.name is missing or not a string");
+    return;
+  }
   json received = event.object;
-  if (options_.transform) options_.transform(received);
+  if (options_.transform) {
+    try {
+      options_.transform(received);
+    } catch (const std::exception& e) {
+      skip_malformed("watch event", e.what());
+      return;
+    }
+  }
   if (event.type == EventType::kDeleted) {
     store_.erase(key);
     if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(received); });

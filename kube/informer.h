@@ -41,7 +41,8 @@ class Store {
   /// How many objects are stored.
   size_t size() const;
 
-  /// The store key of an object: "namespace/name", or "name" when it has no namespace.
+  /// The store key of an object: "namespace/name", or "name" when it has no namespace; "" when
+  /// metadata.name is missing or not a string (never throws, whatever the object's shape).
   static std::string key_of(const nlohmann::json& object);
 
  private:
@@ -97,6 +98,7 @@ struct InformerStats {
   std::uint64_t watches = 0;          ///< watch requests made
   std::uint64_t watch_failures = 0;   ///< watches that ended in an error other than expiry
   std::uint64_t events = 0;           ///< watch events applied (bookmarks included)
+  std::uint64_t malformed = 0;        ///< objects skipped: no usable name, or the transform threw
 };
 
 /// List-and-watch of one collection on a thread of its own.
@@ -132,6 +134,8 @@ class Informer {
   /// server asked for (0 when none).
   bool relist(std::string& resource_version, std::chrono::milliseconds& retry_after);
   void apply(const WatchEvent& event);
+  /// Logs and counts an object that cannot be stored; the caller skips it.
+  void skip_malformed(const char* what, std::string_view why);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping
   template <typename F>
   void notify(const char* what, F&& call);
@@ -155,6 +159,7 @@ class Informer {
   std::atomic<std::uint64_t> watches_{0};
   std::atomic<std::uint64_t> watch_failures_{0};
   std::atomic<std::uint64_t> events_{0};
+  std::atomic<std::uint64_t> malformed_{0};
 };
 
 }  // namespace vscaler::kube

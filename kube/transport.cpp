@@ -16,7 +16,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "kube/log.h"
+#include "base/log.h"
 #include "kube/tls.h"
 
 namespace vscaler::kube {

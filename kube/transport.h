@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "kube/config.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 
 namespace vscaler::kube {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "kube/client.h"
 #include "kube/errors.h"
-#include "kube/result.h"
 #include "kube/transport.h"
 
 namespace vscaler::kube {

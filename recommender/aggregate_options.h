@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/decaying_histogram.h"
 #include "recommender/time.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/aggregate_options.h"
 #include "recommender/container_aggregate.h"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/aggregate_options.h"
 #include "recommender/decaying_histogram.h"
 #include "recommender/time.h"

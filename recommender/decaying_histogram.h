@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/histogram_options.h"
 #include "recommender/time.h"
 

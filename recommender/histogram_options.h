@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 
 namespace vscaler::recommender {
 

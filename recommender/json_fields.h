@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "kube/quantity.h"
-#include "kube/result.h"
 #include "recommender/resources.h"
 
 namespace vscaler::recommender {

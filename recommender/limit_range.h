@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/apply.h"
 
 namespace vscaler::recommender {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/time.h"
 
 namespace vscaler::recommender {

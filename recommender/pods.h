@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/resources.h"
 #include "recommender/time.h"
 

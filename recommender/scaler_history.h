@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "recommender/checkpoint.h"
 #include "recommender/oom_dedup.h"
 #include "recommender/pass.h"

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kube/result.h"
+#include "base/result.h"
 
 namespace vscaler::recommender {
 

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "kube/log.h"
+#include "base/log.h"
 
 int main(int argc, char** argv) {
   const char* level = std::getenv("VSCALER_TEST_LOG_LEVEL");

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kube/result.h"
+#include "base/result.h"
 
 namespace vscaler::webhook {
 

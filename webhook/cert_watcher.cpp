@@ -14,7 +14,8 @@
 #include <sstream>
 #include <utility>
 
-#include "kube/log.h"
+#include "base/log.h"
+#include "base/time.h"
 
 namespace vscaler::webhook {
 namespace {
@@ -67,15 +68,6 @@ std::int64_t asn1_seconds(const ASN1_TIME* time) {
   std::tm parts{};
   if (time == nullptr || ASN1_TIME_to_tm(time, &parts) != 1) return 0;
   return static_cast<std::int64_t>(timegm(&parts));
-}
-
-std::string rfc3339(std::int64_t seconds) {
-  std::time_t value = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&value, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
 }
 
 // Refuses to prompt for a passphrase (OpenSSL's default would read the terminal): an encrypted
@@ -235,12 +227,12 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
             {{"cert_dir", options_.cert_dir},
              {"subject", pair->subject()},
              {"sha256", pair->fingerprint()},
-             {"not_before", rfc3339(pair->not_before())},
-             {"not_after", rfc3339(pair->not_after())}});
+             {"not_before", base::rfc3339_seconds(pair->not_before())},
+             {"not_after", base::rfc3339_seconds(pair->not_after())}});
   if (pair->not_after() <= now || pair->not_before() > now) {
-    log::warn(
-        kLogger, "the serving certificate is not valid now; clients will refuse it",
-        {{"not_before", rfc3339(pair->not_before())}, {"not_after", rfc3339(pair->not_after())}});
+    log::warn(kLogger, "the serving certificate is not valid now; clients will refuse it",
+              {{"not_before", base::rfc3339_seconds(pair->not_before())},
+               {"not_after", base::rfc3339_seconds(pair->not_after())}});
   }
   return kube::Unit{};
 }

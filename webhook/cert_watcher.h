@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "metrics/registry.h"
 
 namespace vscaler::webhook {

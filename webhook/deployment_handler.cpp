@@ -1,35 +1,19 @@
 #include "webhook/deployment_handler.h"
 
-#include "controller/reconciler.h"
-#include "controller/resources.h"
-#include "kube/log.h"
+#include "api/resources.h"
+#include "base/log.h"
+#include "kube/object_meta.h"
 
 namespace vscaler::webhook {
 namespace {
 
 using nlohmann::json;
 
-std::string metadata_string(const json& object, const char* key) {
-  if (!object.is_object()) return {};
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return {};
-  auto value = metadata->find(key);
-  return value != metadata->end() && value->is_string() ? value->get<std::string>() : std::string();
-}
-
-int64_t metadata_generation(const json& object) {
-  if (!object.is_object()) return 0;
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return 0;
-  auto value = metadata->find("generation");
-  return value != metadata->end() && value->is_number_integer() ? value->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
-                                     controller::WorkQueue& queue, metrics::Counter& enqueued)
-    : store_(store), queue_(queue), enqueued_(enqueued) {}
+                                     controller::HintSink& hints, metrics::Counter& enqueued)
+    : store_(store), hints_(hints), enqueued_(enqueued) {}
 
 const Projection& DeploymentHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -53,40 +37,40 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   // Nothing is trusted from the review beyond naming the Deployment: the worker reads it live.
   // On DELETE (also in a deletecollection, where request.name is empty) only oldObject has it.
   const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
-  std::string name = metadata_string(named, "name");
+  std::string name = kube::meta_string(named, "name");
   if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
-  std::string ns = metadata_string(named, "namespace");
+  std::string ns = kube::meta_string(named, "namespace");
   if (ns.empty()) ns = request.namespace_name;
 
   auto scalers = store_.targeting(ns, name);
-  const controller::Scaler* active = controller::select_active(scalers);
+  const api::Scaler* active = api::select_active(scalers);
   if (active == nullptr) return AdmissionResponse::allow();
 
-  controller::Hint hint;
+  controller::Expectation hint;
   switch (request.operation) {
     case Operation::kCreate:
       hint.must_exist = true;
       break;
     case Operation::kUpdate:
-      hint.min_generation_exclusive = metadata_generation(request.old_object);
+      hint.min_generation_exclusive = kube::meta_generation(request.old_object);
       break;
     case Operation::kDelete:
-      hint.gone_uid = metadata_string(request.old_object, "uid");
+      hint.gone_uid = kube::meta_string(request.old_object, "uid");
       break;
     case Operation::kConnect:
       return AdmissionResponse::allow();
   }
   AdmissionResponse response;
-  bool auto_patch = active->update_mode == controller::UpdateMode::kAuto &&
-                    request.operation != Operation::kDelete;
+  bool auto_patch =
+      active->update_mode == api::UpdateMode::kAuto && request.operation != Operation::kDelete;
   if (auto_patch) {
-    controller::ResourcePlan plan = controller::plan_resources(*active, request.object);
+    api::ResourcePlan plan = api::plan_resources(*active, request.object);
     if (!plan.invalid.empty()) {
       // A patch yielding an invalid object would make the API server reject the user's write.
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied: " + plan.invalid);
     } else {
-      if (plan.changed()) response.patch = controller::admission_json_patch(plan);
+      if (plan.changed()) response.patch = api::admission_json_patch(plan);
       for (const auto& container : plan.containers) {
         for (const auto& overridden : container.overridden) {
           response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
@@ -99,7 +83,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
     }
   }
   if (!request.dry_run) {
-    queue_.add(active->key(), controller::Priority::kHigh, hint);
+    hints_.hint(active->key(), hint);
     enqueued_.inc();
   }
   return response;

@@ -4,8 +4,8 @@
 // declared resources in the same write. It never denies a write.
 #pragma once
 
+#include "controller/hint_sink.h"
 #include "controller/scaler_store.h"
-#include "controller/work_queue.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
 
@@ -14,8 +14,9 @@ namespace vscaler::webhook {
 /// POST /mutate-deployments.
 class DeploymentHandler {
  public:
-  /// `enqueued` counts hints put on the queue (vscaler_webhook_enqueued_total).
-  DeploymentHandler(const controller::ScalerStore& store, controller::WorkQueue& queue,
+  /// `hints` receives each matched scaler's key and expectation; `enqueued` counts them
+  /// (vscaler_webhook_enqueued_total).
+  DeploymentHandler(const controller::ScalerStore& store, controller::HintSink& hints,
                     metrics::Counter& enqueued);
 
   /// The parts of object/oldObject the handler reads: metadata and the containers' names and
@@ -27,7 +28,7 @@ class DeploymentHandler {
 
  private:
   const controller::ScalerStore& store_;
-  controller::WorkQueue& queue_;
+  controller::HintSink& hints_;
   metrics::Counter& enqueued_;
 };
 

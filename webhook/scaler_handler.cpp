@@ -1,7 +1,6 @@
 #include "webhook/scaler_handler.h"
 
-#include "controller/reconciler.h"
-#include "controller/resources.h"
+#include "api/resources.h"
 
 namespace vscaler::webhook {
 
@@ -24,7 +23,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     return AdmissionResponse::deny(400, "request.object.metadata: must be an object");
   }
   auto spec = object.is_object() && object.contains("spec") ? object["spec"] : json();
-  std::vector<std::string> errors = controller::validate_scaler_spec(spec);
+  std::vector<std::string> errors = api::validate_scaler_spec(spec);
   if (!errors.empty()) {
     std::string message = "VerticalScaler is invalid: " + errors.front();
     for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i];
@@ -33,7 +32,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
   json named = object;
   if (!named["metadata"].contains("namespace"))
     named["metadata"]["namespace"] = request.namespace_name;
-  auto scaler = controller::parse_scaler(named);
+  auto scaler = api::parse_scaler(named);
   if (!scaler.ok())
     return AdmissionResponse::deny(422, "VerticalScaler is invalid: " + scaler.error(), "Invalid");
 
@@ -53,7 +52,7 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     }
     return response;  // any other failure: no warning is better than a wrong one
   }
-  auto plan = controller::plan_resources(*scaler, *found);
+  auto plan = api::plan_resources(*scaler, *found);
   if (!plan.invalid.empty()) {
     response.warnings.push_back("declared values conflict with Deployment " + deployment + ": " +
                                 plan.invalid + "; nothing will be applied");

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "kube/log.h"
+#include "base/log.h"
 
 namespace vscaler::webhook {
 namespace {

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "kube/result.h"
+#include "base/result.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
 #include "webhook/cert_watcher.h"

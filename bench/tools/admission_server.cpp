@@ -7,8 +7,8 @@
 // test/data/admission/deployment-update-20k.json, so its lookups hit. That scaler is in Auto mode
 // (--mode) and declares other resources than the review's object carries: every review gets the
 // full treatment, index lookup, hint enqueued, resources merged, a JSONPatch and warnings. The
-// work queue is not drained: a key waiting in it only merges the next hint, as in an operator
-// whose workers are busy.
+// work queue is not drained: a waiting key is deduplicated and its expectations merge, as in an
+// operator whose workers are busy.
 //
 // Usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] [--mode Auto|Reconcile|Off]
 // Serves on 127.0.0.1 until SIGTERM or SIGINT; writes the bound port to FILE once serving; on
@@ -20,10 +20,11 @@
 #include <memory>
 #include <string>
 
-#include "controller/scaler.h"
+#include "api/scaler.h"
+#include "base/log.h"
+#include "controller/expectations.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
-#include "kube/log.h"
 #include "metrics/registry.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
@@ -33,10 +34,9 @@ namespace {
 
 using namespace vscaler;
 
-std::shared_ptr<const controller::Scaler> make_scaler(const std::string& ns,
-                                                      const std::string& name,
-                                                      const std::string& deployment,
-                                                      const std::string& mode) {
+std::shared_ptr<const api::Scaler> make_scaler(const std::string& ns, const std::string& name,
+                                               const std::string& deployment,
+                                               const std::string& mode) {
   nlohmann::json object = {
       {"apiVersion", "scaling.vscaler.dev/v1beta1"},
       {"kind", "VerticalScaler"},
@@ -54,12 +54,12 @@ std::shared_ptr<const controller::Scaler> make_scaler(const std::string& ns,
          {{{"name", "app"},
            {"requests", {{"cpu", "250m"}, {"memory", "128Mi"}}},
            {"limits", {{"cpu", "1"}, {"memory", "256Mi"}}}}}}}}};
-  auto scaler = controller::parse_scaler(object);
+  auto scaler = api::parse_scaler(object);
   if (!scaler.ok()) {
     std::cerr << "admission_server: " << scaler.error() << "\n";
     std::exit(1);
   }
-  return std::make_shared<const controller::Scaler>(std::move(*scaler));
+  return std::make_shared<const api::Scaler>(std::move(*scaler));
 }
 
 // What the operator's queue metrics do on the hot path: count adds, track the depth.
@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
   auto& enqueued =
       registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
           .get();
-  webhook::DeploymentHandler deployments(store, queue, enqueued);
+  controller::Expectations expectations;
+  controller::QueueingHintSink hints(expectations, queue);
+  webhook::DeploymentHandler deployments(store, hints, enqueued);
 
   webhook::CertWatcherOptions cert_options;
   cert_options.cert_dir = cert_dir;

@@ -15,8 +15,9 @@
 #include <string>
 #include <string_view>
 
+#include "api/scaler.h"
+#include "controller/expectations.h"
 #include "controller/reconcile_api.h"
-#include "controller/scaler.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
@@ -58,16 +59,17 @@ class FakeApi final : public controller::ReconcileApi {
                                             const json&) override {
     return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
   }
-  void record_event(const controller::Scaler&, bool, const std::string&,
-                    const std::string&) override {}
+  void record_event(const api::Scaler&, bool, const std::string&, const std::string&) override {}
 };
 
 struct World {
   controller::ScalerStore store;
   controller::WorkQueue queue;
+  controller::Expectations expectations;
+  controller::QueueingHintSink hints{expectations, queue};
   metrics::Counter enqueued;
   FakeApi api;
-  webhook::DeploymentHandler deployments{store, queue, enqueued};
+  webhook::DeploymentHandler deployments{store, hints, enqueued};
   webhook::ScalerHandler scalers{store, api};
 
   World() {
@@ -90,9 +92,9 @@ struct World {
          {{"deploymentName", deployment},
           {"updateMode", mode},
           {"containers", json::parse(containers)}}}};
-    auto scaler = controller::parse_scaler(object);
+    auto scaler = api::parse_scaler(object);
     if (!scaler.ok()) failed("a fixture scaler does not parse:", scaler.error());
-    store.upsert(std::make_shared<const controller::Scaler>(*scaler));
+    store.upsert(std::make_shared<const api::Scaler>(*scaler));
   }
 };
 

@@ -1,0 +1,58 @@
+// What a scaler means for one Deployment's pod template: per container, the resources it has and
+// the resources it must have, whether that is a change, and whether the result is valid. The
+// reconciler (strategic merge patch) and the Auto-mode admission hook (JSONPatch) both build
+// their writes from this one computation, so they can never disagree.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/scaler.h"
+
+namespace vscaler::api {
+
+/// One matched container of the pod template.
+struct ContainerPlan {
+  std::size_t index = 0;  ///< position in spec.template.spec.containers
+  std::string name;
+  nlohmann::json current;  ///< its resources as stored ({} when absent)
+  nlohmann::json merged;   ///< `current` with the declared keys set (equal values keep their text)
+  bool changed = false;    ///< some declared key differs by value (or is absent)
+  /// Declared keys whose current value differs, as "requests.cpu=500m" (for admission warnings).
+  std::vector<std::string> overridden;
+};
+
+/// The outcome of applying a scaler's declared resources to a Deployment.
+struct ResourcePlan {
+  std::vector<ContainerPlan> containers;  ///< every container the scaler matches, in order
+  std::vector<std::string> missing;       ///< names in the scaler with no such container
+  /// Empty when valid; else why the merged result is invalid, naming container and resource
+  /// ("container app: requests.cpu 2 would exceed limits.cpu 1"). Nothing may be written then.
+  std::string invalid;
+
+  /// True when some matched container's resources must change.
+  bool changed() const;
+};
+
+/// Computes the plan for `deployment` (an apps/v1 Deployment object; only
+/// spec.template.spec.containers is read). Init containers are never matched.
+ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& deployment);
+
+/// The strategic merge patch body that sets only the declared keys of the changed containers:
+/// {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}. Never removes a
+/// key. Call only when plan.changed() and plan.invalid is empty.
+nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
+
+/// The RFC 6902 patch for admission: one "add" per changed container, setting its whole merged
+/// resources object (an "add" of an existing member replaces it, so it applies whatever the
+/// container had). Empty array when nothing changes.
+nlohmann::json admission_json_patch(const ResourcePlan& plan);
+
+/// The status.containers entries, requests/limits as strings: each matched container's merged
+/// resources when `merged` (what the Deployment carries once applied, or would carry in Off mode),
+/// else its current ones (nothing was written).
+nlohmann::json status_containers(const ResourcePlan& plan, bool merged);
+
+}  // namespace vscaler::api

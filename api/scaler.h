@@ -1,0 +1,69 @@
+// Scaler: the parsed, validated form of a VerticalScaler object (scaling.vscaler.dev/v1beta1),
+// what the index, the reconciler and the admission handlers work from.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "kube/quantity.h"
+
+namespace vscaler::api {
+
+/// spec.updateMode: who writes the declared resources (see DESIGN.md "Update modes").
+enum class UpdateMode { kAuto, kReconcile, kOff };
+
+/// The API text of an update mode ("Auto", "Reconcile", "Off").
+std::string_view to_string(UpdateMode mode);
+
+/// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable.
+using ResourceMap = std::map<std::string, kube::Quantity, std::less<>>;
+
+/// One entry of spec.containers: a container name (or "*") and the keys it declares.
+struct ContainerResources {
+  std::string name;  ///< a container name, or kWildcard
+  ResourceMap requests;
+  ResourceMap limits;
+};
+
+/// The container name that matches every container not named in another entry.
+inline constexpr std::string_view kWildcard = "*";
+
+/// A VerticalScaler as the operator uses it. Status is not parsed: the reconciler rebuilds it.
+struct Scaler {
+  std::string ns;    ///< metadata.namespace
+  std::string name;  ///< metadata.name
+  std::string uid;
+  std::string resource_version;
+  std::string creation_timestamp;  ///< RFC 3339, as stored (compares lexically by time)
+  int64_t generation = 0;
+  std::string deployment_name;
+  UpdateMode update_mode = UpdateMode::kAuto;
+  std::vector<ContainerResources> containers;
+  nlohmann::json status;  ///< the stored status, to write only what changed
+
+  /// "namespace/name": the work queue and index key.
+  std::string key() const { return ns + "/" + name; }
+  /// The entry for `container`: its own entry, else the "*" entry, else nullptr.
+  const ContainerResources* entry_for(std::string_view container) const;
+};
+
+/// Parses a VerticalScaler object as returned by the API server. Errors name the field
+/// ("spec.containers[1].requests.cpu: invalid quantity ..."). Enforces what the CRD enforces, so
+/// that a scaler admitted by an older CRD or a webhook outage is still handled safely.
+kube::Result<Scaler> parse_scaler(const nlohmann::json& object);
+
+/// Checks a spec the way the validating webhook must (rules the CRD schema and CEL cannot say, and
+/// the same rules again for defence in depth). Returns every problem, each naming its field.
+std::vector<std::string> validate_scaler_spec(const nlohmann::json& spec);
+
+/// Of the scalers targeting one workload, the one that is active (one scaler per workload): the
+/// oldest by creationTimestamp, then by name. nullptr for an empty list.
+const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers);
+
+}  // namespace vscaler::api

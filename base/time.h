@@ -1,0 +1,27 @@
+// RFC 3339 timestamps in UTC, the one formatter every folder uses: log lines (milliseconds),
+// Kubernetes status fields and condition times (seconds, what metav1.Time serialises), and
+// certificate validity in logs.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace vscaler::base {
+
+/// How many fractional digits a timestamp carries.
+enum class TimePrecision { kSeconds, kMilliseconds };
+
+/// `time` as RFC 3339 UTC: "2026-11-29T18:00:00Z", or "2026-11-29T18:00:00.123Z" with
+/// kMilliseconds. Times before the epoch round down (never a negative fraction).
+std::string rfc3339(std::chrono::system_clock::time_point time,
+                    TimePrecision precision = TimePrecision::kSeconds);
+
+/// `seconds` since the Unix epoch as RFC 3339 UTC with second precision (a certificate's
+/// notBefore/notAfter as OpenSSL gives them).
+std::string rfc3339_seconds(std::int64_t seconds);
+
+/// The current time as RFC 3339 UTC with second precision.
+std::string rfc3339_now();
+
+}  // namespace vscaler::base

@@ -1,0 +1,92 @@
+#include "controller/expectations.h"
+
+#include <algorithm>
+
+#include "controller/work_queue.h"
+
+namespace vscaler::controller {
+
+void Expectation::merge(const Expectation& newer) {
+  min_generation_exclusive = std::max(min_generation_exclusive, newer.min_generation_exclusive);
+  if (!newer.gone_uid.empty()) gone_uid = newer.gone_uid;
+  must_exist = must_exist || newer.must_exist;
+}
+
+namespace {
+
+// Whether `observed` shows everything `expected` asks for, or shows that it never will.
+bool settled(const Expectation& expected, const Observed& observed) {
+  if (!observed.exists || observed.deleting) {
+    // Gone or going: a deletion is visible; an UPDATE of a vanished workload never will be. Only
+    // a hinted CREATE is still to come (unless a deletion was hinted after it).
+    return !expected.must_exist || !expected.gone_uid.empty();
+  }
+  bool generation_seen = expected.min_generation_exclusive == 0 ||
+                         observed.generation > expected.min_generation_exclusive;
+  bool uid_gone = expected.gone_uid.empty() || expected.gone_uid != observed.uid;
+  return generation_seen && uid_gone;
+}
+
+}  // namespace
+
+Expectations::Expectations(ExpectationsOptions options) : options_(std::move(options)) {
+  if (!options_.now) options_.now = [] { return Clock::now(); };
+}
+
+void Expectations::expect(std::string_view key, const Expectation& expectation) {
+  if (!expectation.any()) return;
+  Clock::time_point now = options_.now();
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    it = entries_.emplace(std::string(key), Entry{{}, now, options_.recheck_initial}).first;
+  }
+  it->second.expected.merge(expectation);
+  it->second.issued = std::max(it->second.issued, now);
+}
+
+std::optional<std::chrono::milliseconds> Expectations::check(std::string_view key,
+                                                             const Observed& observed) {
+  Clock::time_point now = options_.now();
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  Entry& entry = it->second;
+  // The deadline counts from the newest hinted write: a write a later admission step rejected
+  // never becomes visible, and the worker must stop looking.
+  if (settled(entry.expected, observed) || now - entry.issued >= options_.deadline) {
+    entries_.erase(it);
+    return std::nullopt;
+  }
+  std::chrono::milliseconds delay = entry.next_delay;
+  entry.next_delay = std::min(entry.next_delay * 2, options_.recheck_max);
+  return delay;
+}
+
+void Expectations::forget(std::string_view key) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) entries_.erase(it);
+}
+
+std::optional<Expectation> Expectations::pending(std::string_view key) const {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.expected;
+}
+
+std::size_t Expectations::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+QueueingHintSink::QueueingHintSink(Expectations& expectations, WorkQueue& queue)
+    : expectations_(expectations), queue_(queue) {}
+
+void QueueingHintSink::hint(std::string_view scaler_key, const Expectation& expectation) {
+  expectations_.expect(scaler_key, expectation);
+  queue_.add(scaler_key, Priority::kHigh);
+}
+
+}  // namespace vscaler::controller

@@ -1,0 +1,32 @@
+// Reading fields of Kubernetes objects held as JSON, the one place that does it. Objects come from
+// the network (watch events, admission reviews, GET answers), so every accessor tolerates any
+// shape: a missing field, a field of the wrong type or a non-object along the path yields the
+// empty value, never an exception (nlohmann's value() throws type_error on a wrong type).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace vscaler::kube {
+
+/// The member at `path` ({"metadata", "uid"}), or nullptr when some step is absent or not an
+/// object.
+const nlohmann::json* find_path(const nlohmann::json& object,
+                                std::initializer_list<const char*> path);
+
+/// The string at `path`, "" when absent or not a string.
+std::string string_at(const nlohmann::json& object, std::initializer_list<const char*> path);
+
+/// metadata.<field> when it is a string, else "".
+std::string meta_string(const nlohmann::json& object, const char* field);
+
+/// metadata.generation when it is an integer, else 0.
+int64_t meta_generation(const nlohmann::json& object);
+
+/// The store and work-queue key of an object: "namespace/name", or "name" when it has no
+/// namespace (cluster-scoped); "" when it has no name.
+std::string object_key(const nlohmann::json& object);
+
+}  // namespace vscaler::kube

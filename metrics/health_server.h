@@ -1,0 +1,54 @@
+// Plain-HTTP endpoints for the kubelet and Prometheus: /healthz (the process runs), /readyz (the
+// caller's readiness checks all pass: informer synced, certificate loaded) and /metrics (the
+// Prometheus text format of a metrics registry). One instance per listen address: --health-addr
+// and --metrics-addr are two instances, or one serving everything when they are equal.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "metrics/listen_address.h"
+#include "metrics/registry.h"
+
+namespace vscaler::metrics {
+
+/// A readiness condition; evaluated on every /readyz request, so it must be cheap and
+/// thread-safe (an atomic flag read). An exception counts as not ready, and is logged and counted
+/// (vscaler_health_errors_total{what="readiness_check"}).
+using ReadinessCheck = std::function<bool()>;
+
+/// Serves /healthz, /readyz and, once expose_metrics() is called, /metrics over plain HTTP.
+/// Only GET and HEAD are answered; a request with a body is refused before the body is read.
+class HealthServer {
+ public:
+  /// `address` as parse_listen_address reads it (checked by start()); `registry` counts the
+  /// exceptions of checks and handlers (vscaler_health_errors_total).
+  explicit HealthServer(std::string address, Registry& registry = default_registry());
+  /// Stops the server.
+  ~HealthServer();
+  HealthServer(const HealthServer&) = delete;
+  HealthServer& operator=(const HealthServer&) = delete;
+
+  /// Adds a named check to /readyz (which answers 200 only when every check passes, 503 with the
+  /// failing names otherwise; no checks means ready). Call before start().
+  void add_readiness_check(std::string name, ReadinessCheck check);
+  /// Serves `registry` at /metrics. `registry` must outlive the server. Call before start().
+  void expose_metrics(const Registry& registry);
+
+  /// Binds and serves on threads of its own; the error says why binding failed.
+  base::Result<base::Unit> start();
+  /// Stops serving and joins the threads; idempotent.
+  void stop();
+  /// The bound port (useful with port 0); 0 before start().
+  int port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vscaler::metrics

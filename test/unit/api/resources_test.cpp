@@ -1,0 +1,153 @@
+// plan_resources and the writes built from it: merge by value, never remove a key, the validity
+// check counting keys the scaler does not set, and admission patches that always apply.
+#include "api/resources.h"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+using nlohmann::json;
+using namespace vscaler::api;
+
+namespace {
+Scaler scaler_from(const char* spec) {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", json::parse(spec)}};
+  auto parsed = parse_scaler(object);
+  REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error()));
+  return *parsed;
+}
+json deployment(const char* containers) {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}, {"generation", 1}}}};
+  json& pod_spec = object["spec"]["template"]["spec"];
+  pod_spec["initContainers"] = json::parse(R"([{"name": "init", "image": "busybox"}])");
+  pod_spec["containers"] = json::parse(containers);
+  return object;
+}
+}  // namespace
+
+TEST_CASE("declared keys are set; keys the scaler does not declare are kept") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  auto plan = plan_resources(
+      scaler, deployment(R"([{"name": "app", "resources": {"requests": {"cpu": "1", "memory":
+      "1Gi"}, "limits": {"memory": "2Gi"}, "claims": [{"name": "gpu"}]}}])"));
+  REQUIRE(plan.containers.size() == 1);
+  CHECK(plan.changed());
+  CHECK(plan.invalid.empty());
+  CHECK(plan.containers[0].merged == json::parse(R"({"requests": {"cpu": "250m", "memory":
+      "1Gi"}, "limits": {"memory": "2Gi"}, "claims": [{"name": "gpu"}]})"));
+  CHECK(plan.containers[0].overridden == std::vector<std::string>{"requests.cpu=1"});
+}
+
+TEST_CASE("values equal by value are no change and keep their stored text") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [{"name": "app",
+      "requests": {"cpu": 1, "memory": "1024Mi"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"cpu": "1000m", "memory": "1Gi"}}}])"));
+  CHECK_FALSE(plan.changed());
+  CHECK(plan.containers[0].merged["requests"]["cpu"] == "1000m");
+  CHECK(admission_json_patch(plan).empty());
+}
+
+TEST_CASE("the wildcard matches every container not named; init containers are never matched") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "1"}}, {"name": "*", "requests": {"cpu": "100m"}}]})");
+  auto plan = plan_resources(
+      scaler, deployment(R"([{"name": "app"}, {"name": "sidecar"}, {"name": "proxy"}])"));
+  REQUIRE(plan.containers.size() == 3);
+  CHECK(plan.containers[0].merged["requests"]["cpu"] == "1");
+  CHECK(plan.containers[1].merged["requests"]["cpu"] == "100m");
+  CHECK(plan.containers[2].merged["requests"]["cpu"] == "100m");
+  for (const auto& item : plan.containers) CHECK(item.name != "init");
+}
+
+TEST_CASE("a named container missing from the Deployment is reported; the others still apply") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "1"}}, {"name": "worker", "requests": {"cpu": "2"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app"}])"));
+  CHECK(plan.missing == std::vector<std::string>{"worker"});
+  CHECK(plan.changed());
+}
+
+TEST_CASE("a request above the Deployment's own limit is invalid, naming container and resource") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "2"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"limits":
+      {"cpu": "1500m"}}}])"));
+  CHECK(plan.invalid == "container app: requests.cpu 2 would exceed limits.cpu 1500m");
+}
+
+TEST_CASE("a declared limit below the Deployment's own request is invalid too") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "limits": {"memory": "256Mi"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"memory": "1Gi"}}}])"));
+  CHECK(plan.invalid == "container app: requests.memory 1Gi would exceed limits.memory 256Mi");
+}
+
+TEST_CASE("the strategic merge patch carries only the declared keys of changed containers") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "250m"}, "limits": {"memory": "512Mi"}},
+      {"name": "*", "requests": {"cpu": "100m"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"memory": "1Gi"}}}, {"name": "sidecar", "resources": {"requests": {"cpu": "0.1"}}}])"));
+  CHECK(strategic_merge_patch(scaler, plan) == json::parse(R"({"spec": {"template": {"spec":
+      {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}, "limits":
+      {"memory": "512Mi"}}}]}}}})"));
+}
+
+TEST_CASE("status containers show merged values when applied and current ones otherwise") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"cpu": "1", "memory": "64Mi"}}}])"));
+  CHECK(status_containers(plan, true) == json::parse(R"([{"name": "app", "requests":
+      {"cpu": "250m", "memory": "64Mi"}}])"));
+  CHECK(status_containers(plan, false) == json::parse(R"([{"name": "app", "requests":
+      {"cpu": "1", "memory": "64Mi"}}])"));
+}
+
+TEST_CASE("property: every admission patch applies to its object and yields the planned values") {
+  std::mt19937 random(20261129);
+  const std::vector<std::string> cpu = {"100m", "250m", "0.5", "1", "1500m", "2"};
+  const std::vector<std::string> memory = {"64Mi", "128Mi", "0.25Gi", "512Mi", "1Gi"};
+  auto pick = [&](const std::vector<std::string>& values) {
+    return values[random() % values.size()];
+  };
+  int applied = 0;
+  for (int round = 0; round < 2000; ++round) {
+    json containers = json::array();
+    int count = 1 + static_cast<int>(random() % 4);
+    for (int i = 0; i < count; ++i) {
+      json container = {{"name", "c" + std::to_string(i)}, {"image", "pause"}};
+      if (random() % 3 != 0) {
+        json resources = json::object();
+        if (random() % 2) resources["requests"]["cpu"] = pick(cpu);
+        if (random() % 2) resources["limits"]["cpu"] = pick(cpu);
+        if (random() % 2) resources["requests"]["memory"] = pick(memory);
+        if (random() % 2) resources["limits"]["memory"] = pick(memory);
+        container["resources"] = resources;
+      }
+      containers.push_back(container);
+    }
+    json spec = {{"deploymentName", "web"}, {"containers", json::array()}};
+    json entry = {{"name", random() % 2 ? "*" : "c0"}};
+    if (random() % 2) entry["requests"]["cpu"] = pick(cpu);
+    if (random() % 2) entry["limits"]["memory"] = pick(memory);
+    spec["containers"].push_back(entry);
+    auto scaler = scaler_from(spec.dump().c_str());
+    json object = deployment(containers.dump().c_str());
+    auto plan = plan_resources(scaler, object);
+    if (!plan.invalid.empty()) continue;
+    json patched = object.patch(admission_json_patch(plan));
+    ++applied;
+    // The patched object carries every declared key, and planning again finds nothing to do.
+    auto again = plan_resources(scaler, patched);
+    CHECK_FALSE(again.changed());
+    CHECK(again.invalid.empty());
+    CHECK(patched["spec"]["template"]["spec"]["initContainers"] ==
+          object["spec"]["template"]["spec"]["initContainers"]);
+  }
+  CHECK(applied > 500);
+}

@@ -1,0 +1,353 @@
+// Reconciler decisions against a fake ReconcileApi (the one faked collaborator): what it writes,
+// what it reports, and what it refuses to do. The real API server is exercised end-to-end.
+#include "controller/reconciler.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "controller/status.h"
+
+using nlohmann::json;
+using namespace vscaler::api;
+using namespace vscaler::controller;
+using vscaler::kube::ApiError;
+using vscaler::kube::ErrorKind;
+
+namespace {
+
+/// An in-memory API: one Deployment per name, scalers' status, and a log of writes. Its strategic
+/// merge patch handles exactly what the reconciler sends: containers merged by name, resources
+/// maps merged key by key.
+class FakeApi : public ReconcileApi {
+ public:
+  std::map<std::string, json> deployments;  // name -> object
+  std::map<std::string, json> scalers;      // name -> object
+  int deployment_patches = 0;
+  int status_patches = 0;
+  int status_conflicts_to_inject = 0;
+  std::vector<std::string> events;
+  /// Simulates another mutating webhook: after each patch, sets this container cpu request.
+  std::string rewrite_cpu_to;
+
+  ApiResult get_deployment(const std::string&, const std::string& name) override {
+    auto it = deployments.find(name);
+    if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
+    return it->second;
+  }
+  ApiResult patch_deployment(const std::string&, const std::string& name,
+                             const json& patch) override {
+    auto it = deployments.find(name);
+    if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
+    ++deployment_patches;
+    json& containers = it->second["spec"]["template"]["spec"]["containers"];
+    bool changed = false;
+    for (const json& wanted : patch["spec"]["template"]["spec"]["containers"]) {
+      for (json& container : containers) {
+        if (container["name"] != wanted["name"]) continue;
+        for (const auto& [section, values] : wanted["resources"].items()) {
+          for (const auto& [resource, value] : values.items()) {
+            if (container["resources"][section][resource] != value) changed = true;
+            container["resources"][section][resource] = value;
+          }
+        }
+        if (!rewrite_cpu_to.empty()) container["resources"]["requests"]["cpu"] = rewrite_cpu_to;
+      }
+    }
+    if (changed)
+      it->second["metadata"]["generation"] = it->second["metadata"]["generation"].get<int>() + 1;
+    return it->second;
+  }
+  ApiResult get_scaler(const std::string&, const std::string& name) override {
+    return scalers.at(name);
+  }
+  ApiResult patch_scaler_status(const std::string&, const std::string& name,
+                                const json& patch) override {
+    json& scaler = scalers.at(name);
+    if (status_conflicts_to_inject > 0) {
+      --status_conflicts_to_inject;
+      scaler["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+      return vscaler::kube::fail(vscaler::kube::make_error(ErrorKind::kConflict, "stale"));
+    }
+    if (patch["metadata"]["resourceVersion"] != scaler["metadata"]["resourceVersion"]) {
+      return vscaler::kube::fail(vscaler::kube::make_error(ErrorKind::kConflict, "stale"));
+    }
+    ++status_patches;
+    scaler.merge_patch({{"status", patch["status"]}});
+    scaler["metadata"]["resourceVersion"] = std::to_string(++resource_version);
+    return scaler;
+  }
+  void record_event(const Scaler&, bool warning, const std::string& reason,
+                    const std::string&) override {
+    events.push_back((warning ? "Warning " : "Normal ") + reason);
+  }
+
+ private:
+  int resource_version = 100;
+  static ApiError not_found(const std::string& name) {
+    return vscaler::kube::make_error(ErrorKind::kNotFound,
+                                     "deployments \"" + name + "\" not found");
+  }
+};
+
+struct Fixture {
+  FakeApi api;
+  ScalerStore store;
+  VerifiedState verified;
+  struct CountingMetrics : ReconcilerMetrics {
+    int corrections = 0;
+    void on_resync_correction() override { ++corrections; }
+  } metrics;
+  Expectations::Clock::time_point now = Expectations::Clock::now();
+  Expectations expectations{[this] {
+    ExpectationsOptions options;
+    options.now = [this] { return now; };
+    return options;
+  }()};
+  Reconciler reconciler{api, store, verified, expectations, metrics};
+
+  void add_deployment(const std::string& name, const char* containers) {
+    json object;
+    object["metadata"] = {
+        {"name", name}, {"namespace", "shop"}, {"uid", "uid-" + name}, {"generation", 1}};
+    object["spec"]["template"]["spec"]["containers"] = json::parse(containers);
+    api.deployments[name] = object;
+  }
+  void add_scaler(const std::string& name, const char* spec,
+                  const char* created = "2026-01-01T00:00:00Z") {
+    json object = {{"metadata",
+                    {{"name", name},
+                     {"namespace", "shop"},
+                     {"generation", 1},
+                     {"resourceVersion", "1"},
+                     {"creationTimestamp", created}}},
+                   {"spec", json::parse(spec)}};
+    api.scalers[name] = object;
+    refresh(name);
+  }
+  /// What the informer would do after a write: the store sees the stored object.
+  void refresh(const std::string& name) {
+    auto parsed = parse_scaler(api.scalers.at(name));
+    REQUIRE(parsed.ok());
+    store.upsert(std::make_shared<const Scaler>(*parsed));
+  }
+  /// Reconciles scaler `name` after the hook recorded `expected` for it (if anything).
+  ReconcileOutcome run(const std::string& name, Priority priority = Priority::kHigh,
+                       const Expectation& expected = {}) {
+    WorkItem item;
+    item.key = "shop/" + name;
+    item.priority = priority;
+    expectations.expect(item.key, expected);
+    auto outcome = reconciler.reconcile(item);
+    if (api.scalers.count(name)) refresh(name);
+    return outcome;
+  }
+  std::string condition(const std::string& scaler, const char* type, const char* field = "reason") {
+    for (const json& c : api.scalers.at(scaler)["status"]["conditions"]) {
+      if (c["type"] == type) return c[field];
+    }
+    return "";
+  }
+  json resources(const std::string& deployment, std::size_t index = 0) {
+    return api.deployments.at(
+        deployment)["spec"]["template"]["spec"]["containers"][index]["resources"];
+  }
+};
+
+const char* kSpec = R"({"deploymentName": "web", "updateMode": "Reconcile",
+  "containers": [{"name": "app", "requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1"}}]})";
+
+}  // namespace
+
+TEST_CASE("a drifted Deployment is patched once and the status reports Applied and UpToDate") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "1"}}}])");
+  f.add_scaler("web", kSpec);
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(outcome.patched);
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.resources("web") == json::parse(R"({"requests": {"cpu": "250m", "memory": "256Mi"},
+      "limits": {"cpu": "1"}})"));
+  CHECK(f.api.deployments["web"]["metadata"]["generation"] == 2);
+  CHECK(f.condition("web", "Scaled") == "Applied");
+  CHECK(f.condition("web", "Ready", "status") == "True");
+  CHECK(f.condition("web", "DeploymentFound") == "Found");
+  json status = f.api.scalers["web"]["status"];
+  CHECK(status["observedGeneration"] == 1);
+  CHECK(status["deployment"] == json::parse(R"({"name": "web", "uid": "uid-web", "found": true})"));
+  CHECK(status.contains("lastScaleTime"));
+  CHECK(f.verified.get("shop/web") == Verified{true, "uid-web", 2});
+}
+
+TEST_CASE("a second reconcile of an up-to-date scaler writes nothing at all") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web");
+  int patches = f.api.deployment_patches, statuses = f.api.status_patches;
+  f.run("web");
+  f.run("web", Priority::kLow);
+  CHECK(f.api.deployment_patches == patches);
+  CHECK(f.api.status_patches == statuses);
+  CHECK(f.metrics.corrections == 0);
+}
+
+TEST_CASE("a missing Deployment reports DeploymentFound=False and writes nothing else") {
+  Fixture f;
+  f.add_scaler("web", kSpec);
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("web", "DeploymentFound") == "NotFound");
+  CHECK(f.condition("web", "Ready") == "Pending");
+  CHECK(f.api.scalers["web"]["status"]["deployment"]["found"] == false);
+  CHECK(f.verified.get("shop/web") == Verified{});
+}
+
+TEST_CASE("updateMode Off never writes the Deployment and shows what would be applied") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "1"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Off",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  f.run("web");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("web", "Scaled") == "UpdateModeOff");
+  CHECK(f.api.scalers["web"]["status"]["containers"][0]["requests"]["cpu"] == "250m");
+  CHECK(f.resources("web")["requests"]["cpu"] == "1");
+}
+
+TEST_CASE(
+    "invalid merged resources are never written: InvalidResources names container and resource") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app", "resources": {"limits": {"cpu": "500m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "1"}}]})");
+  f.run("web");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("web", "Scaled") == "InvalidResources");
+  CHECK(f.condition("web", "Scaled", "message")
+            .find("container app: requests.cpu 1 would exceed limits.cpu 500m") == 0);
+}
+
+TEST_CASE("a named container missing from the Deployment: ContainerNotFound, the others applied") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "250m"}}, {"name": "worker", "requests": {"cpu": "1"}}]})");
+  f.run("web");
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+  CHECK(f.condition("web", "Scaled") == "ContainerNotFound");
+  CHECK(f.condition("web", "Scaled", "message").find("worker") != std::string::npos);
+}
+
+TEST_CASE("of two scalers on one Deployment the older applies and the younger reports Conflict") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("old", kSpec, "2026-01-01T00:00:00Z");
+  f.add_scaler("young", R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "2"}}]})",
+               "2026-02-01T00:00:00Z");
+  f.run("young");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("young", "Ready") == "Conflict");
+  CHECK(f.condition("young", "Ready", "message").find("VerticalScaler old") == 0);
+  f.run("old");
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+}
+
+TEST_CASE("a value rewritten by another webhook is reported MutatedByAdmission and not retried") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.api.rewrite_cpu_to = "100m";
+  f.run("web");
+  CHECK(f.condition("web", "Scaled") == "MutatedByAdmission");
+  int patches = f.api.deployment_patches;
+  for (int i = 0; i < 5; ++i) f.run("web");
+  CHECK(f.api.deployment_patches == patches);
+}
+
+TEST_CASE("a status conflict is resolved by re-reading the scaler") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.api.status_conflicts_to_inject = 2;
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.condition("web", "Scaled") == "Applied");
+}
+
+TEST_CASE("a resync-triggered reconcile that writes counts as a correction") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web", Priority::kLow);
+  CHECK(f.metrics.corrections == 1);
+}
+
+TEST_CASE("a deleted scaler is forgotten and its Deployment left as it is") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web");
+  json before = f.api.deployments["web"];
+  f.store.remove("shop/web");
+  f.api.scalers.erase("web");
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.api.deployments["web"] == before);
+  CHECK_FALSE(f.verified.get("shop/web").has_value());
+}
+
+TEST_CASE("a hint not yet visible is re-checked with a short backoff, not counted as a failure") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  Expectation hint;
+  hint.min_generation_exclusive = 5;  // the hinted write would make generation 6
+  auto first = f.run("web", Priority::kHigh, hint);
+  CHECK(first.kind == ReconcileOutcome::Kind::kRecheck);
+  // The write is usually stored about a millisecond after admission: look again that soon
+  // (5 ms here added ~5 ms to every Reconcile-mode restore).
+  CHECK(first.delay == std::chrono::milliseconds(1));
+  auto second = f.run("web");  // the re-check: the expectation is kept where it is
+  CHECK(second.kind == ReconcileOutcome::Kind::kRecheck);
+  CHECK(second.delay > first.delay);
+  f.api.deployments["web"]["metadata"]["generation"] = 6;
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK_FALSE(f.expectations.pending("shop/web"));
+}
+
+TEST_CASE("a hinted CREATE not yet stored is re-checked until the Deployment appears") {
+  Fixture f;
+  f.add_scaler("web", kSpec);
+  Expectation hint;
+  hint.must_exist = true;
+  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kRecheck);
+  f.add_deployment("web", R"([{"name": "app"}])");
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(outcome.patched);
+}
+
+TEST_CASE("a hint never made visible is given up after its deadline") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  Expectation hint;
+  hint.min_generation_exclusive = 5;
+  CHECK(f.run("web", Priority::kHigh, hint).kind == ReconcileOutcome::Kind::kRecheck);
+  f.now += std::chrono::seconds(31);
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK_FALSE(f.expectations.pending("shop/web"));
+}
+
+TEST_CASE("merge_patch_between sets changes and nulls removed members") {
+  json from = json::parse(R"({"a": 1, "b": {"c": 2, "d": 3}, "e": [1]})");
+  json to = json::parse(R"({"a": 1, "b": {"c": 4}, "e": [2], "f": true})");
+  CHECK(merge_patch_between(from, to) ==
+        json::parse(R"({"b": {"c": 4, "d": null}, "e": [2], "f": true})"));
+  json patched = from;
+  patched.merge_patch(merge_patch_between(from, to));
+  CHECK(patched == to);
+}

@@ -1,0 +1,149 @@
+// Health, readiness and metrics endpoints over plain HTTP, and listen-address parsing.
+#include "metrics/health_server.h"
+
+#include <doctest/doctest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <stdexcept>
+
+using vscaler::metrics::HealthServer;
+using vscaler::metrics::parse_listen_address;
+using vscaler::metrics::Registry;
+
+TEST_CASE("health: listen addresses are read the way Go reads them") {
+  auto all = parse_listen_address(":8080");
+  REQUIRE(all.ok());
+  CHECK(all->host.empty());
+  CHECK(all->port == 8080);
+  auto local = parse_listen_address("127.0.0.1:0");
+  REQUIRE(local.ok());
+  CHECK(local->host == "127.0.0.1");
+  CHECK(local->port == 0);
+  auto v6 = parse_listen_address("[::1]:8081");
+  REQUIRE(v6.ok());
+  CHECK(v6->host == "::1");
+  CHECK(parse_listen_address("localhost:9090")->host == "localhost");
+
+  CHECK(parse_listen_address("8080").error() ==
+        "listen address \"8080\": expected host:port, e.g. :8080");
+  CHECK_FALSE(parse_listen_address(":").ok());
+  CHECK_FALSE(parse_listen_address(":65536").ok());
+  CHECK_FALSE(parse_listen_address(":80a").ok());
+  CHECK_FALSE(parse_listen_address("::1:80").ok());
+  CHECK_FALSE(parse_listen_address("[::1:80").ok());
+}
+
+TEST_CASE("health: /healthz always, /readyz follows the checks, /metrics renders the registry") {
+  std::atomic<bool> synced{false};
+  std::atomic<bool> certificate{false};
+  HealthServer server("127.0.0.1:0");
+  server.add_readiness_check("informer", [&] { return synced.load(); });
+  server.add_readiness_check("certificate", [&] { return certificate.load(); });
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+
+  auto healthz = client.Get("/healthz");
+  REQUIRE(healthz);
+  CHECK(healthz->status == 200);
+  CHECK(healthz->body == "ok");
+
+  auto readyz = client.Get("/readyz");
+  REQUIRE(readyz);
+  CHECK(readyz->status == 503);
+  CHECK(readyz->body == "[-]informer failed\n[-]certificate failed\nreadyz check failed\n");
+  synced = true;
+  readyz = client.Get("/readyz");
+  REQUIRE(readyz);
+  CHECK(readyz->status == 503);
+  CHECK(readyz->body == "[+]informer ok\n[-]certificate failed\nreadyz check failed\n");
+  certificate = true;
+  readyz = client.Get("/readyz");
+  REQUIRE(readyz);
+  CHECK(readyz->status == 200);
+  CHECK(readyz->body == "ok");
+  readyz = client.Get("/readyz?verbose");
+  REQUIRE(readyz);
+  CHECK(readyz->body == "[+]informer ok\n[+]certificate ok\nreadyz check passed\n");
+
+  // /metrics is not served until a registry is exposed.
+  auto metrics = client.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->status == 404);
+  Registry registry;
+  registry.counter("vscaler_webhook_enqueued_total", "Keys enqueued.").get().inc(3);
+  server.expose_metrics(registry);
+  metrics = client.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->status == 200);
+  CHECK(metrics->get_header_value("Content-Type") == "text/plain; version=0.0.4; charset=utf-8");
+  CHECK(metrics->body ==
+        "# HELP vscaler_webhook_enqueued_total Keys enqueued.\n"
+        "# TYPE vscaler_webhook_enqueued_total counter\n"
+        "vscaler_webhook_enqueued_total 3\n");
+
+  CHECK(client.Get("/nothing")->status == 404);
+  server.stop();
+  server.stop();
+}
+
+TEST_CASE("health: a check that throws counts as not ready, and is counted") {
+  Registry registry;
+  HealthServer server("127.0.0.1:0", registry);
+  server.add_readiness_check("broken", []() -> bool { throw std::runtime_error("boom"); });
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto readyz = client.Get("/readyz");
+  REQUIRE(readyz);
+  CHECK(readyz->status == 503);
+  CHECK(readyz->body.find("[-]broken failed") != std::string::npos);
+  // Swallowed before: now logged and counted, once per failed evaluation.
+  CHECK(registry.render().find(R"(vscaler_health_errors_total{what="readiness_check"} 1)") !=
+        std::string::npos);
+}
+
+TEST_CASE("health: only bodiless GET and HEAD are served; bodies are never read") {
+  HealthServer server("127.0.0.1:0");
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto post = client.Post("/healthz", std::string(1024, 'x'), "text/plain");
+  REQUIRE(post);
+  CHECK(post->status == 405);
+  CHECK(post->get_header_value("Allow") == "GET, HEAD");
+  // A chunked upload (httplib would read it without limit) is refused the same way.
+  auto chunked = client.Post(
+      "/metrics",
+      [](size_t offset, httplib::DataSink& sink) {
+        if (offset < 1024 * 1024) {
+          std::string chunk(4096, 'x');
+          sink.write(chunk.data(), chunk.size());
+        } else {
+          sink.done();
+        }
+        return true;
+      },
+      "text/plain");
+  if (chunked) CHECK(chunked->status == 405);
+  auto head = client.Head("/healthz");
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  // The server still answers.
+  CHECK(client.Get("/healthz")->status == 200);
+}
+
+TEST_CASE("health: all interfaces, and a port in use reported") {
+  HealthServer any(":0");
+  REQUIRE(any.start().ok());
+  httplib::Client client("127.0.0.1", any.port());
+  auto healthz = client.Get("/healthz");
+  REQUIRE(healthz);
+  CHECK(healthz->status == 200);
+
+  HealthServer clash("127.0.0.1:" + std::to_string(any.port()));
+  auto started = clash.start();
+  REQUIRE_FALSE(started.ok());
+  CHECK(started.error().starts_with("cannot listen on 127.0.0.1:"));
+
+  HealthServer bad("nonsense");
+  CHECK_FALSE(bad.start().ok());
+}

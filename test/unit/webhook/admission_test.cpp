@@ -1,0 +1,408 @@
+// AdmissionReview codec: good reviews (a recorded-shape 22 KB Deployment UPDATE), every malformed
+// case with its message, the nesting-depth limit, projections, and the response encoding (uid,
+// status, warnings, base64 JSONPatch).
+#include "webhook/admission.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using vscaler::webhook::AdmissionResponse;
+using vscaler::webhook::base64_encode;
+using vscaler::webhook::encode_review;
+using vscaler::webhook::json_pointer_escape;
+using vscaler::webhook::Operation;
+using vscaler::webhook::parse_review;
+using vscaler::webhook::ParseOptions;
+using vscaler::webhook::Projection;
+using vscaler::webhook::validate_json_patch;
+using json = nlohmann::json;
+
+namespace {
+
+std::string read_data(const std::string& name) {
+  std::ifstream file(std::string(VSCALER_TEST_DATA_DIR) + "/webhook/" + name);
+  REQUIRE_MESSAGE(file.good(), name);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+json minimal_review() {
+  return json::parse(R"({
+    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+    "request": {
+      "uid": "u-1", "operation": "CREATE",
+      "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+      "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+      "namespace": "shop",
+      "object": {"metadata": {"generateName": "web-", "namespace": "shop"}}
+    }})");
+}
+
+// The error message parse_review gives for `body` (fails the test if it parses).
+std::string error_of(std::string_view body, const ParseOptions& options = {}) {
+  auto parsed = parse_review(body, options);
+  REQUIRE_FALSE(parsed.ok());
+  return parsed.error();
+}
+
+std::string base64_decode(std::string_view text) {
+  static const std::string alphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    buffer = buffer << 6 | static_cast<unsigned>(alphabet.find(c));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string nested(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+}  // namespace
+
+TEST_CASE("codec: a 22 KB Deployment UPDATE review parses into the request fields") {
+  auto body = read_data("deployment-update-review.json");
+  auto parsed = parse_review(body);
+  REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error()));
+  const auto& request = *parsed;
+  CHECK(request.uid == "705ab4f5-6393-11e8-b7cc-42010a800002");
+  CHECK(request.kind.group == "apps");
+  CHECK(request.kind.version == "v1");
+  CHECK(request.kind.kind == "Deployment");
+  CHECK(request.resource.resource == "deployments");
+  CHECK(request.sub_resource.empty());
+  CHECK(request.name == "web");
+  CHECK(request.namespace_name == "shop");
+  CHECK(request.operation == Operation::kUpdate);
+  CHECK_FALSE(request.dry_run);
+  // The whole objects, equal to what nlohmann_json makes of the same text.
+  auto reference = json::parse(body);
+  CHECK(request.object == reference["request"]["object"]);
+  CHECK(request.old_object == reference["request"]["oldObject"]);
+  CHECK(request.object["metadata"]["generation"] == 7);
+}
+
+TEST_CASE("codec: CREATE without oldObject, DELETE with null object, dryRun, subResource") {
+  auto review = minimal_review();
+  auto parsed = parse_review(review.dump());
+  REQUIRE(parsed.ok());
+  CHECK(parsed->operation == Operation::kCreate);
+  CHECK(parsed->name.empty());
+  CHECK(parsed->old_object.is_null());
+  CHECK(parsed->object["metadata"]["generateName"] == "web-");
+
+  review["request"]["operation"] = "DELETE";
+  review["request"]["name"] = "";
+  review["request"]["object"] = nullptr;
+  review["request"]["oldObject"] = {{"metadata", {{"name", "web"}, {"uid", "x"}}}};
+  review["request"]["dryRun"] = true;
+  review["request"]["subResource"] = "status";
+  parsed = parse_review(review.dump());
+  REQUIRE(parsed.ok());
+  CHECK(parsed->operation == Operation::kDelete);
+  CHECK(parsed->object.is_null());
+  CHECK(parsed->old_object["metadata"]["name"] == "web");
+  CHECK(parsed->dry_run);
+  CHECK(parsed->sub_resource == "status");
+
+  for (auto [text, operation] :
+       {std::pair{"UPDATE", Operation::kUpdate}, std::pair{"CONNECT", Operation::kConnect}}) {
+    review["request"]["operation"] = text;
+    parsed = parse_review(review.dump());
+    REQUIRE(parsed.ok());
+    CHECK(parsed->operation == operation);
+    CHECK(vscaler::webhook::to_string(operation) == text);
+  }
+}
+
+TEST_CASE("codec: unknown fields are ignored and null optional fields count as absent") {
+  auto review = minimal_review();
+  review["response"] = {{"uid", "ignored"}};
+  review["request"]["userInfo"] = {{"username", "alice"}};
+  review["request"]["options"] = nullptr;
+  review["request"]["name"] = nullptr;
+  review["request"]["dryRun"] = nullptr;
+  auto parsed = parse_review(review.dump());
+  REQUIRE(parsed.ok());
+  CHECK(parsed->name.empty());
+  CHECK_FALSE(parsed->dry_run);
+}
+
+TEST_CASE("codec: malformed JSON is refused with a message") {
+  CHECK(error_of("") == "the request body is empty");
+  CHECK(error_of("   ").find("empty") != std::string::npos);
+  CHECK(error_of("{").starts_with("malformed JSON: "));
+  CHECK(error_of("{\"apiVersion\":}").starts_with("malformed JSON: "));
+  CHECK(error_of("[1,2").starts_with("malformed JSON: "));
+  CHECK(error_of("nul").starts_with("malformed JSON: "));
+  CHECK(error_of("{} trailing").starts_with("malformed JSON: "));
+  CHECK(error_of("{\"a\":\"\xff\xfe\"}").starts_with("malformed JSON: "));
+  CHECK(error_of("{\"a\":01}").starts_with("malformed JSON: "));
+  // Malformed JSON deep inside an object that nothing reads is still refused: the whole document
+  // is validated, not just the fields the codec looks at.
+  auto body = minimal_review().dump();
+  body.replace(body.find("\"web-\""), 6, "\"web-\" 1");
+  CHECK(error_of(body).starts_with("malformed JSON: "));
+}
+
+TEST_CASE("codec: the message says what is wrong with a well-formed non-review") {
+  CHECK(error_of("[]") == "an AdmissionReview must be a JSON object, not an array");
+  CHECK(error_of("\"x\"") == "an AdmissionReview must be a JSON object, not a string");
+  CHECK(error_of("{}") == "apiVersion is missing; expected admission.k8s.io/v1");
+
+  auto review = minimal_review();
+  review["apiVersion"] = "admission.k8s.io/v1beta1";
+  CHECK(error_of(review.dump()) ==
+        "apiVersion \"admission.k8s.io/v1beta1\" is not supported; expected admission.k8s.io/v1");
+  review["apiVersion"] = 1;
+  CHECK(error_of(review.dump()) == "apiVersion must be a string, not a number");
+  review["apiVersion"] = "";
+  CHECK(error_of(review.dump()).find("is not supported") != std::string::npos);
+  // Control characters and quotes from the body never reach the message (it may be logged).
+  review["apiVersion"] = "v1\n\"evil\"" + std::string(100, 'a');
+  auto message = error_of(review.dump());
+  CHECK(message.find('\n') == std::string::npos);
+  CHECK(message.find("...") != std::string::npos);
+
+  review = minimal_review();
+  review["kind"] = "Pod";
+  CHECK(error_of(review.dump()) == "kind \"Pod\" is not AdmissionReview");
+  review.erase("kind");
+  CHECK(error_of(review.dump()) == "kind is missing; expected AdmissionReview");
+
+  review = minimal_review();
+  review.erase("request");
+  CHECK(error_of(review.dump()) == "the AdmissionReview has no request");
+  review["request"] = nullptr;
+  CHECK(error_of(review.dump()) == "the AdmissionReview has no request");
+  review["request"] = 5;
+  CHECK(error_of(review.dump()) == "request must be an object, not a number");
+}
+
+TEST_CASE("codec: uid and operation are required; field types are checked") {
+  auto review = minimal_review();
+  review["request"].erase("uid");
+  CHECK(error_of(review.dump()) == "request.uid is missing or empty");
+  review["request"]["uid"] = "";
+  CHECK(error_of(review.dump()) == "request.uid is missing or empty");
+  review["request"]["uid"] = 42;
+  CHECK(error_of(review.dump()) == "request.uid must be a string, not a number");
+
+  review = minimal_review();
+  review["request"].erase("operation");
+  CHECK(error_of(review.dump()) == "request.operation is missing");
+  review["request"]["operation"] = "PATCH";
+  CHECK(error_of(review.dump()) ==
+        "request.operation \"PATCH\" is not one of CREATE, UPDATE, DELETE, CONNECT");
+  review["request"]["operation"] = true;
+  CHECK(error_of(review.dump()) == "request.operation must be a string, not a boolean");
+
+  review = minimal_review();
+  review["request"]["name"] = json::array();
+  CHECK(error_of(review.dump()) == "request.name must be a string, not an array");
+  review = minimal_review();
+  review["request"]["dryRun"] = "yes";
+  CHECK(error_of(review.dump()) == "request.dryRun must be a boolean, not a string");
+  review = minimal_review();
+  review["request"]["kind"] = "Deployment";
+  CHECK(error_of(review.dump()) == "request.kind must be an object, not a string");
+  review = minimal_review();
+  review["request"]["resource"]["group"] = 1;
+  CHECK(error_of(review.dump()) == "request.resource.group must be a string, not a number");
+}
+
+TEST_CASE("codec: a field the codec interprets may appear only once") {
+  std::string body =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"a",)"
+      R"("operation":"CREATE","uid":"b"}})";
+  CHECK(error_of(body) == "request.uid appears more than once");
+  body = R"({"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1"})";
+  CHECK(error_of(body) == "apiVersion appears more than once");
+  body =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{},"request":{}})";
+  CHECK(error_of(body) == "request appears more than once");
+}
+
+TEST_CASE("codec: nesting deeper than the limit is refused before anything recursive runs") {
+  ParseOptions options;
+  options.max_depth = 5;
+  auto review = minimal_review();
+  // review(1) > request(2) > object(3) > two arrays (4, 5): exactly at the limit.
+  review["request"]["object"] = {{"a", json::parse(nested(2))}};
+  CHECK(parse_review(review.dump(), options).ok());
+  review["request"]["object"] = {{"a", json::parse(nested(3))}};
+  CHECK(error_of(review.dump(), options) == "JSON nesting is deeper than 5 levels");
+
+  // 100k deep, bare and inside a review; refused quickly and without exhausting the stack.
+  auto start = std::chrono::steady_clock::now();
+  CHECK(error_of(nested(100000)) == "JSON nesting is deeper than 128 levels");
+  std::string deep = minimal_review().dump();
+  deep.replace(deep.find("{\"metadata\""), 0, "[" + nested(100000) + "],\"x\":");
+  CHECK(error_of(deep).find("deeper than 128") != std::string::npos);
+  std::string unclosed(100000, '{');
+  CHECK_FALSE(parse_review(unclosed).ok());
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+}
+
+TEST_CASE("codec: a projection keeps only the declared paths, array positions intact") {
+  auto projection = Projection::parse(
+      {"/metadata/name", "/metadata/namespace", "/metadata/generation",
+       "/spec/template/spec/containers/*/name", "/spec/template/spec/containers/*/resources"});
+  REQUIRE(projection.ok());
+  ParseOptions options;
+  options.projection = &*projection;
+  auto body = read_data("deployment-update-review.json");
+  auto parsed = parse_review(body, options);
+  REQUIRE(parsed.ok());
+  auto full = json::parse(body)["request"]["object"];
+  const auto& object = parsed->object;
+  CHECK(object["metadata"] == json{{"name", "web"}, {"namespace", "shop"}, {"generation", 7}});
+  CHECK_FALSE(object.contains("status"));
+  const auto& containers = object["spec"]["template"]["spec"]["containers"];
+  const auto& full_containers = full["spec"]["template"]["spec"]["containers"];
+  REQUIRE(containers.size() == full_containers.size());
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    CHECK(containers[i] == json{{"name", full_containers[i]["name"]},
+                                {"resources", full_containers[i]["resources"]}});
+  }
+  CHECK(parsed->old_object["metadata"]["name"] == "web");
+  CHECK(object.dump().size() < 400);
+}
+
+TEST_CASE("codec: projection edge cases: wrong kinds, wildcard members, escapes, prefixes") {
+  auto review = minimal_review();
+  // "*" matches object members as well as array elements, so containers keeps its scalar.
+  review["request"]["object"] = json::parse(R"({
+    "metadata": "not an object",
+    "spec": {"containers": {"not": "an array"}, "list": [1, 2]},
+    "labels": {"a/b": 1, "c~d": 2, "e": 3},
+    "all": {"x": {"y": 1, "z": 2}}})");
+  auto projection =
+      Projection::parse({"/metadata/name", "/spec/containers/*/name", "/spec/list/x",
+                         "/labels/a~1b", "/labels/c~0d", "/all/*/y", "/all/x", "/missing/field"});
+  REQUIRE(projection.ok());
+  ParseOptions options;
+  options.projection = &*projection;
+  auto parsed = parse_review(review.dump(), options);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->object == json::parse(R"({
+    "metadata": "not an object",
+    "spec": {"containers": {"not": "an array"}, "list": []},
+    "labels": {"a/b": 1, "c~d": 2},
+    "all": {"x": {"y": 1, "z": 2}}})"));
+
+  CHECK_FALSE(Projection::parse({"metadata"}).ok());
+  auto everything = Projection::parse({""});
+  REQUIRE(everything.ok());
+  options.projection = &*everything;
+  CHECK(parse_review(review.dump(), options)->object == review["request"]["object"]);
+}
+
+TEST_CASE("codec: reviews above the reused-parser size parse too") {
+  auto review = minimal_review();
+  review["request"]["object"]["data"] = std::string(2 * 1024 * 1024, 'x');
+  auto parsed = parse_review(review.dump());
+  REQUIRE(parsed.ok());
+  CHECK(parsed->object["data"].get_ref<const std::string&>().size() == 2 * 1024 * 1024);
+  // The thread's reused parser still works afterwards.
+  CHECK(parse_review(minimal_review().dump()).ok());
+}
+
+TEST_CASE("codec: parsing on many threads at once (thread-local parsers)") {
+  auto body = read_data("deployment-update-review.json");
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        if (parse_review(body).ok() && !parse_review("{").ok()) ok.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(ok.load() == 200);
+}
+
+TEST_CASE("codec: responses echo the uid, carry status, warnings and a base64 JSONPatch") {
+  CHECK(encode_review("u-1", AdmissionResponse::allow()) ==
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
+        R"("response":{"uid":"u-1","allowed":true}})");
+
+  auto denied =
+      AdmissionResponse::deny(422, "spec.containers[0].requests.cpu: must be >= 0", "Invalid");
+  denied.warnings = {"another scaler targets shop/web"};
+  CHECK(encode_review("u-2", denied) ==
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-2",)"
+        R"("allowed":false,"status":{"code":422,"message":"spec.containers[0].requests.cpu: must )"
+        R"(be >= 0","reason":"Invalid"},"warnings":["another scaler targets shop/web"]}})");
+
+  AdmissionResponse patched;
+  patched.patch = json::array({{{"op", "add"},
+                                {"path", "/spec/template/spec/containers/0/resources"},
+                                {"value", {{"requests", {{"cpu", "250m"}}}}}}});
+  auto encoded = json::parse(encode_review("u-3", patched));
+  CHECK(encoded["response"]["patchType"] == "JSONPatch");
+  CHECK(json::parse(base64_decode(encoded["response"]["patch"].get<std::string>())) ==
+        patched.patch);
+
+  AdmissionResponse bad_utf8 = AdmissionResponse::deny(400, "bad \xff byte");
+  CHECK(json::parse(encode_review("u-4", bad_utf8))["response"]["status"]["message"] ==
+        "bad \xEF\xBF\xBD byte");
+}
+
+TEST_CASE("codec: base64 matches RFC 4648's test vectors") {
+  CHECK(base64_encode("") == "");
+  CHECK(base64_encode("f") == "Zg==");
+  CHECK(base64_encode("fo") == "Zm8=");
+  CHECK(base64_encode("foo") == "Zm9v");
+  CHECK(base64_encode("foob") == "Zm9vYg==");
+  CHECK(base64_encode("fooba") == "Zm9vYmE=");
+  CHECK(base64_encode("foobar") == "Zm9vYmFy");
+  CHECK(base64_encode(std::string("\xff\xfe\x00", 3)) == "//4A");
+}
+
+TEST_CASE("codec: JSON patches are checked before they can break a user's write") {
+  CHECK(validate_json_patch(json::array()).ok());
+  CHECK(validate_json_patch(
+            json::parse(
+                R"([{"op":"add","path":"/a/b~1c","value":1},{"op":"remove","path":"/x"},)"
+                R"({"op":"move","from":"/a","path":"/b"},{"op":"test","path":"","value":null}])"))
+            .ok());
+  auto error = [](const char* text) {
+    auto result = validate_json_patch(json::parse(text));
+    REQUIRE_FALSE(result.ok());
+    return result.error();
+  };
+  CHECK(error("{}") == "a JSON patch must be an array of operations");
+  CHECK(error("[1]") == "patch operation 0 is not an object");
+  CHECK(error(R"([{"path":"/a"}])") == "patch operation 0 has no op");
+  CHECK(error(R"([{"op":"merge","path":"/a"}])") ==
+        "patch operation 0 has an unknown op \"merge\"");
+  CHECK(error(R"([{"op":"add","path":"a","value":1}])") ==
+        "patch operation 0 has no valid JSON pointer path");
+  CHECK(error(R"([{"op":"remove","path":"/a~2"}])") ==
+        "patch operation 0 has no valid JSON pointer path");
+  CHECK(error(R"([{"op":"remove","path":"/a"},{"op":"add","path":"/a"}])") ==
+        "patch operation 1 has no value");
+  CHECK(error(R"([{"op":"copy","path":"/a"}])") ==
+        "patch operation 0 has no valid JSON pointer from");
+}
+
+TEST_CASE("codec: JSON pointer tokens are escaped") {
+  CHECK(json_pointer_escape("app.kubernetes.io/name") == "app.kubernetes.io~1name");
+  CHECK(json_pointer_escape("a~b/c") == "a~0b~1c");
+}
