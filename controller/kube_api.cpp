@@ -1,10 +1,7 @@
 #include "controller/kube_api.h"
 
-#include <atomic>
 #include <chrono>
 
-#include "base/log.h"
-#include "base/time.h"
 #include "controller/status.h"
 
 namespace vscaler::controller {
@@ -29,8 +26,11 @@ DeploymentMeta meta_of(const json& object) {
 
 }  // namespace
 
-ApiResult KubeReconcileApi::get_deployment(const std::string& ns, const std::string& name) {
-  return client_.get(resources::kDeployments, ns, name);
+ApiResult KubeReconcileApi::get_deployment(const std::string& ns, const std::string& name,
+                                           std::chrono::milliseconds timeout) {
+  kube::GetOptions options;
+  options.timeout = timeout;
+  return client_.get(resources::kDeployments, ns, name, options);
 }
 
 ApiResult KubeReconcileApi::patch_deployment(const std::string& ns, const std::string& name,
@@ -55,36 +55,10 @@ ApiResult KubeReconcileApi::patch_scaler_status(const std::string& ns, const std
 
 void KubeReconcileApi::record_event(const api::Scaler& scaler, bool warning,
                                     const std::string& reason, const std::string& message) {
-  static std::atomic<uint64_t> sequence{0};
-  auto now = base::rfc3339_now();
-  auto nanos = std::chrono::system_clock::now().time_since_epoch().count();
-  char suffix[40];
-  std::snprintf(suffix, sizeof suffix, ".%llx%llx", static_cast<unsigned long long>(nanos),
-                static_cast<unsigned long long>(sequence.fetch_add(1)));
-  json event = {{"apiVersion", "v1"},
-                {"kind", "Event"},
-                {"metadata", {{"name", scaler.name + suffix}, {"namespace", scaler.ns}}},
-                {"involvedObject",
-                 {{"apiVersion", "scaling.vscaler.dev/v1beta1"},
-                  {"kind", "VerticalScaler"},
-                  {"name", scaler.name},
-                  {"namespace", scaler.ns},
-                  {"uid", scaler.uid},
-                  {"resourceVersion", scaler.resource_version}}},
-                {"reason", reason},
-                {"message", message},
-                {"type", warning ? "Warning" : "Normal"},
-                {"source", {{"component", "vscaler"}}},
-                {"reportingComponent", "vscaler"},
-                {"firstTimestamp", now},
-                {"lastTimestamp", now},
-                {"count", 1}};
-  auto created = client_.create(resources::kEvents, scaler.ns, event);
-  if (!created.ok()) {
-    // Best effort by design: an Event refused (quota, RBAC) never fails a reconcile.
-    log::warn(
-        "events", "recording an event failed",
-        {{"scaler", scaler.key()}, {"reason", reason}, {"error", created.error().to_string()}});
+  // Queued, never written here: an Event must not hold up (or fail) the reconcile.
+  if (events_ != nullptr) {
+    events_->record(
+        {scaler.ns, scaler.name, scaler.uid, scaler.resource_version, warning, reason, message});
   }
 }
 

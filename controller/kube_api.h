@@ -2,6 +2,7 @@
 // of ReconcileApi and ResyncApi.
 #pragma once
 
+#include "controller/event_recorder.h"
 #include "controller/reconcile_api.h"
 #include "controller/resync.h"
 #include "kube/client.h"
@@ -14,8 +15,12 @@ inline constexpr const char* kFieldManager = "vscaler";
 /// ReconcileApi over the API server.
 class KubeReconcileApi : public ReconcileApi {
  public:
-  explicit KubeReconcileApi(kube::Client client) : client_(std::move(client)) {}
-  ApiResult get_deployment(const std::string& ns, const std::string& name) override;
+  /// `events` posts the Events (asynchronously); null: none are recorded (the validating hook's
+  /// reads need none).
+  explicit KubeReconcileApi(kube::Client client, EventRecorder* events = nullptr)
+      : client_(std::move(client)), events_(events) {}
+  ApiResult get_deployment(const std::string& ns, const std::string& name,
+                           std::chrono::milliseconds timeout = {}) override;
   ApiResult patch_deployment(const std::string& ns, const std::string& name,
                              const nlohmann::json& patch) override;
   ApiResult get_scaler(const std::string& ns, const std::string& name) override;
@@ -26,6 +31,7 @@ class KubeReconcileApi : public ReconcileApi {
 
  private:
   kube::Client client_;
+  EventRecorder* events_;
 };
 
 /// ResyncApi over the API server: metadata-only reads (PartialObjectMetadata), paginated.

@@ -92,7 +92,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
       options_(std::move(options)),
       metrics_(std::make_unique<Metrics>(registry)),
       expectations_(options_.expectations),
-      reconcile_api_(client),
+      event_writer_(client),
+      events_(event_writer_),
+      reconcile_api_(client, &events_),
       resync_api_(client) {
   WorkQueueOptions queue_options;
   // The queue calls its observer; the manager owns it and outlives the queue.
@@ -129,7 +131,9 @@ Manager::~Manager() {
 void Manager::start() {
   if (started_.exchange(true)) return;
   informer_->start();
+  events_.start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
+  trimmer_.start([this] { return queue_->len() == 0; });
   resync_thread_ = std::thread([this] {
     // The first pass waits for the informer: an unsynced store would judge nothing.
     while (!informer_->wait_for_sync(std::chrono::milliseconds(500))) {
@@ -149,6 +153,8 @@ void Manager::stop() {
   queue_->shutdown();
   for (auto& worker : workers_) worker.join();
   workers_.clear();
+  trimmer_.stop();
+  events_.stop();
 }
 
 void Manager::enqueue_target(const std::string& ns, const std::string& deployment) {
@@ -219,8 +225,9 @@ void Manager::work() {
         break;
     }
     queue_->done(item->key);
-    // The queue ran dry: what the burst allocated is garbage now; give it back to the OS.
-    if (queue_->len() == 0) trimmer_.maybe_trim();
+    // What the burst allocated is garbage once the queue runs dry: the trimmer's own thread
+    // gives it back to the OS (malloc_trim takes arena locks; never on a worker).
+    trimmer_.note_work();
   }
 }
 

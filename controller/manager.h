@@ -70,6 +70,9 @@ class Manager {
   std::unique_ptr<WorkQueue> queue_;
   Expectations expectations_;
   std::unique_ptr<QueueingHintSink> hints_;
+  /// Events, posted and aggregated off the workers' path.
+  KubeEventWriter event_writer_;
+  EventRecorder events_;
   KubeReconcileApi reconcile_api_;
   KubeResyncApi resync_api_;
   std::unique_ptr<Reconciler> reconciler_;
@@ -77,7 +80,8 @@ class Manager {
   std::unique_ptr<kube::Informer> informer_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
-  /// Returns memory to the OS when the queue runs dry after a burst (see MemoryTrimmer).
+  /// Returns memory to the OS when the queue runs dry after a burst, on its own low-priority
+  /// thread (see MemoryTrimmer).
   MemoryTrimmer trimmer_;
   std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};

@@ -1,10 +1,31 @@
 #include "controller/memory_trim.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <utility>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace vscaler::controller {
+
+MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds min_interval, std::function<void()> trim)
+    : min_interval_(min_interval), trim_(std::move(trim)) {
+  if (!trim_) {
+    trim_ = [] {
+#if defined(__GLIBC__)
+      malloc_trim(0);
+#endif
+    };
+  }
+}
+
+MemoryTrimmer::~MemoryTrimmer() {
+  stop();
+}
 
 bool MemoryTrimmer::maybe_trim() {
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -16,10 +37,42 @@ bool MemoryTrimmer::maybe_trim() {
     return false;
   }
   if (!last_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return false;
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
+  trim_();
   return true;
+}
+
+void MemoryTrimmer::start(std::function<bool()> idle) {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable() || stopping_) return;
+  thread_ = std::thread([this, idle = std::move(idle)] { run(idle); });
+}
+
+void MemoryTrimmer::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void MemoryTrimmer::run(const std::function<bool()>& idle) {
+#ifdef SCHED_IDLE
+  // Idle CPU priority: the trim walks every arena, and nothing waits for it.
+  sched_param param{};
+  pthread_setschedparam(pthread_self(), SCHED_IDLE, &param);
+#endif
+  // At least 10 ms between looks, so that a zero interval (tests) cannot make the thread spin.
+  const auto period = std::max(min_interval_, std::chrono::milliseconds(10));
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
+    lock.unlock();
+    if (worked_.load(std::memory_order_relaxed) && idle()) {
+      worked_.store(false, std::memory_order_relaxed);
+      maybe_trim();
+    }
+    lock.lock();
+  }
 }
 
 }  // namespace vscaler::controller

@@ -1,30 +1,59 @@
-// MemoryTrimmer: hands the heap memory that glibc keeps after a burst of work back to the OS.
+// MemoryTrimmer: hands the heap memory that glibc keeps after a burst of work back to the OS, from
+// a low-priority thread of its own, never from a reconcile worker.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 namespace vscaler::controller {
 
 /// glibc's malloc keeps freed memory in its arenas. After the burst of reconciles that follows a
 /// start or a relist (each one parses a whole Deployment), the operator's RSS stayed at two to
 /// three times its live heap: with 10,000 scalers, 216-399 MiB of RSS for 110-140 MiB in use
-/// (bench/sections/scale.sh). malloc_trim(0) returns the free pages of every arena.
-/// maybe_trim() does that at most once per interval; thread-safe (concurrent callers: one trims).
-/// A no-op without glibc.
+/// (bench/sections/scale.sh). malloc_trim(0) returns the free pages of every arena, but takes the
+/// arena locks that the webhook's and workers' allocations share: it must not run on a hot path.
+/// maybe_trim() trims at most once per interval (thread-safe: concurrent callers, one trims).
+/// start() runs it on a thread of its own at idle CPU priority, once work was noted since the last
+/// trim and the caller's idle() says the burst is over. A no-op without glibc.
 class MemoryTrimmer {
  public:
-  explicit MemoryTrimmer(std::chrono::milliseconds min_interval = std::chrono::seconds(10))
-      : min_interval_(min_interval) {}
+  /// `trim` gives the memory back (default: malloc_trim(0)); tests pass a recorder.
+  explicit MemoryTrimmer(std::chrono::milliseconds min_interval = std::chrono::seconds(10),
+                         std::function<void()> trim = {});
+  /// Stops the thread.
+  ~MemoryTrimmer();
+  MemoryTrimmer(const MemoryTrimmer&) = delete;
+  MemoryTrimmer& operator=(const MemoryTrimmer&) = delete;
+
   /// Trims unless a trim ran less than min_interval ago; true when this call trimmed.
   bool maybe_trim();
+  /// Says that work allocated memory since the last trim (one relaxed atomic store: call it from
+  /// workers freely).
+  void note_work() { worked_.store(true, std::memory_order_relaxed); }
+  /// Starts the trimming thread: every min_interval, when work was noted and idle() is true, it
+  /// trims. `idle` runs on that thread and must be thread-safe and cheap. Call once.
+  void start(std::function<bool()> idle);
+  /// Stops and joins the thread; idempotent.
+  void stop();
 
  private:
   static constexpr int64_t kNever = std::numeric_limits<int64_t>::min();
+  void run(const std::function<bool()>& idle);
+
   std::chrono::milliseconds min_interval_;
+  std::function<void()> trim_;
   std::atomic<int64_t> last_ns_{kNever};  ///< steady_clock time of the last trim
+  std::atomic<bool> worked_{false};
+  std::mutex mutex_;  // guards stopping_
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 }  // namespace vscaler::controller

@@ -2,6 +2,7 @@
 // decisions can be unit-tested with a fake; KubeReconcileApi implements it on kube::Client.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,8 +20,10 @@ using ApiResult = kube::Result<nlohmann::json, kube::ApiError>;
 class ReconcileApi {
  public:
   virtual ~ReconcileApi() = default;
-  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached).
-  virtual ApiResult get_deployment(const std::string& ns, const std::string& name) = 0;
+  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached), within `timeout`
+  /// (zero: the client's request timeout).
+  virtual ApiResult get_deployment(const std::string& ns, const std::string& name,
+                                   std::chrono::milliseconds timeout = {}) = 0;
   /// PATCH the Deployment with a strategic merge patch, ?fieldManager=vscaler; returns the
   /// stored object after every admission step.
   virtual ApiResult patch_deployment(const std::string& ns, const std::string& name,

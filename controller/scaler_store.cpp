@@ -1,58 +1,71 @@
 #include "controller/scaler_store.h"
 
-#include <mutex>
-
 namespace vscaler::controller {
 
 std::shared_ptr<const api::Scaler> ScalerStore::upsert(std::shared_ptr<const api::Scaler> scaler) {
   std::string key = scaler->key();
-  std::unique_lock lock(mutex_);
+  std::lock_guard writer(writer_mutex_);
+  std::shared_ptr<const api::Scaler> previous;
+  {
+    // The map first, then the index: a reader that finds the key in the index finds it here.
+    Shard& shard = shard_of(key);
+    std::unique_lock lock(shard.mutex);
+    auto [it, inserted] = shard.scalers.try_emplace(key, scaler);
+    if (!inserted) {
+      previous = std::move(it->second);
+      it->second = scaler;
+    }
+  }
   index_.upsert(key, scaler->ns, scaler->deployment_name);
-  auto [it, inserted] = scalers_.try_emplace(key, scaler);
-  if (inserted) return nullptr;
-  std::shared_ptr<const api::Scaler> previous = std::move(it->second);
-  it->second = std::move(scaler);
   return previous;
 }
 
 std::shared_ptr<const api::Scaler> ScalerStore::remove(const std::string& key) {
-  std::unique_lock lock(mutex_);
-  auto it = scalers_.find(key);
-  if (it == scalers_.end()) return nullptr;
+  std::lock_guard writer(writer_mutex_);
+  index_.remove(key);  // the index first: readers stop finding the key before it goes
+  Shard& shard = shard_of(key);
+  std::unique_lock lock(shard.mutex);
+  auto it = shard.scalers.find(key);
+  if (it == shard.scalers.end()) return nullptr;
   std::shared_ptr<const api::Scaler> previous = std::move(it->second);
-  scalers_.erase(it);
-  index_.remove(key);
+  shard.scalers.erase(it);
   return previous;
 }
 
 std::shared_ptr<const api::Scaler> ScalerStore::get(std::string_view key) const {
-  std::shared_lock lock(mutex_);
-  auto it = scalers_.find(std::string(key));
-  return it == scalers_.end() ? nullptr : it->second;
+  const Shard& shard = shard_of(key);
+  std::shared_lock lock(shard.mutex);
+  auto it = shard.scalers.find(key);
+  return it == shard.scalers.end() ? nullptr : it->second;
 }
 
 std::vector<std::shared_ptr<const api::Scaler>> ScalerStore::targeting(
     std::string_view ns, std::string_view deployment) const {
   std::vector<std::shared_ptr<const api::Scaler>> result;
-  std::shared_lock lock(mutex_);
+  // The index lookup holds one index shard's read lock; each scaler then one map shard's. No
+  // lock of the whole store is taken: admissions of different Deployments do not meet.
   index_.lookup(ns, deployment, [&](std::string_view key) {
-    auto it = scalers_.find(std::string(key));
-    if (it != scalers_.end()) result.push_back(it->second);
+    if (auto scaler = get(key)) result.push_back(std::move(scaler));
   });
   return result;
 }
 
 std::vector<std::shared_ptr<const api::Scaler>> ScalerStore::snapshot() const {
-  std::shared_lock lock(mutex_);
   std::vector<std::shared_ptr<const api::Scaler>> result;
-  result.reserve(scalers_.size());
-  for (const auto& [key, scaler] : scalers_) result.push_back(scaler);
+  for (const Shard& shard : shards_) {
+    std::shared_lock lock(shard.mutex);
+    for (const auto& [key, scaler] : shard.scalers) result.push_back(scaler);
+  }
   return result;
 }
 
 std::size_t ScalerStore::size() const {
-  std::shared_lock lock(mutex_);
-  return scalers_.size();
+  std::size_t total = 0;
+  for (const Shard& shard : shards_) {
+    std::shared_lock lock(shard.mutex);
+    total += shard.scalers.size();
+  }
+  return total;
 }
 
 }  // namespace vscaler::controller

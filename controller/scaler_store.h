@@ -3,7 +3,11 @@
 // immutable snapshots (shared_ptr<const Scaler>), so a scaler never changes under a reader.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -15,7 +19,9 @@
 
 namespace vscaler::controller {
 
-/// Thread-safe key -> Scaler map plus the namespace/deployment index.
+/// Thread-safe key -> Scaler map plus the namespace/deployment index. The map is sharded by key,
+/// like the index, so that admissions (targeting) and workers (get) of different scalers never
+/// meet on one lock; the informer, the only writer, is serialised on a lock of its own.
 class ScalerStore {
  public:
   /// Inserts or replaces `scaler` (and moves its index entry when deploymentName changed).
@@ -25,7 +31,7 @@ class ScalerStore {
   std::shared_ptr<const api::Scaler> remove(const std::string& key);
   /// The scaler `key` ("namespace/name"), nullptr when absent.
   std::shared_ptr<const api::Scaler> get(std::string_view key) const;
-  /// Every scaler targeting Deployment ns/name (index lookup, then the map).
+  /// Every scaler targeting Deployment ns/name (index lookup, then one shard per scaler).
   std::vector<std::shared_ptr<const api::Scaler>> targeting(std::string_view ns,
                                                             std::string_view deployment) const;
   /// All scalers, for the resync.
@@ -35,8 +41,23 @@ class ScalerStore {
   std::size_t size() const;
 
  private:
-  mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const api::Scaler>> scalers_;
+  static constexpr std::size_t kShards = 64;
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  struct alignas(64) Shard {
+    mutable std::shared_mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<const api::Scaler>, KeyHash, std::equal_to<>>
+        scalers;
+  };
+  const Shard& shard_of(std::string_view key) const { return shards_[KeyHash{}(key) % kShards]; }
+  Shard& shard_of(std::string_view key) { return shards_[KeyHash{}(key) % kShards]; }
+
+  std::mutex writer_mutex_;  // upsert/remove: the map and the index change together
+  std::array<Shard, kShards> shards_;
   ScalerIndex index_;
 };
 

@@ -159,6 +159,7 @@ Result<json, ApiError> Client::get(const ResourceType& type, std::string_view ns
   }
   HttpRequest request;
   request.target = with_query(type.path(ns, name), query);
+  request.timeout = options.timeout;
   return call(request);
 }
 

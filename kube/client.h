@@ -65,6 +65,8 @@ std::string url_encode(std::string_view text);
 struct GetOptions {
   /// "" = the latest (a quorum read); "0" = any cached version is fine.
   std::string resource_version;
+  /// The longest the call may take (see HttpRequest::timeout); zero = the client's default.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// What one page of a list held; passed to ListOptions::on_page.

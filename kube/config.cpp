@@ -1,5 +1,6 @@
 #include "kube/config.h"
 
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -42,11 +43,11 @@ std::string trim(std::string text) {
 }
 
 // Standard base64 as Go's encoding/json decodes []byte fields: newlines are ignored; padding
-// may be left out.
+// may be left out. OpenSSL's EVP_DecodeBlock does the decoding; what it does not check (padding
+// only at the end, a length no encoder makes) is checked here, with messages saying which.
 Result<std::string> decode_base64(std::string_view text) {
-  std::string out;
-  unsigned int buffer = 0;
-  int bits = 0;
+  std::string body;
+  body.reserve(text.size());
   size_t padding = 0;
   for (char c : text) {
     if (c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
@@ -55,28 +56,18 @@ Result<std::string> decode_base64(std::string_view text) {
       continue;
     }
     if (padding > 0) return fail("not valid base64 (data after '=')");
-    int value;
-    if (c >= 'A' && c <= 'Z') {
-      value = c - 'A';
-    } else if (c >= 'a' && c <= 'z') {
-      value = c - 'a' + 26;
-    } else if (c >= '0' && c <= '9') {
-      value = c - '0' + 52;
-    } else if (c == '+') {
-      value = 62;
-    } else if (c == '/') {
-      value = 63;
-    } else {
-      return fail("not valid base64 (unexpected character)");
-    }
-    buffer = (buffer << 6) | static_cast<unsigned int>(value);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xFF));
-    }
+    body.push_back(c);
   }
-  if (bits >= 6 || padding > 2) return fail("not valid base64 (truncated)");
+  if (padding > 2 || body.size() % 4 == 1) return fail("not valid base64 (truncated)");
+  const size_t added = (4 - body.size() % 4) % 4;  // EVP_DecodeBlock wants whole quantums
+  body.append(added, '=');
+  std::string out(body.size() / 4 * 3, '\0');
+  int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(body.data()),
+                                static_cast<int>(body.size()));
+  if (decoded < 0) return fail("not valid base64 (unexpected character)");
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  out.resize(static_cast<size_t>(decoded) - added);
   return out;
 }
 

@@ -371,7 +371,17 @@ class PooledTransport final : public Transport {
   explicit PooledTransport(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
 
   Result<HttpResponse, ApiError> send(const HttpRequest& request) override {
-    std::unique_ptr<Connection> connection = acquire();
+    // Waiting for a connection counts against the request's time: a caller never waits longer
+    // than request_timeout for a free connection however busy the pool is.
+    const std::chrono::milliseconds limit = time_limit(request);
+    std::unique_ptr<Connection> connection = acquire(Clock::now() + limit);
+    if (!connection) {
+      return fail(make_error(
+          ErrorKind::kTimeout,
+          "no connection to the API server became free within the request timeout (" +
+              std::to_string(limit.count()) + " ms; all " +
+              std::to_string(std::max(1, shared_->config.max_connections)) + " are busy)"));
+    }
     auto result = send_on(*connection, request);
     if (result && result->status == 401 && shared_->token.reload()) {
       // The token file changed since we last read it (a rotation between stat and use).
@@ -398,7 +408,32 @@ class PooledTransport final : public Transport {
   }
 
  private:
+  std::chrono::milliseconds time_limit(const HttpRequest& request) const {
+    const auto configured = shared_->config.request_timeout;
+    return request.timeout > std::chrono::milliseconds::zero()
+               ? std::min(request.timeout, configured)
+               : configured;
+  }
+
+  /// Sets the read and write timeouts of `connection` for the next request.
+  static void set_timeouts(Connection& connection, std::chrono::milliseconds timeout) {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
+    connection.http->set_read_timeout(us / 1'000'000, us % 1'000'000);
+    connection.http->set_write_timeout(us / 1'000'000, us % 1'000'000);
+  }
+
   Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request) {
+    const std::chrono::milliseconds limit = time_limit(request);
+    const bool shorter = limit < shared_->config.request_timeout;
+    if (shorter) set_timeouts(connection, limit);
+    auto result = send_once(connection, request, limit);
+    // Pooled connections carry the configured timeouts for whoever takes them next.
+    if (shorter) set_timeouts(connection, shared_->config.request_timeout);
+    return result;
+  }
+
+  Result<HttpResponse, ApiError> send_once(Connection& connection, const HttpRequest& request,
+                                           std::chrono::milliseconds limit) {
     httplib::Request req;
     req.method = request.method;
     req.path = shared_->url.prefix + request.target;
@@ -424,16 +459,18 @@ class PooledTransport final : public Transport {
                          (error == httplib::Error::Read || error == httplib::Error::Write) &&
                          Clock::now() - start < std::chrono::seconds(1);
       if (attempt == 0 && stale && idempotent) continue;
-      return fail(shared_->failure(error, connection, Clock::now() - start,
-                                   shared_->config.request_timeout));
+      return fail(shared_->failure(error, connection, Clock::now() - start, limit));
     }
   }
 
-  std::unique_ptr<Connection> acquire() {
+  /// A pooled connection, or a new one while fewer than max_connections exist; nullptr when
+  /// none became free by `deadline`.
+  std::unique_ptr<Connection> acquire(Clock::time_point deadline) {
     std::unique_lock lock(mutex_);
-    idle_changed_.wait(lock, [&] {
+    bool available = idle_changed_.wait_until(lock, deadline, [&] {
       return !idle_.empty() || total_ < std::max(1, shared_->config.max_connections);
     });
+    if (!available) return nullptr;
     if (!idle_.empty()) {
       auto connection = std::move(idle_.back());  // the most recently used is the warmest
       idle_.pop_back();

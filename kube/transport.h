@@ -30,6 +30,10 @@ struct HttpRequest {
   std::string content_type = "application/json";
   /// What representation to ask for (PartialObjectMetadata lists use a parameterised type).
   std::string accept = "application/json";
+  /// The longest this request may take, waiting for a pooled connection included; zero (or
+  /// more than config().request_timeout) means request_timeout. For callers with a deadline of
+  /// their own (an admission review the API server stops waiting for).
+  std::chrono::milliseconds timeout{0};
 };
 
 /// The answer to an HttpRequest, whatever its status code.

@@ -8,6 +8,7 @@
 // reduced to the paths a handler declares it reads (a Projection).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,7 @@ struct AdmissionRequest {
   nlohmann::json object;
   /// request.oldObject: null on CREATE and CONNECT. Whole, or projected.
   nlohmann::json old_object;
+  std::chrono::steady_clock::time_point deadline{};  ///< from ?timeout=; {}: unknown
 };
 
 /// Which parts of object/oldObject to keep, as JSON-pointer-like paths whose tokens may be "*"

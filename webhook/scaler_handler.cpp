@@ -6,6 +6,23 @@ namespace vscaler::webhook {
 
 using nlohmann::json;
 
+namespace {
+
+// Time kept back from the review's deadline for answering it.
+constexpr std::chrono::milliseconds kAnswerMargin{100};
+// The bound when the review carried no deadline: the configuration's timeoutSeconds is at least
+// this, and the warnings are not worth more.
+constexpr std::chrono::milliseconds kDefaultBudget{2'000};
+
+}  // namespace
+
+std::chrono::milliseconds lookup_budget(std::chrono::steady_clock::time_point deadline,
+                                        std::chrono::steady_clock::time_point now) {
+  if (deadline == std::chrono::steady_clock::time_point{}) return kDefaultBudget;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) - kAnswerMargin;
+  return std::min(left, kDefaultBudget);
+}
+
 ScalerHandler::ScalerHandler(const controller::ScalerStore& store, controller::ReconcileApi& api)
     : store_(store), api_(api) {}
 
@@ -44,7 +61,11 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
                                 deployment + "; only the oldest scaler is applied");
     break;
   }
-  auto found = api_.get_deployment(scaler->ns, deployment);
+  // The warnings need a live GET; it must end before the API server stops waiting for this
+  // review (its ?timeout=), or the answer arrives too late to count.
+  auto budget = lookup_budget(request.deadline);
+  if (budget <= std::chrono::milliseconds::zero()) return response;  // no time left to look
+  auto found = api_.get_deployment(scaler->ns, deployment, budget);
   if (!found.ok()) {
     if (kube::is_not_found(found.error())) {
       response.warnings.push_back("Deployment " + deployment +

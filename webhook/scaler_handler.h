@@ -4,11 +4,20 @@
 // Deployment's own limits.
 #pragma once
 
+#include <chrono>
+
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "webhook/admission.h"
 
 namespace vscaler::webhook {
+
+/// How long the hook's live GET may take for a review due at `deadline` (the API server's
+/// ?timeout=; {} when unknown, then 2 s): what is left, less a margin for the answer, at most 2 s.
+/// Zero or less: no time to look.
+std::chrono::milliseconds lookup_budget(
+    std::chrono::steady_clock::time_point deadline,
+    std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now());
 
 /// POST /validate-verticalscalers.
 class ScalerHandler {

@@ -38,7 +38,8 @@ using namespace vscaler;
 // The validating hook reads the target Deployment: a fixed one for "web" and "big", 404 else.
 class FakeApi final : public controller::ReconcileApi {
  public:
-  controller::ApiResult get_deployment(const std::string& ns, const std::string& name) override {
+  controller::ApiResult get_deployment(const std::string& ns, const std::string& name,
+                                       std::chrono::milliseconds = {}) override {
     if (name == "web" || name == "big") {
       return json::parse(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
                          R"(","generation":3},"spec":{"template":{"spec":{"containers":[

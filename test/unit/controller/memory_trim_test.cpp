@@ -4,8 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,3 +70,39 @@ TEST_CASE("memory trimmer: a burst freed in a worker's arena leaves the RSS") {
   CHECK(after_trim < after_free - 100'000);  // the trim gave it back
 }
 #endif
+
+TEST_CASE("memory trimmer: trims on its own thread once work was noted and the caller is idle") {
+  // malloc_trim ran on a reconcile worker (it takes the arena locks the webhook's threads share);
+  // the trimmer's own thread does it now, only after a burst (work noted) has ended (idle).
+  std::mutex mutex;
+  std::vector<std::thread::id> trimmed_on;
+  MemoryTrimmer trimmer(std::chrono::milliseconds(10), [&] {
+    std::lock_guard lock(mutex);
+    trimmed_on.push_back(std::this_thread::get_id());
+  });
+  std::atomic<bool> idle{false};
+  trimmer.start([&] { return idle.load(); });
+  auto trims = [&] {
+    std::lock_guard lock(mutex);
+    return trimmed_on.size();
+  };
+  auto wait_for_trims = [&](std::size_t n) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (trims() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return trims() >= n;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(trims() == 0);  // no work noted: nothing to give back
+  trimmer.note_work();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(trims() == 0);  // still busy
+  idle = true;
+  REQUIRE(wait_for_trims(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(trims() == 1);  // once per burst
+  trimmer.stop();
+  std::lock_guard lock(mutex);
+  CHECK(trimmed_on.front() != std::this_thread::get_id());
+}

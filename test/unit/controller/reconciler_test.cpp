@@ -30,7 +30,8 @@ class FakeApi : public ReconcileApi {
   /// Simulates another mutating webhook: after each patch, sets this container cpu request.
   std::string rewrite_cpu_to;
 
-  ApiResult get_deployment(const std::string&, const std::string& name) override {
+  ApiResult get_deployment(const std::string&, const std::string& name,
+                           std::chrono::milliseconds = {}) override {
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
     return it->second;

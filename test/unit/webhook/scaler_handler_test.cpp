@@ -3,8 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 using nlohmann::json;
 using namespace vscaler;
@@ -15,7 +17,10 @@ namespace {
 class DeploymentsOnly : public controller::ReconcileApi {
  public:
   std::optional<json> deployment;
-  controller::ApiResult get_deployment(const std::string&, const std::string& name) override {
+  std::vector<std::chrono::milliseconds> timeouts;  ///< of each GET
+  controller::ApiResult get_deployment(const std::string&, const std::string& name,
+                                       std::chrono::milliseconds timeout = {}) override {
+    timeouts.push_back(timeout);
     if (!deployment) {
       return kube::fail(kube::make_error(kube::ErrorKind::kNotFound, name + " not found"));
     }
@@ -105,4 +110,37 @@ TEST_CASE("another scaler on the same Deployment and conflicting limits are warn
         "VerticalScaler first already targets Deployment web; only the oldest scaler is applied");
   CHECK(response.warnings[1].find("requests.cpu 250m would exceed limits.cpu 100m") !=
         std::string::npos);
+}
+
+TEST_CASE("the live GET is bounded by the review's deadline, and skipped when none is left") {
+  using namespace std::chrono_literals;
+  controller::ScalerStore store;
+  DeploymentsOnly api;
+  webhook::ScalerHandler handler(store, api);
+  auto request = recorded_scaler_create();
+  request.deadline = std::chrono::steady_clock::now() + 1s;
+  handler.handle(request);
+  REQUIRE(api.timeouts.size() == 1);
+  CHECK(api.timeouts[0] > 0ms);
+  CHECK(api.timeouts[0] <= 900ms);  // what is left, less the margin for the answer
+
+  request.deadline = std::chrono::steady_clock::now() + 50ms;  // less than the margin
+  auto response = handler.handle(request);
+  CHECK(api.timeouts.size() == 1);  // no GET
+  CHECK(response.allowed);
+  CHECK(response.warnings.empty());
+
+  request.deadline = {};  // unknown: bounded all the same
+  handler.handle(request);
+  REQUIRE(api.timeouts.size() == 2);
+  CHECK(api.timeouts[1] == 2000ms);
+}
+
+TEST_CASE("lookup budget: what is left less the margin, at most 2 s") {
+  using namespace std::chrono_literals;
+  auto now = std::chrono::steady_clock::now();
+  CHECK(webhook::lookup_budget(now + 10s, now) == 2000ms);
+  CHECK(webhook::lookup_budget(now + 600ms, now) == 500ms);
+  CHECK(webhook::lookup_budget(now - 1s, now) < 0ms);
+  CHECK(webhook::lookup_budget({}, now) == 2000ms);
 }

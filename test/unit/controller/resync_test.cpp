@@ -1,0 +1,153 @@
+// Resyncer with a fake ResyncApi (in-memory Deployment metadata) and the real store, verified
+// state and queue: only what changed or vanished since it was verified is enqueued, at low
+// priority; an interrupted list judges nobody; conflict losers are never judged; a namespace
+// with few scalers among many Deployments is read by GETs.
+#include "controller/resync.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+
+using namespace std::chrono_literals;
+using namespace vscaler;
+using controller::DeploymentMeta;
+using controller::Priority;
+using controller::Verified;
+
+namespace {
+
+class FakeResyncApi : public controller::ResyncApi {
+ public:
+  std::map<std::string, std::map<std::string, DeploymentMeta>> deployments;  // ns -> name -> meta
+  bool fail_lists = false;
+  int lists = 0;
+  int gets = 0;
+  base::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(const std::string& ns,
+                                                                             int& calls) override {
+    ++calls;
+    ++lists;
+    if (fail_lists) return base::fail(kube::make_error(kube::ErrorKind::kTransport, "reset"));
+    std::vector<DeploymentMeta> out;
+    for (const auto& [name, meta] : deployments[ns]) out.push_back(meta);
+    return out;
+  }
+  base::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
+                                                              const std::string& name) override {
+    ++gets;
+    auto it = deployments[ns].find(name);
+    if (it == deployments[ns].end()) {
+      return base::fail(kube::make_error(kube::ErrorKind::kNotFound, name + " not found"));
+    }
+    return it->second;
+  }
+};
+
+struct Fixture {
+  FakeResyncApi api;
+  controller::ScalerStore store;
+  controller::VerifiedState verified;
+  controller::WorkQueue queue;
+  controller::ResyncMetrics metrics;
+  controller::Resyncer resyncer{api, store, verified, queue, metrics};
+
+  void scaler(const std::string& name, const std::string& deployment,
+              const char* created = "2026-01-01T00:00:00Z") {
+    api::Scaler s;
+    s.ns = "shop";
+    s.name = name;
+    s.deployment_name = deployment;
+    s.creation_timestamp = created;
+    store.upsert(std::make_shared<const api::Scaler>(s));
+  }
+  void deployment(const std::string& name, const char* uid, int64_t generation) {
+    api.deployments["shop"][name] = DeploymentMeta{name, uid, generation};
+  }
+  std::set<std::string> drain() {
+    std::set<std::string> keys;
+    while (auto item = queue.get_for(10ms)) {
+      CHECK(item->priority == Priority::kLow);
+      keys.insert(item->key);
+      queue.done(item->key);
+    }
+    return keys;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resync: enqueues what changed, was never verified, or vanished; nothing else") {
+  Fixture f;
+  for (const char* name : {"same", "newer", "recreated", "gone", "never"}) f.scaler(name, name);
+  f.deployment("same", "u-same", 3);
+  f.deployment("newer", "u-newer", 5);
+  f.deployment("recreated", "u-recreated-2", 1);
+  f.deployment("never", "u-never", 1);
+  f.verified.set("shop/same", Verified{true, "u-same", 3});
+  f.verified.set("shop/newer", Verified{true, "u-newer", 4});
+  f.verified.set("shop/recreated", Verified{true, "u-recreated-1", 1});
+  f.verified.set("shop/gone", Verified{true, "u-gone", 2});
+  auto stats = f.resyncer.run_once();
+  CHECK(stats.scalers == 5);
+  CHECK(stats.enqueued == 4);
+  CHECK(f.drain() ==
+        std::set<std::string>{"shop/newer", "shop/recreated", "shop/gone", "shop/never"});
+  // Verified as they are now: the next pass enqueues nothing.
+  f.verified.set("shop/newer", Verified{true, "u-newer", 5});
+  f.verified.set("shop/recreated", Verified{true, "u-recreated-2", 1});
+  f.verified.set("shop/gone", Verified{});
+  f.verified.set("shop/never", Verified{true, "u-never", 1});
+  CHECK(f.resyncer.run_once().enqueued == 0);
+  CHECK(f.drain().empty());
+}
+
+TEST_CASE("resync: an interrupted list proves nothing; nobody in the namespace is judged") {
+  Fixture f;
+  f.scaler("web", "web");
+  f.verified.set("shop/web", Verified{true, "u-web", 1});
+  f.api.fail_lists = true;  // the Deployment is absent from nothing: the list never completed
+  auto stats = f.resyncer.run_once();
+  CHECK(stats.skipped == 1);
+  CHECK(stats.enqueued == 0);
+  CHECK(f.drain().empty());
+}
+
+TEST_CASE("resync: a conflict loser is not judged, only the active scaler") {
+  Fixture f;
+  f.scaler("old", "web", "2026-01-01T00:00:00Z");
+  f.scaler("young", "web", "2026-02-01T00:00:00Z");
+  f.deployment("web", "u-web", 2);
+  auto stats = f.resyncer.run_once();
+  CHECK(stats.scalers == 1);
+  CHECK(f.drain() == std::set<std::string>{"shop/old"});
+}
+
+TEST_CASE("resync: few scalers among many Deployments are read by GET after one list") {
+  Fixture f;
+  f.scaler("web", "web");
+  for (int i = 0; i < 50; ++i) f.deployment("other-" + std::to_string(i), "u", 1);
+  f.deployment("web", "u-web", 1);
+  f.verified.set("shop/web", Verified{true, "u-web", 1});
+  f.resyncer.run_once();  // learns the namespace's size from a list
+  CHECK(f.api.lists == 1);
+  f.api.deployments["shop"]["web"].generation = 2;
+  auto stats = f.resyncer.run_once();
+  CHECK(f.api.lists == 1);
+  CHECK(f.api.gets == 1);
+  CHECK(stats.api_calls == 1);
+  CHECK(f.drain() == std::set<std::string>{"shop/web"});
+}
+
+TEST_CASE("resync: run() passes periodically and stop() ends it") {
+  Fixture f;
+  f.scaler("web", "web");
+  std::thread loop([&] { f.resyncer.run(20ms); });
+  auto item = f.queue.get_for(10s);  // never verified: the first pass enqueues it
+  REQUIRE(item.has_value());
+  CHECK(item->key == "shop/web");
+  f.queue.done(item->key);
+  f.resyncer.stop();
+  loop.join();
+}
