@@ -92,10 +92,15 @@ const PodUsage* metrics_of(const ScalerInputs& inputs, const std::string& pod) {
   return nullptr;
 }
 
-TimePoint newest_sample(const ScalerInputs& inputs) {
-  TimePoint newest{};
-  for (const auto& usage : inputs.metrics) newest = std::max(newest, usage.timestamp);
-  return newest;
+// True when every owned pod has a PodMetrics sample newer than its sample in `before`
+// (metrics-server scrapes node by node: one pod's newer sample says nothing about another's).
+bool all_newer(const ScalerInputs& inputs, const ScalerInputs& before) {
+  for (const auto& pod : inputs.owned_pods) {
+    const PodUsage* now = metrics_of(inputs, pod.name);
+    const PodUsage* then = metrics_of(before, pod.name);
+    if (!now || !then || now->timestamp <= then->timestamp) return false;
+  }
+  return true;
 }
 
 // One line per pod: owned or not, and its usage as the metrics API reports it.
@@ -171,28 +176,29 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
     CHECK(pod.containers[0].requests.at("cpu").to_double() == doctest::Approx(0.1));
   }
 
-  // 2. Passes: the first adds 3 samples; the next with newer timestamps adds more; a pass over
-  //    the same timestamps adds none (a sample not newer than the last is skipped).
+  // 2. Passes: the first adds 3 samples; the next, once every pod has a newer sample, adds
+  //    3 more; a pass over the same timestamps adds none (a sample not newer than the last is
+  //    skipped).
   AggregateOptions aggregate_options;
   ScalerHistory history;
   auto first = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
   CHECK(first.pods == 3);
   CHECK(first.pods_with_metrics == 3);
   CHECK(first.samples_added == 3);
-  const TimePoint first_newest = newest_sample(inputs);
+  const ScalerInputs first_inputs = inputs;
   bool newer = wait_for(
       [&] {
         auto read = source.read(target);
-        if (!read.ok() || read->owned_pods.size() != 3 || newest_sample(*read) <= first_newest) {
+        if (!read.ok() || read->owned_pods.size() != 3 || !all_newer(*read, first_inputs)) {
           return false;
         }
         inputs = std::move(read).value();
         return true;
       },
       std::chrono::seconds(60), std::chrono::milliseconds(2000));
-  REQUIRE_MESSAGE(newer, "metrics-server published no newer sample within 60 s");
+  REQUIRE_MESSAGE(newer, "metrics-server published no newer sample of every pod within 60 s");
   auto second = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
-  CHECK(second.samples_added >= 1);
+  CHECK(second.samples_added == 3);
   auto again = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
   CHECK(again.samples_added == 0);
   CHECK(again.samples_stale == second.samples_added);
