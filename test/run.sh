@@ -53,7 +53,7 @@ run_fuzz_replay() {
 # started once after the minimal one is stopped (never both at once: 2 cores):
 #   - an e2e script says so with a line "# plane: full" (test/e2e/cluster_*_test.sh do);
 #   - an integration executable is named in FULL_PLANE_INTEGRATION.
-FULL_PLANE_INTEGRATION=()
+FULL_PLANE_INTEGRATION=(integration_recommender_source_test)
 wants_full() {
   case "$1" in
     *.sh) grep -qx '# plane: full' "$1" ;;

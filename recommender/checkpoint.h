@@ -1,0 +1,51 @@
+// Checkpoint codec: a scaler's per-container histories to and from the JSON of a
+// VerticalScalerCheckpoint (scaling.vscaler.dev/v1beta1). The spec holds, per container:
+//   {name, cpu: {referenceTimestamp, totalWeight, buckets: {"<index>": weight}}, memory: {...},
+//    firstSampleStart, lastSampleStart, totalSamplesCount,
+//    memoryWindow: {end, peak, oomPeak, lastSampleStart}}
+// Weights are written as the doubles of the stored floats, so a restore is exact: the restored
+// recommendation equals the original. Decoding never throws; the error names the field.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "recommender/aggregate_options.h"
+#include "recommender/container_aggregate.h"
+
+namespace vscaler::recommender {
+
+/// A scaler's history: one aggregate per container name.
+using ContainerAggregates = std::map<std::string, ContainerAggregate>;
+
+/// The checkpoint's API group/version and kind.
+inline constexpr const char* kCheckpointApiVersion = "scaling.vscaler.dev/v1beta1";
+/// See kCheckpointApiVersion.
+inline constexpr const char* kCheckpointKind = "VerticalScalerCheckpoint";
+/// The spec's format version; a checkpoint of another version is refused, not misread.
+inline constexpr int kCheckpointVersion = 1;
+
+/// The checkpoint's spec: {version, containers: [...]}, containers sorted by name.
+nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates);
+
+/// Parses a checkpoint spec. The error names the field ("spec.containers[1].cpu.buckets.\"x\":
+/// bucket index must be an integer").
+kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
+                                                    const AggregateOptions& options);
+
+/// The whole object for a scaler (named like it, an ownerReference to it so that it is
+/// garbage-collected with it; blockOwnerDeletion unset).
+nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
+                                 std::string_view scaler_uid,
+                                 const ContainerAggregates& aggregates);
+
+/// Parses a checkpoint object read from the API: an error when its ownerReference is not the
+/// scaler `scaler_uid` (a leftover of an earlier scaler of the same name) or its spec is invalid.
+kube::Result<ContainerAggregates> decode_checkpoint_object(const nlohmann::json& object,
+                                                           std::string_view scaler_uid,
+                                                           const AggregateOptions& options);
+
+}  // namespace vscaler::recommender

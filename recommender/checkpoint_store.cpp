@@ -1,0 +1,125 @@
+// Checkpoint reads and writes through the kube client.
+#include "recommender/checkpoint_store.h"
+
+#include <utility>
+
+#include "base/log.h"
+#include "recommender/json_fields.h"
+
+namespace vscaler::recommender {
+namespace {
+
+constexpr std::string_view kLogger = "recommender.checkpoints";
+
+std::string key_of(const ScalerId& scaler) {
+  return scaler.namespace_ + "/" + scaler.name;
+}
+
+std::string resource_version_of(const nlohmann::json& object) {
+  const auto* metadata = child(object, "metadata");
+  return metadata ? std::string(string_field(*metadata, "resourceVersion")) : std::string();
+}
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(kube::Client client) : client_(std::move(client)) {}
+
+std::optional<std::string> CheckpointStore::known_version(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = versions_.find(key);
+  if (it == versions_.end()) return std::nullopt;
+  return it->second;
+}
+
+void CheckpointStore::remember(const std::string& key, const nlohmann::json& object) {
+  std::string version = resource_version_of(object);
+  std::lock_guard lock(mutex_);
+  if (version.empty()) {
+    versions_.erase(key);
+  } else {
+    versions_[key] = std::move(version);
+  }
+}
+
+void CheckpointStore::forget(const ScalerId& scaler) {
+  std::lock_guard lock(mutex_);
+  versions_.erase(key_of(scaler));
+}
+
+kube::Result<LoadedCheckpoint, kube::ApiError> CheckpointStore::load(
+    const ScalerId& scaler, const AggregateOptions& options) {
+  LoadedCheckpoint loaded;
+  auto object = client_.get(kVerticalScalerCheckpoints, scaler.namespace_, scaler.name);
+  if (!object.ok()) {
+    if (kube::is_not_found(object.error())) {
+      forget(scaler);
+      return loaded;
+    }
+    return kube::fail(object.error());
+  }
+  loaded.found = true;
+  remember(key_of(scaler), *object);
+  auto history = ScalerHistory::restore(*object, scaler.uid, options);
+  if (!history.ok()) {
+    loaded.ignored = history.error();
+    log::warn(kLogger, "checkpoint ignored; the scaler's history starts empty",
+              {{"namespace", scaler.namespace_},
+               {"name", scaler.name},
+               {"scaler_uid", scaler.uid},
+               {"reason", loaded.ignored}});
+    return loaded;
+  }
+  loaded.history = std::move(history).value();
+  return loaded;
+}
+
+kube::Result<SaveOutcome, kube::ApiError> CheckpointStore::save(const ScalerId& scaler,
+                                                                const ScalerHistory& history,
+                                                                const std::string& field_manager) {
+  const std::string key = key_of(scaler);
+  nlohmann::json object = history.checkpoint(scaler.namespace_, scaler.name, scaler.uid);
+  kube::WriteOptions write_options;
+  write_options.field_manager = field_manager;
+  std::optional<std::string> version = known_version(key);
+  // Two rounds at most: the version kept may be stale (another leader wrote, the object was
+  // deleted); a Conflict or NotFound then re-reads once.
+  for (int round = 0; round < 2; ++round) {
+    if (!version) {
+      auto stored = client_.get(kVerticalScalerCheckpoints, scaler.namespace_, scaler.name);
+      if (stored.ok()) {
+        version = resource_version_of(*stored);
+      } else if (!kube::is_not_found(stored.error())) {
+        return kube::fail(stored.error());
+      }
+    }
+    if (!version) {
+      auto created =
+          client_.create(kVerticalScalerCheckpoints, scaler.namespace_, object, write_options);
+      if (created.ok()) {
+        remember(key, *created);
+        return SaveOutcome::kCreated;
+      }
+      if (!kube::is_already_exists(created.error()) || round == 1) {
+        return kube::fail(created.error());
+      }
+      continue;  // someone created it meanwhile: read its version and update
+    }
+    object["metadata"]["resourceVersion"] = *version;
+    auto updated = client_.update(kVerticalScalerCheckpoints, object, write_options);
+    if (updated.ok()) {
+      remember(key, *updated);
+      return SaveOutcome::kUpdated;
+    }
+    const bool stale = kube::is_conflict(updated.error()) || kube::is_not_found(updated.error());
+    if (!stale || round == 1) {
+      forget(scaler);
+      return kube::fail(updated.error());
+    }
+    version.reset();
+    object["metadata"].erase("resourceVersion");
+  }
+  return kube::fail(kube::make_error(kube::ErrorKind::kConflict,
+                                     "checkpoint " + key + " kept changing while it was written"));
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,76 @@
+// CheckpointStore: VerticalScalerCheckpoint objects (scaling.vscaler.dev/v1beta1,
+// verticalscalercheckpoints, namespaced, named like their scaler, an ownerReference to it with
+// neither controller nor blockOwnerDeletion set) read into a ScalerHistory and written from one.
+// A write updates with the resourceVersion last read or written (a Conflict re-reads once), or
+// creates when there is none. A stored checkpoint that does not parse, or whose owner is another
+// scaler's uid (a leftover of an earlier scaler of the same name), is logged and ignored.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "recommender/aggregate_options.h"
+#include "recommender/scaler_history.h"
+
+namespace vscaler::recommender {
+
+/// scaling.vscaler.dev/v1beta1 verticalscalercheckpoints.
+inline const kube::ResourceType kVerticalScalerCheckpoints{"scaling.vscaler.dev", "v1beta1",
+                                                           "verticalscalercheckpoints", true};
+
+/// A scaler, as its checkpoint names and owns it.
+struct ScalerId {
+  std::string namespace_;  ///< the scaler's namespace (the checkpoint's)
+  std::string name;        ///< the scaler's name (the checkpoint's)
+  std::string uid;         ///< the scaler's uid (the checkpoint's ownerReference)
+};
+
+/// What load() found.
+struct LoadedCheckpoint {
+  bool found = false;                    ///< a checkpoint of that name exists
+  std::optional<ScalerHistory> history;  ///< restored from it; nullopt when absent or ignored
+  std::string ignored;                   ///< why a found checkpoint was ignored ("" otherwise)
+};
+
+/// How save() wrote the checkpoint.
+enum class SaveOutcome {
+  kCreated,  ///< POST: there was none
+  kUpdated,  ///< PUT with the resourceVersion read
+};
+
+/// Reads and writes checkpoints (see the file comment). Thread-safe.
+class CheckpointStore {
+ public:
+  /// A store over `client` (get/list/create/update on verticalscalercheckpoints).
+  explicit CheckpointStore(kube::Client client);
+
+  /// Reads the checkpoint of `scaler` and restores a history from it with `options`. An API
+  /// failure other than NotFound is the error; an unusable checkpoint is not (see `ignored`).
+  kube::Result<LoadedCheckpoint, kube::ApiError> load(const ScalerId& scaler,
+                                                      const AggregateOptions& options);
+
+  /// Writes `history` as the checkpoint of `scaler`, with `field_manager` ("vscaler").
+  kube::Result<SaveOutcome, kube::ApiError> save(const ScalerId& scaler,
+                                                 const ScalerHistory& history,
+                                                 const std::string& field_manager = "vscaler");
+
+  /// Forgets the resourceVersion kept for `scaler` (call when the scaler is gone).
+  void forget(const ScalerId& scaler);
+
+ private:
+  std::optional<std::string> known_version(const std::string& key);
+  void remember(const std::string& key, const nlohmann::json& object);
+
+  kube::Client client_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> versions_;  // "namespace/name" -> resourceVersion
+};
+
+}  // namespace vscaler::recommender

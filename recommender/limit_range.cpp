@@ -1,0 +1,45 @@
+// LimitRangeList -> the tightest Container item.
+#include "recommender/limit_range.h"
+
+#include "recommender/json_fields.h"
+
+namespace vscaler::recommender {
+
+kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann::json& list) {
+  const auto* items = child(list, "items");
+  if (!items || !items->is_array()) return kube::fail("LimitRangeList: items must be an array");
+  LimitRangeItem merged;
+  bool found = false;
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    const auto* spec = child((*items)[i], "spec");
+    const auto* limits = spec ? child(*spec, "limits") : nullptr;
+    if (!limits || !limits->is_array()) continue;
+    for (std::size_t j = 0; j < limits->size(); ++j) {
+      const auto& item = (*limits)[j];
+      if (string_field(item, "type") != "Container") continue;
+      const std::string path =
+          "items[" + std::to_string(i) + "].spec.limits[" + std::to_string(j) + "]";
+      auto min = resource_list(child(item, "min"), path + ".min");
+      if (!min.ok()) return kube::fail(min.error());
+      auto max = resource_list(child(item, "max"), path + ".max");
+      if (!max.ok()) return kube::fail(max.error());
+      auto default_limit = resource_list(child(item, "default"), path + ".default");
+      if (!default_limit.ok()) return kube::fail(default_limit.error());
+      for (const auto& [resource, value] : *min) {
+        auto [it, inserted] = merged.min.emplace(resource, value);
+        if (!inserted && value > it->second) it->second = value;
+      }
+      for (const auto& [resource, value] : *max) {
+        auto [it, inserted] = merged.max.emplace(resource, value);
+        if (!inserted && value < it->second) it->second = value;
+      }
+      for (const auto& [resource, value] : *default_limit)
+        merged.default_limit.emplace(resource, value);
+      found = found || !min->empty() || !max->empty() || !default_limit->empty();
+    }
+  }
+  if (!found) return std::optional<LimitRangeItem>{};
+  return std::optional<LimitRangeItem>{std::move(merged)};
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,19 @@
+// A namespace's LimitRanges (v1 LimitRangeList) reduced to the one Container item that bounds a
+// container's resources: with several LimitRanges every one applies, so the tightest wins — the
+// largest min, the smallest max — and the first default limit found (LimitRanger applies the
+// defaults of the first LimitRange that has one). VPA merges them the same way.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "base/result.h"
+#include "recommender/apply.h"
+
+namespace vscaler::recommender {
+
+/// The merged `type: Container` item of a LimitRangeList, or nullopt when no item of that type
+/// constrains cpu or memory. An error names the item whose quantity is malformed.
+kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann::json& list);
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,26 @@
+// Kill keys are 64-bit FNV-1a hashes of "uid/container/restartCount": 8 bytes a kill.
+#include "recommender/oom_dedup.h"
+
+#include <string>
+
+#include "recommender/hash.h"
+
+namespace vscaler::recommender {
+
+bool OomDedup::first_time(std::string_view pod_uid, std::string_view container,
+                          std::int64_t restart_count) {
+  std::uint64_t h = fnv1a(kFnvBasis, pod_uid);
+  h = fnv1a(h, "/");
+  h = fnv1a(h, container);
+  h = fnv1a(h, "/");
+  h = fnv1a(h, std::to_string(restart_count));
+  if (!seen_.insert(h).second) return false;
+  order_.push_back(h);
+  if (order_.size() > capacity_) {
+    seen_.erase(order_.front());
+    order_.pop_front();
+  }
+  return true;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,32 @@
+// OomDedup: remembers which OOM kills were counted, keyed by (pod uid, container, restartCount),
+// so that a kill that stays in a pod's lastState for many passes is counted once. Bounded: the
+// oldest keys are forgotten first (a kill still visible after that many newer kills would be
+// counted again, which only raises memory a second time).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string_view>
+#include <unordered_set>
+
+namespace vscaler::recommender {
+
+/// A bounded set of counted OOM kills (see the file comment). Not thread-safe.
+class OomDedup {
+ public:
+  /// Remembers at most `capacity` (>= 1) kills.
+  explicit OomDedup(std::size_t capacity = 4096) : capacity_(capacity == 0 ? 1 : capacity) {}
+
+  /// True the first time a kill is seen (count it), false for a repeat.
+  bool first_time(std::string_view pod_uid, std::string_view container, std::int64_t restart_count);
+
+  /// Number of kills remembered.
+  std::size_t size() const { return order_.size(); }
+
+ private:
+  std::size_t capacity_;
+  std::unordered_set<std::uint64_t> seen_;
+  std::deque<std::uint64_t> order_;  // insertion order, for eviction
+};
+
+}  // namespace vscaler::recommender

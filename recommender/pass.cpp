@@ -1,0 +1,64 @@
+// A pass: metrics joined to owned pods by name, samples and OOM kills folded per container name.
+#include "recommender/pass.h"
+
+#include <unordered_map>
+
+namespace vscaler::recommender {
+
+PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>& metrics,
+                    const std::vector<PodInfo>& owned, OomDedup& oom_dedup,
+                    const AggregateOptions& options,
+                    const std::function<bool(std::string_view)>& recommended) {
+  PassStats stats;
+  stats.pods = owned.size();
+  std::unordered_map<std::string_view, const PodInfo*> by_name;
+  for (const auto& pod : owned) by_name.emplace(pod.name, &pod);
+  auto wanted = [&](std::string_view name) { return !recommended || recommended(name); };
+
+  for (const auto& usage : metrics) {
+    auto it = by_name.find(usage.name);
+    if (it == by_name.end()) continue;  // not the target's pod (or gone since the pod list)
+    const PodInfo& pod = *it->second;
+    ++stats.pods_with_metrics;
+    const std::uint64_t key = pod_key(pod.uid);
+    for (const auto& c : usage.containers) {
+      if (!wanted(c.name)) continue;
+      double request = 0;
+      if (const auto* spec = find_container(pod, c.name)) {
+        const auto* cpu = find(spec->requests, kCpu);
+        if (!cpu) cpu = find(spec->limits, kCpu);  // defaulted from the limit
+        if (cpu) request = base_units(*cpu);
+      }
+      switch (aggregates[c.name].add_sample(
+          options, key, {usage.timestamp, c.cpu_cores, c.memory_bytes, request})) {
+        case SampleOutcome::kAdded:
+          ++stats.samples_added;
+          break;
+        case SampleOutcome::kStale:
+          ++stats.samples_stale;
+          break;
+        case SampleOutcome::kInvalid:
+          ++stats.samples_invalid;
+          break;
+      }
+    }
+  }
+  for (const auto& pod : owned) {
+    for (const auto& kill : pod.oom_kills) {
+      if (!wanted(kill.container)) continue;
+      if (!oom_dedup.first_time(kill.pod_uid, kill.container, kill.restart_count)) continue;
+      auto counted = aggregates[kill.container].record_oom(options, kill.finished_at,
+                                                           kill.memory_request_bytes);
+      if (counted.ok()) {
+        ++stats.oom_kills_counted;
+      } else {
+        stats.oom_errors.push_back("pod " + pod.name + " container " + kill.container + ": " +
+                                   counted.error());
+      }
+    }
+  }
+  for (auto& [name, aggregate] : aggregates) aggregate.shrink_to_fit();
+  return stats;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,43 @@
+// Parsing a metrics.k8s.io/v1beta1 PodMetricsList (what GET
+// /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods?labelSelector=... returns) into usage
+// samples: per pod its timestamp and window, per container usage.cpu in cores and usage.memory
+// (the working set) in bytes.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "recommender/time.h"
+
+namespace vscaler::recommender {
+
+/// One container's usage in one PodMetrics.
+struct ContainerUsage {
+  std::string name;         ///< containers[].name
+  double cpu_cores = 0;     ///< usage.cpu
+  double memory_bytes = 0;  ///< usage.memory
+};
+
+/// One PodMetrics item.
+struct PodUsage {
+  std::string namespace_;                  ///< metadata.namespace
+  std::string name;                        ///< metadata.name (PodMetrics carry no pod uid)
+  TimePoint timestamp;                     ///< end of the measurement window
+  Duration window{0};                      ///< its length
+  std::vector<ContainerUsage> containers;  ///< per container usage
+};
+
+/// The items that parsed, and one message per item that did not (the item is skipped: one
+/// pod's broken metrics must not cost the others their samples).
+struct PodMetricsParse {
+  std::vector<PodUsage> pods;       ///< the items that parsed
+  std::vector<std::string> errors;  ///< e.g. "items[2].containers[0].usage.cpu: invalid ..."
+};
+
+/// Parses a PodMetricsList. An error only when the document is not a list at all (no `items`
+/// array), naming what is wrong.
+kube::Result<PodMetricsParse> parse_pod_metrics_list(const nlohmann::json& list);
+
+}  // namespace vscaler::recommender

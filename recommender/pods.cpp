@@ -1,0 +1,157 @@
+// Pod and ReplicaSet list parsing, the owner-chain filter and OOM kill extraction.
+#include "recommender/pods.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "recommender/json_fields.h"
+
+namespace vscaler::recommender {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ControllerRef> controller_of(const json& metadata) {
+  const auto* refs = child(metadata, "ownerReferences");
+  if (!refs || !refs->is_array()) return std::nullopt;
+  for (const auto& ref : *refs) {
+    const auto* controller = child(ref, "controller");
+    if (controller && controller->is_boolean() && controller->get<bool>()) {
+      return ControllerRef{std::string(string_field(ref, "kind")),
+                           std::string(string_field(ref, "name")),
+                           std::string(string_field(ref, "uid"))};
+    }
+  }
+  return std::nullopt;
+}
+
+kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
+  PodInfo pod;
+  const auto* metadata = child(item, "metadata");
+  if (!metadata) return kube::fail(path + ".metadata: is required");
+  pod.name = std::string(string_field(*metadata, "name"));
+  pod.uid = std::string(string_field(*metadata, "uid"));
+  if (pod.name.empty()) return kube::fail(path + ".metadata.name: is required");
+  if (pod.uid.empty()) return kube::fail(path + ".metadata.uid: is required");
+  pod.controller = controller_of(*metadata);
+  const auto* spec = child(item, "spec");
+  const auto* containers = spec ? child(*spec, "containers") : nullptr;
+  if (!containers || !containers->is_array()) {
+    return kube::fail(path + ".spec.containers: must be an array");
+  }
+  for (std::size_t i = 0; i < containers->size(); ++i) {
+    const auto& c = (*containers)[i];
+    const std::string cpath = path + ".spec.containers[" + std::to_string(i) + "]";
+    PodContainer container;
+    container.name = std::string(string_field(c, "name"));
+    if (container.name.empty()) return kube::fail(cpath + ".name: is required");
+    const auto* resources = child(c, "resources");
+    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr,
+                                  cpath + ".resources.requests");
+    if (!requests.ok()) return kube::fail(requests.error());
+    auto limits = resource_list(resources ? child(*resources, "limits") : nullptr,
+                                cpath + ".resources.limits");
+    if (!limits.ok()) return kube::fail(limits.error());
+    container.requests = std::move(requests).value();
+    container.limits = std::move(limits).value();
+    pod.containers.push_back(std::move(container));
+  }
+  const auto* status = child(item, "status");
+  const auto* statuses = status ? child(*status, "containerStatuses") : nullptr;
+  if (statuses && statuses->is_array()) {
+    for (std::size_t i = 0; i < statuses->size(); ++i) {
+      const auto& s = (*statuses)[i];
+      const auto* last = child(s, "lastState");
+      const auto* terminated = last ? child(*last, "terminated") : nullptr;
+      if (!terminated || string_field(*terminated, "reason") != "OOMKilled") continue;
+      const std::string spath = path + ".status.containerStatuses[" + std::to_string(i) + "]";
+      OomKill kill;
+      kill.pod_uid = pod.uid;
+      kill.container = std::string(string_field(s, "name"));
+      const auto* restarts = child(s, "restartCount");
+      if (kill.container.empty() || !restarts || !restarts->is_number_integer()) {
+        return kube::fail(spath + ": an OOM kill needs name and restartCount");
+      }
+      kill.restart_count = restarts->get<std::int64_t>();
+      auto finished = parse_rfc3339(string_field(*terminated, "finishedAt"));
+      if (!finished.ok()) {
+        return kube::fail(spath + ".lastState.terminated.finishedAt: " + finished.error());
+      }
+      kill.finished_at = *finished;
+      if (const auto* container = find_container(pod, kill.container)) {
+        const auto* memory = find(container->requests, kMemory);
+        if (!memory) memory = find(container->limits, kMemory);
+        if (memory) kill.memory_request_bytes = base_units(*memory);
+      }
+      pod.oom_kills.push_back(std::move(kill));
+    }
+  }
+  return pod;
+}
+
+const json* items_of(const json& list) {
+  const auto* items = child(list, "items");
+  return items && items->is_array() ? items : nullptr;
+}
+
+}  // namespace
+
+const PodContainer* find_container(const PodInfo& pod, const std::string& name) {
+  for (const auto& c : pod.containers) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+kube::Result<PodListParse> parse_pod_list(const nlohmann::json& list) {
+  const auto* items = items_of(list);
+  if (!items) return kube::fail("PodList: items must be an array");
+  PodListParse out;
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    auto pod = parse_pod((*items)[i], "items[" + std::to_string(i) + "]");
+    if (pod.ok()) {
+      out.pods.push_back(std::move(pod).value());
+    } else {
+      out.errors.push_back(pod.error());
+    }
+  }
+  return out;
+}
+
+kube::Result<std::vector<ReplicaSetInfo>> parse_replica_set_list(const nlohmann::json& list) {
+  const auto* items = items_of(list);
+  if (!items) return kube::fail("ReplicaSetList: items must be an array");
+  std::vector<ReplicaSetInfo> out;
+  for (const auto& item : *items) {
+    const auto* metadata = child(item, "metadata");
+    if (!metadata) continue;  // nothing can be owned through it
+    out.push_back({std::string(string_field(*metadata, "name")),
+                   std::string(string_field(*metadata, "uid")), controller_of(*metadata)});
+  }
+  return out;
+}
+
+std::vector<PodInfo> owned_pods(std::vector<PodInfo> pods,
+                                const std::vector<ReplicaSetInfo>& replica_sets,
+                                const WorkloadRef& target) {
+  // ReplicaSet uid -> true when the target Deployment controls it.
+  std::unordered_map<std::string, bool> ours;
+  if (target.kind == "Deployment") {
+    for (const auto& rs : replica_sets) {
+      ours[rs.uid] =
+          rs.controller && rs.controller->kind == "Deployment" && rs.controller->uid == target.uid;
+    }
+  }
+  std::erase_if(pods, [&](const PodInfo& pod) {
+    if (!pod.controller || target.uid.empty()) return true;
+    if (target.kind == "Deployment") {
+      if (pod.controller->kind != "ReplicaSet") return true;
+      auto it = ours.find(pod.controller->uid);
+      return it == ours.end() || !it->second;
+    }
+    return pod.controller->kind != target.kind || pod.controller->uid != target.uid;
+  });
+  return pods;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,88 @@
+// What the recommender reads from pods and ReplicaSets (lists by the workload's selector):
+// controller owner references (to keep only the target's pods: pod -> ReplicaSet -> Deployment,
+// pod -> StatefulSet / DaemonSet; a canary whose labels overlap stays out), container requests
+// (CPU samples weigh the CPU request; an OOM counts from the memory request) and OOM kills
+// (containerStatuses[].lastState.terminated.reason == "OOMKilled").
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "recommender/resources.h"
+#include "recommender/time.h"
+
+namespace vscaler::recommender {
+
+/// An object's controller ownerReference (the one with controller: true).
+struct ControllerRef {
+  std::string kind;  ///< e.g. ReplicaSet
+  std::string name;  ///< the owner's name
+  std::string uid;   ///< the owner's uid (what the chain is followed by)
+};
+
+/// A container of a pod's spec: its requests and limits (cpu / memory only).
+struct PodContainer {
+  std::string name;      ///< container name
+  ResourceMap requests;  ///< resources.requests (cpu, memory)
+  ResourceMap limits;    ///< resources.limits (cpu, memory)
+};
+
+/// An OOM kill seen in a pod's status.
+struct OomKill {
+  std::string pod_uid;              ///< the pod's metadata.uid
+  std::string container;            ///< the killed container's name
+  std::int64_t restart_count = 0;   ///< with pod uid and container, the kill's identity
+  TimePoint finished_at;            ///< lastState.terminated.finishedAt
+  double memory_request_bytes = 0;  ///< the container's memory request (else limit), 0 if none
+};
+
+/// The parts of a Pod the recommender uses.
+struct PodInfo {
+  std::string name;                         ///< metadata.name (PodMetrics join on it)
+  std::string uid;                          ///< metadata.uid
+  std::optional<ControllerRef> controller;  ///< its controller ownerReference, if any
+  std::vector<PodContainer> containers;     ///< spec.containers (init containers are not scaled)
+  std::vector<OomKill> oom_kills;           ///< OOM kills in containerStatuses[].lastState
+};
+
+/// The parts of a ReplicaSet the owner chain needs.
+struct ReplicaSetInfo {
+  std::string name;                         ///< metadata.name
+  std::string uid;                          ///< metadata.uid (pods' controller refs name it)
+  std::optional<ControllerRef> controller;  ///< its Deployment, if any
+};
+
+/// The workload a scaler targets, as its owner chain names it.
+struct WorkloadRef {
+  std::string kind;  ///< Deployment, StatefulSet or DaemonSet
+  std::string name;  ///< the workload's name
+  std::string uid;   ///< the workload's uid: the chain must end at it, not just at the name
+};
+
+/// A list of pods and one message per pod that did not parse (that pod is skipped).
+struct PodListParse {
+  std::vector<PodInfo> pods;        ///< the pods that parsed
+  std::vector<std::string> errors;  ///< one message per skipped pod, naming the field
+};
+
+/// Parses a PodList; an error only when `items` is not an array.
+kube::Result<PodListParse> parse_pod_list(const nlohmann::json& list);
+
+/// Parses a ReplicaSetList (metadata only is enough); an error when `items` is not an array.
+kube::Result<std::vector<ReplicaSetInfo>> parse_replica_set_list(const nlohmann::json& list);
+
+/// The pods whose controller chain leads to `target`: for a Deployment, pod -> ReplicaSet (in
+/// `replica_sets`) -> the Deployment's uid; for a StatefulSet or DaemonSet, the pod's controller
+/// is the target's uid.
+std::vector<PodInfo> owned_pods(std::vector<PodInfo> pods,
+                                const std::vector<ReplicaSetInfo>& replica_sets,
+                                const WorkloadRef& target);
+
+/// The container named `name` of `pod`, or nullptr.
+const PodContainer* find_container(const PodInfo& pod, const std::string& name);
+
+}  // namespace vscaler::recommender

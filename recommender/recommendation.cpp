@@ -1,0 +1,110 @@
+// Percentiles -> margin -> confidence -> per-pod minimums -> rounding -> min/max clamping: the
+// order of VPA's estimator chain (CreatePodResourceRecommender) and its capping processor.
+#include "recommender/recommendation.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace vscaler::recommender {
+namespace {
+
+// VPA's confidence multiplier: estimate * (1 + multiplier / confidence)^exponent. At confidence
+// 0 the upper bound is unbounded (capped by the caller) and the lower bound is 0.
+double with_confidence(double value, double multiplier, double exponent, double conf) {
+  if (!(conf > 0)) return exponent > 0 ? INFINITY : 0.0;
+  return value * std::pow(1.0 + multiplier / conf, exponent);
+}
+
+Amounts percentiles(const ContainerAggregate& aggregate, const AggregateOptions& options,
+                    double fraction) {
+  return {aggregate.state().cpu.percentile(options.cpu_config(), fraction),
+          aggregate.state().memory.percentile(options.memory_config(), fraction)};
+}
+
+Amounts scale(Amounts a, double cpu_factor, double memory_factor) {
+  return {a.cpu_cores * cpu_factor, a.memory_bytes * memory_factor};
+}
+
+Amounts at_least(Amounts a, Amounts min) {
+  return {std::max(a.cpu_cores, min.cpu_cores), std::max(a.memory_bytes, min.memory_bytes)};
+}
+
+// An unbounded upper bound is held at the histogram's largest value (1000 cores, 1e12 bytes).
+Amounts finite(Amounts a) {
+  const auto& cpu = ExponentialHistogramOptions::cpu();
+  const auto& memory = ExponentialHistogramOptions::memory();
+  return {std::min(a.cpu_cores, cpu.bucket_start(cpu.num_buckets() - 1)),
+          std::min(a.memory_bytes, memory.bucket_start(memory.num_buckets() - 1))};
+}
+
+ResourceMap to_map(Amounts a) {
+  return {{kCpu, cpu_quantity(a.cpu_cores)}, {kMemory, memory_quantity(a.memory_bytes)}};
+}
+
+}  // namespace
+
+double confidence(const AggregateState& state, Duration confidence_interval) {
+  if (state.total_samples_count == 0) return 0;
+  double lifespan = double((state.last_sample_start - state.first_sample_start).count()) /
+                    double(confidence_interval.count());
+  double minutes = double(confidence_interval.count()) / 60'000.0;
+  double samples = double(state.total_samples_count) / minutes;
+  return std::min(lifespan, samples);
+}
+
+Estimate estimate(const ContainerAggregate& aggregate, const AggregateOptions& aggregate_options,
+                  const RecommendationOptions& options, int containers_per_pod) {
+  const double margin = 1.0 + options.safety_margin;
+  const double conf = confidence(aggregate.state(), options.confidence_interval);
+  const double share = 1.0 / double(std::max(containers_per_pod, 1));
+  const Amounts minimum{options.pod_min_cpu_cores * share, options.pod_min_memory_bytes * share};
+
+  Amounts target =
+      scale(percentiles(aggregate, aggregate_options, options.target_percentile), margin, margin);
+  Amounts lower = scale(percentiles(aggregate, aggregate_options, options.lower_bound_percentile),
+                        margin, margin);
+  Amounts upper = scale(percentiles(aggregate, aggregate_options, options.upper_bound_percentile),
+                        margin, margin);
+  upper = {with_confidence(upper.cpu_cores, 1.0, 1.0, conf),
+           with_confidence(upper.memory_bytes, 1.0, 1.0, conf)};
+  lower = {with_confidence(lower.cpu_cores, 0.001, -2.0, conf),
+           with_confidence(lower.memory_bytes, 0.001, -2.0, conf)};
+  return {at_least(target, minimum), at_least(lower, minimum), finite(at_least(upper, minimum))};
+}
+
+kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity& value,
+                              const AllowedRange& range) {
+  kube::Quantity result = value;
+  if (const auto* max = find(range.max_allowed, resource); max && result > *max) result = *max;
+  if (const auto* min = find(range.min_allowed, resource); min && result < *min) result = *min;
+  return result;
+}
+
+ContainerRecommendation recommend(const std::string& container_name, const Estimate& estimate,
+                                  const AllowedRange& range) {
+  ContainerRecommendation r;
+  r.container_name = container_name;
+  r.uncapped_target = to_map(estimate.target);
+  r.target = r.uncapped_target;
+  r.lower_bound = to_map(estimate.lower_bound);
+  r.upper_bound = to_map(estimate.upper_bound);
+  for (ResourceMap* bound : {&r.target, &r.lower_bound, &r.upper_bound}) {
+    for (auto& [resource, value] : *bound) value = clamp_to_range(resource, value, range);
+  }
+  return r;
+}
+
+nlohmann::json to_json(const ContainerRecommendation& recommendation) {
+  auto quantities = [](const ResourceMap& map) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [resource, value] : map) out[resource] = value.to_string();
+    return out;
+  };
+  return {{"containerName", recommendation.container_name},
+          {"target", quantities(recommendation.target)},
+          {"lowerBound", quantities(recommendation.lower_bound)},
+          {"upperBound", quantities(recommendation.upper_bound)},
+          {"uncappedTarget", quantities(recommendation.uncapped_target)}};
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,82 @@
+// A scaler's recommender state across passes.
+#include "recommender/scaler_history.h"
+
+#include <algorithm>
+
+namespace vscaler::recommender {
+
+const char* to_string(ProvidedReason reason) {
+  switch (reason) {
+    case ProvidedReason::kRecommended:
+      return "Recommended";
+    case ProvidedReason::kNoPodsMatched:
+      return "NoPodsMatched";
+    case ProvidedReason::kNoMetrics:
+      return "NoMetrics";
+    case ProvidedReason::kInsufficientHistory:
+      return "InsufficientHistory";
+  }
+  return "InsufficientHistory";
+}
+
+kube::Result<ScalerHistory> ScalerHistory::restore(const nlohmann::json& checkpoint_object,
+                                                   std::string_view scaler_uid,
+                                                   const AggregateOptions& options) {
+  auto aggregates = decode_checkpoint_object(checkpoint_object, scaler_uid, options);
+  if (!aggregates.ok()) return kube::fail(aggregates.error());
+  ScalerHistory history;
+  history.aggregates_ = std::move(aggregates).value();
+  history.full_pass_seen_ = std::any_of(history.aggregates_.begin(), history.aggregates_.end(),
+                                        [](const auto& entry) { return !entry.second.empty(); });
+  return history;
+}
+
+PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
+                              const std::vector<PodInfo>& owned, const AggregateOptions& options,
+                              const std::function<bool(std::string_view)>& recommended) {
+  PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
+  // The pods' current spec decides the share; it only changes with the pods.
+  if (!owned.empty()) {
+    containers_per_pod_ = 1;
+    for (const auto& pod : owned) {
+      containers_per_pod_ = std::max(containers_per_pod_, static_cast<int>(pod.containers.size()));
+    }
+  }
+  if (stats.pods == 0) {
+    reason_ = ProvidedReason::kNoPodsMatched;
+  } else if (stats.pods_with_metrics == 0) {
+    reason_ = ProvidedReason::kNoMetrics;
+  } else {
+    if (stats.pods_with_metrics == stats.pods) full_pass_seen_ = true;
+    bool has_samples = std::any_of(aggregates_.begin(), aggregates_.end(),
+                                   [](const auto& entry) { return !entry.second.empty(); });
+    reason_ = full_pass_seen_ && has_samples ? ProvidedReason::kRecommended
+                                             : ProvidedReason::kInsufficientHistory;
+  }
+  return stats;
+}
+
+std::vector<ContainerRecommendation> ScalerHistory::recommendations(
+    const AggregateOptions& aggregate_options, const RecommendationOptions& options,
+    const std::function<AllowedRange(const std::string&)>& range) const {
+  std::vector<ContainerRecommendation> out;
+  for (const auto& [name, aggregate] : aggregates_) {
+    if (aggregate.empty()) continue;  // an OOM kill alone is no usage history
+    out.push_back(recommend(name,
+                            estimate(aggregate, aggregate_options, options, containers_per_pod_),
+                            range ? range(name) : AllowedRange{}));
+  }
+  return out;
+}
+
+std::size_t ScalerHistory::memory_bytes() const {
+  // A std::map node: three pointers, the colour, the key and the value.
+  std::size_t total = sizeof(*this);
+  for (const auto& [name, aggregate] : aggregates_) {
+    total += 4 * sizeof(void*) + sizeof(std::string) + aggregate.memory_bytes() +
+             (name.size() > 15 ? name.capacity() + 1 : 0);
+  }
+  return total;
+}
+
+}  // namespace vscaler::recommender

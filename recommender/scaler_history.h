@@ -1,0 +1,79 @@
+// ScalerHistory: everything the recommender keeps for one scaler between passes — its
+// per-container aggregates, the OOM kills already counted, and whether a full pass (samples from
+// every owned pod) has happened — with the pass, the recommendations, the RecommendationProvided
+// reason and the checkpoint as methods. Owned by the leader's pass loop; not thread-safe.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "recommender/checkpoint.h"
+#include "recommender/oom_dedup.h"
+#include "recommender/pass.h"
+#include "recommender/recommendation.h"
+
+namespace vscaler::recommender {
+
+/// The RecommendationProvided condition's reason after a pass (DESIGN.md "Reasons").
+enum class ProvidedReason {
+  kRecommended,          ///< status True
+  kNoPodsMatched,        ///< no pod of the target
+  kNoMetrics,            ///< pods, but no PodMetrics for any of them
+  kInsufficientHistory,  ///< no full pass yet (some pod without metrics) or no sample yet
+};
+
+/// "Recommended", "NoPodsMatched", "NoMetrics" or "InsufficientHistory".
+const char* to_string(ProvidedReason reason);
+
+/// One scaler's recommender state (see the file comment).
+class ScalerHistory {
+ public:
+  /// An empty history; OOM kills are remembered up to `oom_capacity`.
+  explicit ScalerHistory(std::size_t oom_capacity = 256) : oom_dedup_(oom_capacity) {}
+
+  /// Resumes from a VerticalScalerCheckpoint object owned by `scaler_uid`; the error (log it,
+  /// start empty) names what is wrong. A restored history counts as having had a full pass.
+  static kube::Result<ScalerHistory> restore(const nlohmann::json& checkpoint_object,
+                                             std::string_view scaler_uid,
+                                             const AggregateOptions& options);
+
+  /// Folds one pass (see fold_pass) and updates the reason and the pod's container count.
+  PassStats fold(const std::vector<PodUsage>& metrics, const std::vector<PodInfo>& owned,
+                 const AggregateOptions& options,
+                 const std::function<bool(std::string_view)>& recommended = {});
+
+  /// The reason after the last fold (kInsufficientHistory before any).
+  ProvidedReason reason() const { return reason_; }
+
+  /// Recommendations of the containers with samples, sorted by name; `range(container)` gives
+  /// each one's minAllowed/maxAllowed. The per-pod minimums are shared among the containers the
+  /// pods' spec had at the last fold (VPA shares them among all the pod's containers).
+  std::vector<ContainerRecommendation> recommendations(
+      const AggregateOptions& aggregate_options, const RecommendationOptions& options,
+      const std::function<AllowedRange(const std::string&)>& range = {}) const;
+
+  /// The checkpoint object to write (named like the scaler, owned by it).
+  nlohmann::json checkpoint(std::string_view namespace_, std::string_view scaler_name,
+                            std::string_view scaler_uid) const {
+    return checkpoint_object(namespace_, scaler_name, scaler_uid, aggregates_);
+  }
+
+  /// The per-container aggregates.
+  const ContainerAggregates& aggregates() const { return aggregates_; }
+  /// Containers per pod at the last fold (at least 1).
+  int containers_per_pod() const { return containers_per_pod_; }
+  /// Bytes held by the aggregates (names and map nodes included), for the memory budget.
+  std::size_t memory_bytes() const;
+
+ private:
+  ContainerAggregates aggregates_;
+  OomDedup oom_dedup_;
+  bool full_pass_seen_ = false;
+  int containers_per_pod_ = 1;
+  ProvidedReason reason_ = ProvidedReason::kInsufficientHistory;
+};
+
+}  // namespace vscaler::recommender

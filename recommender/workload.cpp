@@ -1,0 +1,63 @@
+// Workload parsing for the metrics source.
+#include "recommender/workload.h"
+
+#include "recommender/json_fields.h"
+#include "recommender/selector.h"
+
+namespace vscaler::recommender {
+namespace {
+
+const kube::ResourceType kStatefulSets{"apps", "v1", "statefulsets", true};
+const kube::ResourceType kDaemonSets{"apps", "v1", "daemonsets", true};
+
+}  // namespace
+
+const kube::ResourceType* workload_resource(std::string_view kind) {
+  if (kind == "Deployment") return &kube::resources::kDeployments;
+  if (kind == "StatefulSet") return &kStatefulSets;
+  if (kind == "DaemonSet") return &kDaemonSets;
+  return nullptr;
+}
+
+kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::string_view kind) {
+  WorkloadInfo info;
+  info.ref.kind = std::string(kind);
+  const auto* metadata = child(object, "metadata");
+  if (!metadata) return kube::fail("metadata: is required");
+  info.ref.name = std::string(string_field(*metadata, "name"));
+  info.ref.uid = std::string(string_field(*metadata, "uid"));
+  if (info.ref.name.empty()) return kube::fail("metadata.name: is required");
+  if (info.ref.uid.empty()) return kube::fail("metadata.uid: is required");
+  const auto* spec = child(object, "spec");
+  const auto* selector = spec ? child(*spec, "selector") : nullptr;
+  if (!selector) return kube::fail("spec.selector: is required");
+  auto query = label_selector_query(*selector);
+  if (!query.ok()) return kube::fail("spec.selector: " + query.error());
+  info.selector = std::move(query).value();
+  const auto* pod_template = child(*spec, "template");
+  const auto* pod_spec = pod_template ? child(*pod_template, "spec") : nullptr;
+  const auto* containers = pod_spec ? child(*pod_spec, "containers") : nullptr;
+  if (!containers || !containers->is_array()) {
+    return kube::fail("spec.template.spec.containers: must be an array");
+  }
+  for (std::size_t i = 0; i < containers->size(); ++i) {
+    const auto& c = (*containers)[i];
+    const std::string path = "spec.template.spec.containers[" + std::to_string(i) + "]";
+    PodContainer container;
+    container.name = std::string(string_field(c, "name"));
+    if (container.name.empty()) return kube::fail(path + ".name: is required");
+    const auto* resources = child(c, "resources");
+    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr,
+                                  path + ".resources.requests");
+    if (!requests.ok()) return kube::fail(requests.error());
+    auto limits = resource_list(resources ? child(*resources, "limits") : nullptr,
+                                path + ".resources.limits");
+    if (!limits.ok()) return kube::fail(limits.error());
+    container.requests = std::move(requests).value();
+    container.limits = std::move(limits).value();
+    info.template_containers.push_back(std::move(container));
+  }
+  return info;
+}
+
+}  // namespace vscaler::recommender

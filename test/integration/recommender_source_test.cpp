@@ -1,0 +1,311 @@
+// The recommender's I/O against the real full cluster (kube-controller-manager, kwok nodes,
+// metrics-server): MetricsSource reads a Deployment's 3 pods and their PodMetrics (kwok usage
+// annotations 300m / 400Mi) and leaves out a canary whose pods match the same selector; a few
+// passes folded into a ScalerHistory give a target within 10 % of 345m / 460Mi; a 404 from the
+// metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and reads
+// back a checkpoint that restores the same recommendation, and ignores one that does not parse or
+// whose owner is another scaler. Runs on the full plane (FULL_PLANE_INTEGRATION in test/run.sh).
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "kube_support.h"
+#include "recommender/checkpoint_store.h"
+#include "recommender/metrics_source.h"
+#include "recommender/scaler_history.h"
+
+using namespace kube_test;
+using namespace vscaler::recommender;
+namespace kube = vscaler::kube;
+
+namespace {
+
+constexpr double kMi = 1024.0 * 1024.0;
+
+// The CRD exactly as manifests/crd/verticalscalercheckpoints.yaml declares it.
+json checkpoint_crd() {
+  return json::parse(R"({
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "verticalscalercheckpoints.scaling.vscaler.dev"},
+    "spec": {"group": "scaling.vscaler.dev", "scope": "Namespaced",
+             "names": {"plural": "verticalscalercheckpoints",
+                       "singular": "verticalscalercheckpoint",
+                       "kind": "VerticalScalerCheckpoint",
+                       "listKind": "VerticalScalerCheckpointList", "shortNames": ["vscc"]},
+             "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                             "spec": {"type": "object",
+                                      "x-kubernetes-preserve-unknown-fields": true}}}}}]}})");
+}
+
+// A Deployment of `replicas` pods labelled `labels`, one container "app" (100m / 128Mi
+// requested) that kwok reports as using `cpu` / `memory`.
+json deployment(const std::string& name, int replicas, const json& labels, const std::string& cpu,
+                const std::string& memory) {
+  json container = {{"name", "app"},
+                    {"image", "registry.k8s.io/pause:3.10"},
+                    {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
+  return json{{"apiVersion", "apps/v1"},
+              {"kind", "Deployment"},
+              {"metadata", {{"name", name}}},
+              {"spec",
+               {{"replicas", replicas},
+                {"selector", {{"matchLabels", labels}}},
+                {"template",
+                 {{"metadata",
+                   {{"labels", labels},
+                    {"annotations",
+                     {{"kwok.x-k8s.io/usage-cpu", cpu}, {"kwok.x-k8s.io/usage-memory", memory}}}}},
+                  {"spec", {{"containers", json::array({container})}}}}}}}};
+}
+
+json scaler(const std::string& name) {
+  return json{
+      {"apiVersion", "scaling.vscaler.dev/v1beta1"},
+      {"kind", "VerticalScaler"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"deploymentName", "web"},
+        {"containers", json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}})}}}};
+}
+
+std::string uid_of(const json& object) {
+  return object.at("metadata").at("uid").get<std::string>();
+}
+
+// Waits (sleeping `period` between tries, never spinning) until `condition` holds.
+bool wait_for(const std::function<bool()>& condition, std::chrono::seconds timeout,
+              std::chrono::milliseconds period = std::chrono::milliseconds(1000)) {
+  auto deadline = Clock::now() + timeout;
+  while (!condition()) {
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(period);
+  }
+  return true;
+}
+
+const PodUsage* metrics_of(const ScalerInputs& inputs, const std::string& pod) {
+  for (const auto& usage : inputs.metrics) {
+    if (usage.name == pod) return &usage;
+  }
+  return nullptr;
+}
+
+// True when every owned pod has a PodMetrics sample newer than its sample in `before`
+// (metrics-server scrapes node by node: one pod's newer sample says nothing about another's).
+bool all_newer(const ScalerInputs& inputs, const ScalerInputs& before) {
+  for (const auto& pod : inputs.owned_pods) {
+    const PodUsage* now = metrics_of(inputs, pod.name);
+    const PodUsage* then = metrics_of(before, pod.name);
+    if (!now || !then || now->timestamp <= then->timestamp) return false;
+  }
+  return true;
+}
+
+// One line per pod: owned or not, and its usage as the metrics API reports it.
+std::string describe(const kube::Result<ScalerInputs, SourceError>& read) {
+  if (!read.ok()) return read.error().to_string();
+  std::string out = "listed " + std::to_string(read->pods_listed) + " pods, owned " +
+                    std::to_string(read->owned_pods.size()) + ", metrics for " +
+                    std::to_string(read->metrics.size()) + ":";
+  for (const auto& usage : read->metrics) {
+    out += " " + usage.name;
+    for (const auto& c : usage.containers) {
+      out += " " + c.name + "=" + std::to_string(c.cpu_cores) + "cores/" +
+             std::to_string(c.memory_bytes / kMi) + "Mi";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
+  auto client = admin_client();
+  auto crd = client.create(kube::resources::kCustomResourceDefinitions, "", checkpoint_crd());
+  REQUIRE_MESSAGE((crd.ok() || kube::is_already_exists(crd.error())),
+                  (crd.ok() ? "" : crd.error().to_string()));
+  kubectl("apply -f '" + std::string(VSCALER_SOURCE_DIR) +
+          "/manifests/crd/verticalscalers.yaml' >/dev/null");
+  TestNamespace ns(client, "rec-it");
+
+  // The target (3 pods at 300m / 400Mi) and a canary whose pods match the target's selector.
+  auto web = client.create(kube::resources::kDeployments, ns.name,
+                           deployment("web", 3, {{"app", "web"}}, "300m", "400Mi"));
+  REQUIRE_MESSAGE(web.ok(), (web.ok() ? "" : web.error().to_string()));
+  auto canary = client.create(
+      kube::resources::kDeployments, ns.name,
+      deployment("web-canary", 1, {{"app", "web"}, {"track", "canary"}}, "900m", "900Mi"));
+  REQUIRE_MESSAGE(canary.ok(), (canary.ok() ? "" : canary.error().to_string()));
+
+  MetricsSource source(client);
+  const TargetWorkload target{ns.name, "Deployment", "web"};
+
+  // 1. Within a bounded wait: 3 owned pods of 4 listed, and PodMetrics at the declared usage for
+  //    every owned pod and for the canary (so the owner chain, not the selector, keeps it out).
+  std::optional<kube::Result<ScalerInputs, SourceError>> last;
+  auto start = Clock::now();
+  bool ready = wait_for(
+      [&] {
+        last.emplace(source.read(target));
+        const auto& read = *last;
+        if (!read.ok() || read->owned_pods.size() != 3 || read->pods_listed != 4) return false;
+        if (read->metrics.size() != 4) return false;
+        for (const auto& pod : read->owned_pods) {
+          const PodUsage* usage = metrics_of(*read, pod.name);
+          if (!usage || usage->containers.size() != 1) return false;
+          const auto& c = usage->containers[0];
+          if (std::abs(c.cpu_cores - 0.3) > 0.015 || c.memory_bytes != 400 * kMi) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(100));
+  REQUIRE_MESSAGE(ready, "after " << seconds_since(start) << " s: " << describe(*last));
+  MESSAGE("pods and metrics ready after " << seconds_since(start) << " s");
+  ScalerInputs inputs = std::move(*last).value();
+  CHECK(inputs.workload.ref.uid == uid_of(*web));
+  CHECK(inputs.workload.selector == "app=web");
+  CHECK_FALSE(inputs.metrics_error.has_value());
+  CHECK(inputs.skipped.empty());
+  CHECK_FALSE(inputs.limit_range.has_value());
+  CHECK(inputs.requests == 5);  // GET deployment, pods, replicasets, PodMetrics, limitranges
+  for (const auto& pod : inputs.owned_pods) {
+    CHECK(pod.name.rfind("web-canary-", 0) != 0);
+    REQUIRE(pod.containers.size() == 1);
+    CHECK(pod.containers[0].requests.at("cpu").to_double() == doctest::Approx(0.1));
+  }
+
+  // 2. Passes: the first adds 3 samples; the next, once every pod has a newer sample, adds
+  //    3 more; a pass over the same timestamps adds none (a sample not newer than the last is
+  //    skipped).
+  AggregateOptions aggregate_options;
+  ScalerHistory history;
+  auto first = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
+  CHECK(first.pods == 3);
+  CHECK(first.pods_with_metrics == 3);
+  CHECK(first.samples_added == 3);
+  const ScalerInputs first_inputs = inputs;
+  bool newer = wait_for(
+      [&] {
+        auto read = source.read(target);
+        if (!read.ok() || read->owned_pods.size() != 3 || !all_newer(*read, first_inputs)) {
+          return false;
+        }
+        inputs = std::move(read).value();
+        return true;
+      },
+      std::chrono::seconds(60), std::chrono::milliseconds(2000));
+  REQUIRE_MESSAGE(newer, "metrics-server published no newer sample of every pod within 60 s");
+  auto second = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
+  CHECK(second.samples_added == 3);
+  auto again = history.fold(inputs.metrics, inputs.owned_pods, aggregate_options);
+  CHECK(again.samples_added == 0);
+  CHECK(again.samples_stale == second.samples_added);
+  CHECK(history.reason() == ProvidedReason::kRecommended);
+
+  RecommendationOptions recommendation_options;
+  auto recommendations = history.recommendations(aggregate_options, recommendation_options);
+  REQUIRE(recommendations.size() == 1);
+  CHECK(recommendations[0].container_name == "app");
+  const double cpu = recommendations[0].target.at("cpu").to_double();
+  const double memory = recommendations[0].target.at("memory").to_double();
+  MESSAGE("target " << cpu << " cores, " << memory / kMi << " Mi");
+  CHECK(cpu == doctest::Approx(0.345).epsilon(0.10));
+  CHECK(memory == doctest::Approx(460 * kMi).epsilon(0.10));
+
+  // 3. A metrics API nobody serves (a real 404 from the API server): MetricsUnavailable, the pods
+  //    are still read, and a pass over them says NoMetrics.
+  MetricsSourceOptions absent_metrics;
+  absent_metrics.pod_metrics = {"metrics.k8s.io", "v1alpha9", "pods", true};
+  auto unavailable = MetricsSource(client, absent_metrics).read(target);
+  REQUIRE_MESSAGE(unavailable.ok(), (unavailable.ok() ? "" : unavailable.error().to_string()));
+  REQUIRE(unavailable->metrics_error.has_value());
+  CHECK(unavailable->metrics_error->kind == SourceErrorKind::kMetricsUnavailable);
+  REQUIRE(unavailable->metrics_error->api.has_value());
+  CHECK(unavailable->metrics_error->api->code == 404);
+  CHECK(unavailable->owned_pods.size() == 3);
+  CHECK(unavailable->metrics.empty());
+  ScalerHistory blind;
+  (void)blind.fold(unavailable->metrics, unavailable->owned_pods, aggregate_options);
+  CHECK(blind.reason() == ProvidedReason::kNoMetrics);
+
+  auto missing = source.read({ns.name, "Deployment", "absent"});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == SourceErrorKind::kWorkloadNotFound);
+  auto unsupported = source.read({ns.name, "ReplicaSet", "web"});
+  REQUIRE_FALSE(unsupported.ok());
+  CHECK(unsupported.error().kind == SourceErrorKind::kUnsupportedKind);
+
+  // 4. Checkpoints: written (created, then updated with the version read), read back, restored to
+  //    the same recommendation; owned by the scaler without controller or blockOwnerDeletion.
+  auto scaler_web = client.create(kube::resources::kVerticalScalers, ns.name, scaler("web"));
+  REQUIRE_MESSAGE(scaler_web.ok(), (scaler_web.ok() ? "" : scaler_web.error().to_string()));
+  auto scaler_other = client.create(kube::resources::kVerticalScalers, ns.name, scaler("other"));
+  REQUIRE_MESSAGE(scaler_other.ok(), (scaler_other.ok() ? "" : scaler_other.error().to_string()));
+  const ScalerId web_id{ns.name, "web", uid_of(*scaler_web)};
+
+  CheckpointStore store(client);
+  bool served = wait_for([&] { return client.list(kVerticalScalerCheckpoints, ns.name).ok(); },
+                         std::chrono::seconds(30), std::chrono::milliseconds(200));
+  REQUIRE_MESSAGE(served, "verticalscalercheckpoints were not served within 30 s");
+  auto absent = store.load(web_id, aggregate_options);
+  REQUIRE_MESSAGE(absent.ok(), (absent.ok() ? "" : absent.error().to_string()));
+  CHECK_FALSE(absent->found);
+
+  auto created = store.save(web_id, history);
+  REQUIRE_MESSAGE(created.ok(), (created.ok() ? "" : created.error().to_string()));
+  CHECK(*created == SaveOutcome::kCreated);
+  auto updated = store.save(web_id, history);
+  REQUIRE_MESSAGE(updated.ok(), (updated.ok() ? "" : updated.error().to_string()));
+  CHECK(*updated == SaveOutcome::kUpdated);
+  CheckpointStore fresh_store(client);  // knows no resourceVersion: reads it first
+  auto updated_fresh = fresh_store.save(web_id, history);
+  REQUIRE_MESSAGE(updated_fresh.ok(),
+                  (updated_fresh.ok() ? "" : updated_fresh.error().to_string()));
+  CHECK(*updated_fresh == SaveOutcome::kUpdated);
+  auto stale = store.save(web_id, history);  // its version is stale now: one re-read
+  REQUIRE_MESSAGE(stale.ok(), (stale.ok() ? "" : stale.error().to_string()));
+  CHECK(*stale == SaveOutcome::kUpdated);
+
+  auto stored = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+  REQUIRE(stored.ok());
+  const auto& refs = stored->at("metadata").at("ownerReferences");
+  REQUIRE(refs.size() == 1);
+  CHECK(refs[0].at("kind") == "VerticalScaler");
+  CHECK(refs[0].at("uid") == web_id.uid);
+  CHECK_FALSE(refs[0].contains("controller"));
+  CHECK_FALSE(refs[0].contains("blockOwnerDeletion"));
+
+  auto loaded = store.load(web_id, aggregate_options);
+  REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().to_string()));
+  CHECK(loaded->found);
+  CHECK(loaded->ignored.empty());
+  REQUIRE(loaded->history.has_value());
+  CHECK(loaded->history->recommendations(aggregate_options, recommendation_options) ==
+        recommendations);
+
+  // 5. A checkpoint named like the scaler but owned by another scaler is ignored.
+  const ScalerId other_owner{ns.name, "web", uid_of(*scaler_other)};
+  auto foreign = store.save(other_owner, history);
+  REQUIRE_MESSAGE(foreign.ok(), (foreign.ok() ? "" : foreign.error().to_string()));
+  auto ignored = store.load(web_id, aggregate_options);
+  REQUIRE_MESSAGE(ignored.ok(), (ignored.ok() ? "" : ignored.error().to_string()));
+  CHECK(ignored->found);
+  CHECK_FALSE(ignored->history.has_value());
+  CHECK(ignored->ignored.find("ownerReferences") != std::string::npos);
+
+  // 6. One that does not parse is ignored too, naming what is wrong.
+  auto broken = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+  REQUIRE(broken.ok());
+  (*broken)["metadata"]["ownerReferences"][0]["uid"] = web_id.uid;
+  (*broken)["spec"] = {{"version", 99}, {"containers", "none"}};
+  auto written = client.update(kVerticalScalerCheckpoints, *broken);
+  REQUIRE_MESSAGE(written.ok(), (written.ok() ? "" : written.error().to_string()));
+  auto unparsed = store.load(web_id, aggregate_options);
+  REQUIRE_MESSAGE(unparsed.ok(), (unparsed.ok() ? "" : unparsed.error().to_string()));
+  CHECK(unparsed->found);
+  CHECK_FALSE(unparsed->history.has_value());
+  CHECK(unparsed->ignored.find("spec") != std::string::npos);
+  MESSAGE("ignored: " << unparsed->ignored);
+}

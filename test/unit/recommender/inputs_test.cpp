@@ -1,0 +1,207 @@
+// Parsing what the recommender reads from the API, on documents shaped like the API server's
+// answers: PodMetricsList (metrics.k8s.io/v1beta1), PodList, ReplicaSetList, and a workload's
+// spec.selector; the owner-chain filter and OOM kill extraction.
+#include <doctest/doctest.h>
+
+#include "recommender/pod_metrics.h"
+#include "recommender/pods.h"
+#include "recommender/selector.h"
+
+using namespace vscaler::recommender;
+using nlohmann::json;
+
+namespace {
+constexpr double kMi = 1024.0 * 1024.0;
+
+const json kPodMetrics = json::parse(R"({
+  "kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1",
+  "metadata": {"resourceVersion": ""},
+  "items": [
+    {"metadata": {"name": "web-7d4b9c8f6-x2k4p", "namespace": "shop",
+                  "creationTimestamp": "2026-11-29T18:00:07Z", "labels": {"app": "web"}},
+     "timestamp": "2026-11-29T18:00:00Z", "window": "15.012s",
+     "containers": [
+       {"name": "app", "usage": {"cpu": "312456789n", "memory": "409600Ki"}},
+       {"name": "istio-proxy", "usage": {"cpu": "2m", "memory": "48Mi"}}]},
+    {"metadata": {"name": "web-7d4b9c8f6-q9z7m", "namespace": "shop"},
+     "timestamp": "2026-11-29T18:00:03.5Z", "window": "1m0s",
+     "containers": [{"name": "app", "usage": {"cpu": "0", "memory": "400Mi"}}]},
+    {"metadata": {"name": "broken", "namespace": "shop"},
+     "timestamp": "2026-11-29T18:00:00Z", "window": "15s",
+     "containers": [{"name": "app", "usage": {"cpu": "lots", "memory": "1Mi"}}]}
+  ]})");
+
+// A Deployment's pod (via its ReplicaSet), a canary Deployment's pod with the same labels, a
+// StatefulSet's pod, and a bare pod.
+const json kPods = json::parse(R"({
+  "kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "4711"},
+  "items": [
+    {"metadata": {"name": "web-7d4b9c8f6-x2k4p", "namespace": "shop", "uid": "pod-uid-1",
+       "labels": {"app": "web", "pod-template-hash": "7d4b9c8f6"},
+       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "name": "web-7d4b9c8f6", "uid": "rs-uid-web", "controller": true,
+         "blockOwnerDeletion": true}]},
+     "spec": {"initContainers": [{"name": "init", "image": "busybox"}],
+       "containers": [
+         {"name": "app", "image": "shop/web:1.4",
+          "resources": {"requests": {"cpu": "250m", "memory": "512Mi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"}}},
+         {"name": "istio-proxy", "image": "istio/proxyv2:1.24",
+          "resources": {"limits": {"memory": "128Mi"}}}]},
+     "status": {"phase": "Running", "containerStatuses": [
+       {"name": "app", "ready": true, "restartCount": 3,
+        "state": {"running": {"startedAt": "2026-11-29T17:58:00Z"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+          "startedAt": "2026-11-29T17:40:00Z", "finishedAt": "2026-11-29T17:57:59Z"}}},
+       {"name": "istio-proxy", "ready": true, "restartCount": 1,
+        "state": {"running": {"startedAt": "2026-11-29T17:00:00Z"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+          "finishedAt": "2026-11-29T16:59:59Z"}}}]}},
+    {"metadata": {"name": "web-canary-5f6d7-abcde", "namespace": "shop", "uid": "pod-uid-2",
+       "labels": {"app": "web"},
+       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+         "name": "web-canary-5f6d7", "uid": "rs-uid-canary", "controller": true}]},
+     "spec": {"containers": [{"name": "app", "image": "shop/web:1.5-rc1"}]},
+     "status": {"phase": "Running", "containerStatuses": [
+       {"name": "app", "restartCount": 0, "lastState": {}}]}},
+    {"metadata": {"name": "db-0", "namespace": "shop", "uid": "pod-uid-3",
+       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+         "uid": "sts-uid-db", "controller": true}]},
+     "spec": {"containers": [{"name": "postgres", "resources": {"requests": {"memory": 2147483648}}}]}},
+    {"metadata": {"name": "debug", "namespace": "shop", "uid": "pod-uid-4"},
+     "spec": {"containers": [{"name": "sh"}]}}
+  ]})");
+
+const json kReplicaSets = json::parse(R"({
+  "kind": "ReplicaSetList", "apiVersion": "apps/v1", "metadata": {},
+  "items": [
+    {"metadata": {"name": "web-7d4b9c8f6", "uid": "rs-uid-web",
+       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+         "uid": "deploy-uid-web", "controller": true}]}},
+    {"metadata": {"name": "web-canary-5f6d7", "uid": "rs-uid-canary",
+       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-canary",
+         "uid": "deploy-uid-canary", "controller": true}]}}
+  ]})");
+
+std::vector<std::string> names(const std::vector<PodInfo>& pods) {
+  std::vector<std::string> out;
+  for (const auto& p : pods) out.push_back(p.name);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a PodMetricsList becomes per-pod, per-container samples") {
+  auto parsed = parse_pod_metrics_list(kPodMetrics);
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->pods.size() == 2);
+  const auto& first = parsed->pods[0];
+  CHECK(first.name == "web-7d4b9c8f6-x2k4p");
+  CHECK(first.namespace_ == "shop");
+  CHECK(format_rfc3339(first.timestamp) == "2026-11-29T18:00:00Z");
+  CHECK(first.window == Duration(15012));
+  REQUIRE(first.containers.size() == 2);
+  CHECK(first.containers[0].name == "app");
+  CHECK(first.containers[0].cpu_cores == doctest::Approx(0.312456789));
+  CHECK(first.containers[0].memory_bytes == 400 * kMi);
+  CHECK(first.containers[1].cpu_cores == doctest::Approx(0.002));
+  CHECK(format_rfc3339(parsed->pods[1].timestamp) == "2026-11-29T18:00:03.500Z");
+  CHECK(parsed->pods[1].window == Duration(60'000));
+  CHECK(parsed->pods[1].containers[0].cpu_cores == 0.0);
+  // The broken item is skipped with a message naming the field; the others are kept.
+  REQUIRE(parsed->errors.size() == 1);
+  CHECK(parsed->errors[0].find("items[2].containers[0].usage.cpu") == 0);
+}
+
+TEST_CASE("a document that is not a list is an error") {
+  auto parsed = parse_pod_metrics_list(json::parse(R"({"kind": "Status", "code": 503})"));
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(parsed.error().find("items") != std::string::npos);
+  CHECK_FALSE(parse_pod_list(json::array()).ok());
+  CHECK_FALSE(parse_replica_set_list(json("x")).ok());
+}
+
+TEST_CASE("pods parse with their controller, container resources and OOM kills") {
+  auto parsed = parse_pod_list(kPods);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->errors.empty());
+  REQUIRE(parsed->pods.size() == 4);
+  const auto& web = parsed->pods[0];
+  REQUIRE(web.controller);
+  CHECK(web.controller->kind == "ReplicaSet");
+  CHECK(web.controller->uid == "rs-uid-web");
+  REQUIRE(web.containers.size() == 2);  // init containers are not scaled
+  CHECK(web.containers[0].requests.at(kCpu).to_string() == "250m");
+  CHECK(web.containers[0].limits.at(kMemory).to_string() == "1Gi");
+  REQUIRE(web.oom_kills.size() == 2);
+  CHECK(web.oom_kills[0].pod_uid == "pod-uid-1");
+  CHECK(web.oom_kills[0].container == "app");
+  CHECK(web.oom_kills[0].restart_count == 3);
+  CHECK(format_rfc3339(web.oom_kills[0].finished_at) == "2026-11-29T17:57:59Z");
+  CHECK(web.oom_kills[0].memory_request_bytes == 512 * kMi);
+  // No memory request: the limit is what the API server defaulted the request to.
+  CHECK(web.oom_kills[1].memory_request_bytes == 128 * kMi);
+  CHECK(parsed->pods[1].oom_kills.empty());
+  CHECK(parsed->pods[2].containers[0].requests.at(kMemory) ==
+        *vscaler::kube::Quantity::parse("2Gi"));
+  CHECK_FALSE(parsed->pods[3].controller);
+}
+
+TEST_CASE("a malformed pod is skipped with a message naming the field") {
+  json pods = kPods;
+  pods["items"][1]["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "-1"}}}};
+  pods["items"][2]["status"] = json::parse(R"({"containerStatuses": [{"name": "postgres",
+    "restartCount": 1, "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": 7}}}]})");
+  auto parsed = parse_pod_list(pods);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->pods.size() == 2);
+  REQUIRE(parsed->errors.size() == 2);
+  CHECK(parsed->errors[0].find("items[1].spec.containers[0].resources.requests.cpu") == 0);
+  CHECK(parsed->errors[1].find("items[2].status.containerStatuses[0].lastState.terminated."
+                               "finishedAt") == 0);
+}
+
+TEST_CASE("only pods whose owner chain leads to the target are kept") {
+  auto pods = parse_pod_list(kPods)->pods;
+  auto replica_sets = parse_replica_set_list(kReplicaSets);
+  REQUIRE(replica_sets.ok());
+  using V = std::vector<std::string>;
+  CHECK(names(owned_pods(pods, *replica_sets, {"Deployment", "web", "deploy-uid-web"})) ==
+        V{"web-7d4b9c8f6-x2k4p"});
+  CHECK(names(owned_pods(pods, *replica_sets, {"Deployment", "web-canary", "deploy-uid-canary"})) ==
+        V{"web-canary-5f6d7-abcde"});
+  CHECK(names(owned_pods(pods, *replica_sets, {"StatefulSet", "db", "sts-uid-db"})) == V{"db-0"});
+  // Same name, another uid (the Deployment was recreated): nothing is its.
+  CHECK(owned_pods(pods, *replica_sets, {"Deployment", "web", "deploy-uid-new"}).empty());
+  // A ReplicaSet the list did not return proves nothing: its pods are left out.
+  CHECK(owned_pods(pods, {}, {"Deployment", "web", "deploy-uid-web"}).empty());
+  CHECK(owned_pods(pods, *replica_sets, {"DaemonSet", "db", "sts-uid-db"}).empty());
+}
+
+TEST_CASE("a LabelSelector renders as a labelSelector query value") {
+  auto s = label_selector_query(json::parse(R"({
+    "matchLabels": {"app": "web", "tier": "frontend"},
+    "matchExpressions": [
+      {"key": "track", "operator": "In", "values": ["stable", "beta"]},
+      {"key": "env", "operator": "NotIn", "values": ["dev"]},
+      {"key": "owner", "operator": "Exists"},
+      {"key": "canary", "operator": "DoesNotExist"}]})"));
+  REQUIRE(s.ok());
+  CHECK(*s == "app=web,tier=frontend,track in (beta,stable),env notin (dev),owner,!canary");
+  CHECK(*label_selector_query(json::parse(R"({"matchLabels": {"app": "db"}})")) == "app=db");
+}
+
+TEST_CASE("a bad LabelSelector is an error naming the field") {
+  auto op = label_selector_query(
+      json::parse(R"({"matchExpressions": [{"key": "a", "operator": "Like", "values": ["x"]}]})"));
+  REQUIRE_FALSE(op.ok());
+  CHECK(op.error().find("spec.selector.matchExpressions[0].operator") == 0);
+  auto no_values = label_selector_query(
+      json::parse(R"({"matchExpressions": [{"key": "a", "operator": "In"}]})"));
+  REQUIRE_FALSE(no_values.ok());
+  CHECK(no_values.error().find("values") != std::string::npos);
+  auto empty = label_selector_query(json::object());
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().find("every pod") != std::string::npos);
+  CHECK_FALSE(label_selector_query(json::parse(R"({"matchLabels": {"app": 1}})")).ok());
+  CHECK_FALSE(label_selector_query(json::parse(R"({"matchLabels": []})")).ok());
+}

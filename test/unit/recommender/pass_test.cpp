@@ -1,0 +1,110 @@
+// One recommender pass over API-shaped documents: the target's pods' metrics are folded, a
+// canary's are not, a repeated PodMetrics answer is skipped, an OOM kill seen in three passes is
+// counted once, and the resulting recommendation follows.
+#include "recommender/pass.h"
+
+#include <doctest/doctest.h>
+
+#include "recommender/recommendation.h"
+
+using namespace vscaler::recommender;
+using nlohmann::json;
+
+namespace {
+constexpr double kMi = 1024.0 * 1024.0;
+
+json pod(const std::string& name, const std::string& uid, const std::string& rs_uid,
+         bool oom_killed) {
+  json p = {{"metadata",
+             {{"name", name},
+              {"uid", uid},
+              {"ownerReferences",
+               json::array({{{"kind", "ReplicaSet"}, {"uid", rs_uid}, {"controller", true}}})}}},
+            {"spec",
+             {{"containers",
+               json::array({{{"name", "app"},
+                             {"resources", {{"requests", {{"cpu", "200m"}, {"memory", "512Mi"}}}}}},
+                            {{"name", "sidecar"}}})}}}};
+  if (oom_killed) {
+    p["status"]["containerStatuses"] = json::array(
+        {{{"name", "app"},
+          {"restartCount", 1},
+          {"lastState",
+           {{"terminated", {{"reason", "OOMKilled"}, {"finishedAt", "2026-11-29T18:00:30Z"}}}}}}});
+  }
+  return p;
+}
+
+json metrics(const std::string& timestamp, const char* canary_cpu) {
+  auto item = [&](const std::string& name, const char* cpu) {
+    return json{
+        {"metadata", {{"name", name}, {"namespace", "shop"}}},
+        {"timestamp", timestamp},
+        {"window", "15s"},
+        {"containers",
+         json::array({{{"name", "app"}, {"usage", {{"cpu", cpu}, {"memory", "400Mi"}}}},
+                      {{"name", "sidecar"}, {"usage", {{"cpu", "1m"}, {"memory", "20Mi"}}}}})}};
+  };
+  return {{"items", json::array({item("web-1", "300m"), item("web-2", "300m"),
+                                 item("canary-1", canary_cpu)})}};
+}
+}  // namespace
+
+TEST_CASE("a pass folds the target's pods only, skips repeats, counts an OOM kill once") {
+  json pods = {{"items", json::array({pod("web-1", "uid-1", "rs-web", true),
+                                      pod("web-2", "uid-2", "rs-web", false),
+                                      pod("canary-1", "uid-3", "rs-canary", false)})}};
+  json replica_sets = json::parse(R"({"items": [
+    {"metadata": {"name": "web-1a", "uid": "rs-web", "ownerReferences": [
+      {"kind": "Deployment", "uid": "deploy-web", "controller": true}]}},
+    {"metadata": {"name": "canary-1a", "uid": "rs-canary", "ownerReferences": [
+      {"kind": "Deployment", "uid": "deploy-canary", "controller": true}]}}]})");
+  auto owned = owned_pods(parse_pod_list(pods)->pods, *parse_replica_set_list(replica_sets),
+                          {"Deployment", "web", "deploy-web"});
+  REQUIRE(owned.size() == 2);
+
+  AggregateOptions options;
+  OomDedup dedup;
+  ContainerAggregates aggregates;
+  auto only_app = [](std::string_view c) { return c == "app"; };
+  // Three passes; metrics-server answered the same sample twice, then a new one. The canary
+  // uses 4 cores: if it leaked in, the target would jump.
+  const char* stamps[] = {"2026-11-29T18:00:00Z", "2026-11-29T18:00:00Z", "2026-11-29T18:01:00Z"};
+  std::size_t added = 0, stale = 0, ooms = 0;
+  for (const char* stamp : stamps) {
+    auto parsed = parse_pod_metrics_list(metrics(stamp, "4"));
+    REQUIRE(parsed.ok());
+    auto stats = fold_pass(aggregates, parsed->pods, owned, dedup, options, only_app);
+    CHECK(stats.pods == 2);
+    CHECK(stats.pods_with_metrics == 2);
+    CHECK(stats.oom_errors.empty());
+    added += stats.samples_added;
+    stale += stats.samples_stale;
+    ooms += stats.oom_kills_counted;
+  }
+  CHECK(added == 4);  // 2 pods x 2 distinct timestamps, app only
+  CHECK(stale == 2);
+  CHECK(ooms == 1);
+  REQUIRE(aggregates.size() == 1);  // the sidecar was not asked for
+  const auto& app = aggregates.at("app");
+  CHECK(app.state().total_samples_count == 4);
+  // The OOM kill: used = max(request 512Mi, peak 400Mi); 1.2 x 512Mi = 614.4Mi > 612Mi.
+  CHECK(app.state().oom_peak == doctest::Approx(614.4 * kMi));
+
+  auto r = recommend("app", estimate(app, options, RecommendationOptions{}, 2), {});
+  CHECK(r.target.at(kCpu).to_string() == "352m");  // 0.3 core's bucket end x 1.15, no canary
+  CHECK(r.target.at(kMemory).to_double() >= 614.4 * kMi * 1.15);
+}
+
+TEST_CASE("a pass with no metrics for the pods reports it") {
+  json pods = {{"items", json::array({pod("web-1", "uid-1", "rs-web", false)})}};
+  auto owned = parse_pod_list(pods)->pods;
+  AggregateOptions options;
+  OomDedup dedup;
+  ContainerAggregates aggregates;
+  auto stats = fold_pass(aggregates, {}, owned, dedup, options);
+  CHECK(stats.pods == 1);
+  CHECK(stats.pods_with_metrics == 0);
+  CHECK(stats.samples_added == 0);
+  CHECK(aggregates.empty());
+}

@@ -1,0 +1,92 @@
+// ScalerHistory: the RecommendationProvided reasons across passes (NoPodsMatched, NoMetrics,
+// InsufficientHistory until a pass has samples from every pod, Recommended), the per-pod minimum
+// share, and a restore from its own checkpoint that continues where it left off.
+#include "recommender/scaler_history.h"
+
+#include <doctest/doctest.h>
+
+using namespace vscaler::recommender;
+using std::chrono::minutes;
+
+namespace {
+const TimePoint kT0 = from_millis(1'764'547'200'000);
+constexpr double kMi = 1024.0 * 1024.0;
+
+PodInfo pod(const std::string& name, int containers) {
+  PodInfo p;
+  p.name = name;
+  p.uid = "uid-" + name;
+  for (int i = 0; i < containers; ++i) p.containers.push_back({i == 0 ? "app" : "sidecar", {}, {}});
+  return p;
+}
+
+PodUsage usage(const std::string& name, int minute, double cpu) {
+  return {"shop",
+          name,
+          kT0 + minutes(minute),
+          Duration(15'000),
+          {{"app", cpu, 400 * kMi}, {"sidecar", 0.001, 1e6}}};
+}
+}  // namespace
+
+TEST_CASE("the RecommendationProvided reason follows what the passes saw") {
+  AggregateOptions options;
+  ScalerHistory history;
+  CHECK(history.reason() == ProvidedReason::kInsufficientHistory);
+  (void)history.fold({}, {}, options);
+  CHECK(history.reason() == ProvidedReason::kNoPodsMatched);
+  CHECK(std::string(to_string(history.reason())) == "NoPodsMatched");
+  std::vector<PodInfo> pods = {pod("web-1", 2), pod("web-2", 2)};
+  (void)history.fold({}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kNoMetrics);
+  // Metrics for one pod of two: not a full pass yet.
+  (void)history.fold({usage("web-1", 0, 0.3)}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kInsufficientHistory);
+  (void)history.fold({usage("web-1", 1, 0.3), usage("web-2", 1, 0.3)}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kRecommended);
+  // Once a full pass happened, a pod starting without metrics yet does not withdraw it.
+  pods.push_back(pod("web-3", 2));
+  (void)history.fold({usage("web-1", 2, 0.3), usage("web-2", 2, 0.3)}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kRecommended);
+  CHECK(history.aggregates().at("app").state().total_samples_count == 5);
+}
+
+TEST_CASE("recommendations share the per-pod minimums among the pod's containers") {
+  AggregateOptions options;
+  ScalerHistory history;
+  std::vector<PodInfo> pods = {pod("web-1", 2)};
+  for (int m = 0; m < 60; ++m) (void)history.fold({usage("web-1", m, 0.3)}, pods, options);
+  CHECK(history.containers_per_pod() == 2);
+  auto recs = history.recommendations(options, RecommendationOptions{}, [](const std::string& c) {
+    AllowedRange range;
+    if (c == "app") range.max_allowed[kCpu] = *vscaler::kube::Quantity::parse("300m");
+    return range;
+  });
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0].container_name == "app");
+  CHECK(recs[0].target.at(kCpu).to_string() == "300m");
+  CHECK(recs[0].uncapped_target.at(kCpu).to_string() == "352m");
+  CHECK(recs[1].container_name == "sidecar");
+  CHECK(recs[1].target.at(kCpu).to_string() == "13m");         // 25m / 2, rounded up
+  CHECK(recs[1].target.at(kMemory).to_string() == "131072k");  // 250Mi / 2, printed as VPA does
+  CHECK(history.memory_bytes() < 2 * 1024);
+}
+
+TEST_CASE("a history restored from its checkpoint continues: same target, count goes on") {
+  AggregateOptions options;
+  ScalerHistory history;
+  std::vector<PodInfo> pods = {pod("web-1", 1)};
+  for (int m = 0; m < 30; ++m) (void)history.fold({usage("web-1", m, 0.3)}, pods, options);
+  auto object = history.checkpoint("shop", "web", "scaler-uid");
+  auto restored =
+      ScalerHistory::restore(nlohmann::json::parse(object.dump()), "scaler-uid", options);
+  REQUIRE_MESSAGE(restored.ok(), restored.error());
+  auto before = history.recommendations(options, RecommendationOptions{});
+  (void)restored->fold({usage("web-1", 29, 0.3)}, pods, options);  // the last sample again
+  CHECK(restored->reason() == ProvidedReason::kRecommended);
+  CHECK(restored->recommendations(options, RecommendationOptions{}) == before);
+  (void)restored->fold({usage("web-1", 30, 0.3)}, pods, options);
+  CHECK(restored->aggregates().at("app").state().total_samples_count == 31);
+  auto foreign = ScalerHistory::restore(object, "another-uid", options);
+  CHECK_FALSE(foreign.ok());
+}
