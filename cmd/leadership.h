@@ -9,11 +9,11 @@
 #include <memory>
 #include <mutex>
 
+#include "base/result.h"
 #include "cmd/options.h"
 #include "kube/config.h"
 #include "kube/leader_election.h"
 #include "kube/leader_gate.h"
-#include "base/result.h"
 #include "metrics/registry.h"
 
 namespace vscaler::cmd {

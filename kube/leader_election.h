@@ -17,10 +17,10 @@
 #include <string>
 #include <thread>
 
+#include "base/result.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kube/leader_gate.h"
-#include "base/result.h"
 
 namespace vscaler::kube {
 

@@ -2,6 +2,8 @@
 // injected failures) and a fake clock: acquire, renew, expiry judged on the monotonic clock from
 // the last observed change, losing after the renew deadline, the fencing check, release and
 // races; plus the thread, LeaderSteps and the helpers.
+#include "kube/leader_election.h"
+
 #include <doctest/doctest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,7 +14,6 @@
 #include <mutex>
 
 #include "controller/leader_steps.h"
-#include "kube/leader_election.h"
 #include "metrics/registry.h"
 
 namespace {
