@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "base/result.h"
 
 namespace vscaler::base {
 
@@ -23,5 +26,11 @@ std::string rfc3339_seconds(std::int64_t seconds);
 
 /// The current time as RFC 3339 UTC with second precision.
 std::string rfc3339_now();
+
+/// Parses a duration as Go and Kubernetes write it ("60s", "1m30s", "1.5s", "250ms", "0"): flag
+/// values, PodMetrics windows, the API server's ?timeout= on webhook calls. Units h, m, s, ms,
+/// us (or µs) and ns; a bare number other than 0 has no unit and is refused. Fractions below a
+/// millisecond are dropped. The error quotes the input.
+Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 
 }  // namespace vscaler::base

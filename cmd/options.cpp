@@ -51,36 +51,6 @@ kube::Result<int> parse_int(const std::string& flag, const std::string& value, i
 
 }  // namespace
 
-kube::Result<std::chrono::milliseconds> parse_duration(const std::string& text) {
-  static const std::map<std::string, double, std::less<>> kUnits = {
-      {"ms", 1.0}, {"s", 1000.0}, {"m", 60'000.0}, {"h", 3'600'000.0}};
-  if (text.empty()) return kube::fail("empty duration");
-  double total = 0;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t start = pos;
-    while (pos < text.size() &&
-           (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.'))
-      ++pos;
-    if (pos == start) return kube::fail("invalid duration \"" + text + "\" (e.g. 60s, 500ms, 1m)");
-    double number = 0;
-    try {
-      number = std::stod(text.substr(start, pos - start));
-    } catch (const std::exception&) {
-      return kube::fail("invalid duration \"" + text + "\"");
-    }
-    std::size_t unit_start = pos;
-    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) ++pos;
-    auto unit = kUnits.find(std::string_view(text).substr(unit_start, pos - unit_start));
-    if (unit == kUnits.end()) {
-      return kube::fail("invalid duration \"" + text + "\": unit must be ms, s, m or h");
-    }
-    total += number * unit->second;
-  }
-  if (total > 1e12) return kube::fail("duration \"" + text + "\" is too long");
-  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total)));
-}
-
 kube::Result<Options> parse_options(const std::vector<std::string>& args) {
   Options options;
   using Setter = std::function<kube::Result<kube::Unit>(const std::string&)>;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/time.h"
 
 namespace vscaler::cmd {
 
@@ -32,8 +33,8 @@ struct Options {
 /// Parses `--flag value` and `--flag=value` forms. The error names the flag and the bad value.
 kube::Result<Options> parse_options(const std::vector<std::string>& args);
 
-/// Parses a Go-style duration: "60s", "2s", "500ms", "1m", "1h30m", "1.5s".
-kube::Result<std::chrono::milliseconds> parse_duration(const std::string& text);
+/// Flag durations are Go's ("60s", "500ms", "1m30s", "0"), parsed where every folder parses them.
+using base::parse_duration;
 
 /// The --help text.
 extern const char* const kUsage;

@@ -1,6 +1,7 @@
 // PodMetricsList parsing: quantities through kube::Quantity ("312456789n", "409600Ki").
 #include "recommender/pod_metrics.h"
 
+#include "base/time.h"
 #include "recommender/json_fields.h"
 
 namespace vscaler::recommender {
@@ -17,7 +18,7 @@ kube::Result<PodUsage> parse_item(const nlohmann::json& item, const std::string&
   if (!timestamp.ok()) return kube::fail(path + ".timestamp: " + timestamp.error());
   pod.timestamp = *timestamp;
   if (const auto* window = child(item, "window"); window && window->is_string()) {
-    auto parsed = parse_go_duration(window->get_ref<const std::string&>());
+    auto parsed = base::parse_duration(window->get_ref<const std::string&>());
     if (!parsed.ok()) return kube::fail(path + ".window: " + parsed.error());
     pod.window = *parsed;
   }

@@ -33,8 +33,4 @@ kube::Result<TimePoint> parse_rfc3339(std::string_view text);
 /// Prints `t` as RFC 3339 in UTC, with milliseconds only when they are not zero.
 std::string format_rfc3339(TimePoint t);
 
-/// Parses a Go/Kubernetes duration as metrics.k8s.io writes `window` ("30s", "1m0s", "1.5s",
-/// "250ms"). The error quotes the input.
-kube::Result<Duration> parse_go_duration(std::string_view text);
-
 }  // namespace vscaler::recommender

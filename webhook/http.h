@@ -57,6 +57,10 @@ std::optional<std::uint64_t> parse_length(std::string_view text);
 /// The media type of a Content-Type value, without parameters or surrounding spaces.
 std::string_view media_type(std::string_view content_type);
 
+/// The raw value of query parameter `name` in a request target ("/p?timeout=2s" -> "2s"), as
+/// sent (not percent-decoded: the values read here are plain tokens); nullopt when absent.
+std::optional<std::string_view> query_parameter(std::string_view target, std::string_view name);
+
 /// ASCII case-insensitive equality.
 bool iequals(std::string_view a, std::string_view b);
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "base/time.h"
 #include "webhook/front_end.h"
 #include "webhook/tls.h"
 
@@ -171,6 +172,13 @@ class AdmissionServer::Impl {
       log::debug(kLogger, "bad AdmissionReview",
                  {{"webhook", route.path}, {"error", parsed.error()}});
       return text(400, "bad AdmissionReview: " + parsed.error() + "\n");
+    }
+    // The API server says how long it waits (?timeout=, from timeoutSeconds): handlers bound
+    // their own calls by it. Counted from the request's first byte, which is when it began.
+    if (auto timeout = http::query_parameter(request.head.target, "timeout")) {
+      if (auto wait = base::parse_duration(*timeout); wait.ok() && wait->count() > 0) {
+        parsed->deadline = request.start + *wait;
+      }
     }
     AdmissionResponse answer;
     try {

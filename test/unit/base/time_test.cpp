@@ -32,3 +32,19 @@ TEST_CASE("rfc3339_now has the shape Kubernetes writes for metav1.Time") {
   CHECK(
       std::regex_match(base::rfc3339_now(), std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)")));
 }
+
+TEST_CASE("durations as Go and Kubernetes write them: PodMetrics windows, flags, ?timeout=") {
+  CHECK(*base::parse_duration("30s") == std::chrono::milliseconds(30'000));
+  CHECK(*base::parse_duration("1m0s") == std::chrono::milliseconds(60'000));
+  CHECK(*base::parse_duration("15.012s") == std::chrono::milliseconds(15'012));
+  CHECK(*base::parse_duration("1h2m3s") == std::chrono::milliseconds(3'723'000));
+  CHECK(*base::parse_duration("250ms") == std::chrono::milliseconds(250));
+  CHECK(*base::parse_duration("0") == std::chrono::milliseconds(0));
+  CHECK(*base::parse_duration("2s") == std::chrono::seconds(2));
+  for (const char* bad : {"", "s", "10", "10x", "1..5s", ".s", "5d", "99999999h"}) {
+    CAPTURE(bad);
+    auto parsed = base::parse_duration(bad);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.error().find(std::string("\"") + bad + "\"") != std::string::npos);
+  }
+}

@@ -28,16 +28,3 @@ TEST_CASE("malformed times are errors quoting the input") {
     CHECK(t.error().find(std::string("\"") + bad + "\"") != std::string::npos);
   }
 }
-
-TEST_CASE("Go durations as metrics.k8s.io writes windows") {
-  CHECK(*parse_go_duration("30s") == Duration(30'000));
-  CHECK(*parse_go_duration("1m0s") == Duration(60'000));
-  CHECK(*parse_go_duration("15.012s") == Duration(15'012));
-  CHECK(*parse_go_duration("1h2m3s") == Duration(3'723'000));
-  CHECK(*parse_go_duration("250ms") == Duration(250));
-  CHECK(*parse_go_duration("0") == Duration(0));
-  for (const char* bad : {"", "s", "10", "10x", "1..5s"}) {
-    CAPTURE(bad);
-    CHECK_FALSE(parse_go_duration(bad).ok());
-  }
-}

@@ -275,3 +275,13 @@ TEST_CASE("front end: a malformed head is answered 400 and the connection closed
   CHECK(client->read_response().empty());
   CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="bad_request"})") == 1);
 }
+
+TEST_CASE("http: query parameters of a request target (the API server's ?timeout=)") {
+  using vscaler::webhook::http::query_parameter;
+  CHECK(query_parameter("/mutate-deployments?timeout=2s", "timeout") == "2s");
+  CHECK(query_parameter("/p?a=1&timeout=10s&b", "timeout") == "10s");
+  CHECK(query_parameter("/p?a=1&b", "b") == "");
+  CHECK_FALSE(query_parameter("/p?timeoutx=2s", "timeout").has_value());
+  CHECK_FALSE(query_parameter("/p", "timeout").has_value());
+  CHECK_FALSE(query_parameter("/p?", "timeout").has_value());
+}
