@@ -1,10 +1,11 @@
 // The recommender's I/O against the real full cluster (kube-controller-manager, kwok nodes,
 // metrics-server): MetricsSource reads a Deployment's 3 pods and their PodMetrics (kwok usage
 // annotations 300m / 400Mi) and leaves out a canary whose pods match the same selector; a few
-// passes folded into a ScalerHistory give a target within 10 % of 345m / 460Mi; a 404 from the
-// metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and reads
-// back a checkpoint that restores the same recommendation, and ignores one that does not parse or
-// whose owner is another scaler. Runs on the full plane (FULL_PLANE_INTEGRATION in test/run.sh).
+// passes folded into a ScalerHistory give a target within 10 % of 345m / 460Mi; a 404 or a 503
+// from the metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and
+// reads back a checkpoint that restores the same recommendation, and ignores one that does not
+// parse or whose owner is another scaler. Runs on the full plane (FULL_PLANE_INTEGRATION in
+// test/run.sh).
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -230,6 +231,57 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   (void)blind.fold(unavailable->metrics, unavailable->owned_pods, aggregate_options);
   CHECK(blind.reason() == ProvidedReason::kNoMetrics);
 
+  // ... and one registered but unreachable (an APIService whose Service leads nowhere: the
+  // aggregator's real 503) is MetricsUnavailable too.
+  const std::string down_group = ns.name + ".vscaler.dev";
+  const kube::ResourceType services{"", "v1", "services", true};
+  const kube::ResourceType api_services{"apiregistration.k8s.io", "v1", "apiservices", false};
+  auto service = client.create(
+      services, ns.name,
+      json{{"apiVersion", "v1"},
+           {"kind", "Service"},
+           {"metadata", {{"name", "down-metrics"}}},
+           {"spec",
+            {{"type", "ExternalName"},
+             {"externalName", "localhost"},
+             {"ports", json::array({{{"name", "https"}, {"port", 1}, {"protocol", "TCP"}}})}}}});
+  REQUIRE_MESSAGE(service.ok(), (service.ok() ? "" : service.error().to_string()));
+  auto api_service = client.create(
+      api_services, "",
+      json{{"apiVersion", "apiregistration.k8s.io/v1"},
+           {"kind", "APIService"},
+           {"metadata", {{"name", "v1beta1." + down_group}}},
+           {"spec",
+            {{"group", down_group},
+             {"version", "v1beta1"},
+             {"service", {{"namespace", ns.name}, {"name", "down-metrics"}, {"port", 1}}},
+             {"insecureSkipTLSVerify", true},
+             {"groupPriorityMinimum", 100},
+             {"versionPriority", 10}}}});
+  REQUIRE_MESSAGE(api_service.ok(), (api_service.ok() ? "" : api_service.error().to_string()));
+  struct RemoveApiService {
+    kube::Client client;
+    kube::ResourceType type;
+    std::string name;
+    ~RemoveApiService() { (void)client.remove(type, "", name); }
+  } remove_api_service{client, api_services, "v1beta1." + down_group};
+  MetricsSourceOptions down_metrics;
+  down_metrics.pod_metrics = {down_group, "v1beta1", "pods", true};
+  std::optional<kube::Result<ScalerInputs, SourceError>> down;
+  bool got_503 = wait_for(
+      [&] {
+        down.emplace(MetricsSource(client, down_metrics).read(target));
+        return down->ok() && (*down)->metrics_error && (*down)->metrics_error->api &&
+               (*down)->metrics_error->api->code == 503;
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(500));
+  REQUIRE_MESSAGE(got_503, "no 503 from an unreachable APIService: "
+                               << (!down->ok()              ? down->error().to_string()
+                                   : (*down)->metrics_error ? (*down)->metrics_error->to_string()
+                                                            : "metrics read"));
+  CHECK((*down)->metrics_error->kind == SourceErrorKind::kMetricsUnavailable);
+  CHECK((*down)->owned_pods.size() == 3);
+
   auto missing = source.read({ns.name, "Deployment", "absent"});
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.error().kind == SourceErrorKind::kWorkloadNotFound);
@@ -285,27 +337,45 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   CHECK(loaded->history->recommendations(aggregate_options, recommendation_options) ==
         recommendations);
 
-  // 5. A checkpoint named like the scaler but owned by another scaler is ignored.
-  const ScalerId other_owner{ns.name, "web", uid_of(*scaler_other)};
-  auto foreign = store.save(other_owner, history);
-  REQUIRE_MESSAGE(foreign.ok(), (foreign.ok() ? "" : foreign.error().to_string()));
+  // 5. A checkpoint named like the scaler but owned by another (existing) scaler is ignored. It
+  //    names its real owner: an ownerReference to "web" with a stale uid would be garbage-collected
+  //    under the test's feet.
+  auto replace_checkpoint = [&](const std::string& owner_name, const std::string& owner_uid,
+                                const json& spec) {
+    auto current = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+    REQUIRE_MESSAGE(current.ok(), (current.ok() ? "" : current.error().to_string()));
+    json object = history.checkpoint(ns.name, "web", owner_uid);
+    object["metadata"]["ownerReferences"][0]["name"] = owner_name;
+    object["metadata"]["resourceVersion"] = current->at("metadata").at("resourceVersion");
+    if (!spec.is_null()) object["spec"] = spec;
+    auto written = client.update(kVerticalScalerCheckpoints, object);
+    REQUIRE_MESSAGE(written.ok(), (written.ok() ? "" : written.error().to_string()));
+  };
+  replace_checkpoint("other", uid_of(*scaler_other), nullptr);
   auto ignored = store.load(web_id, aggregate_options);
   REQUIRE_MESSAGE(ignored.ok(), (ignored.ok() ? "" : ignored.error().to_string()));
   CHECK(ignored->found);
   CHECK_FALSE(ignored->history.has_value());
   CHECK(ignored->ignored.find("ownerReferences") != std::string::npos);
+  MESSAGE("ignored: " << ignored->ignored);
 
-  // 6. One that does not parse is ignored too, naming what is wrong.
-  auto broken = client.get(kVerticalScalerCheckpoints, ns.name, "web");
-  REQUIRE(broken.ok());
-  (*broken)["metadata"]["ownerReferences"][0]["uid"] = web_id.uid;
-  (*broken)["spec"] = {{"version", 99}, {"containers", "none"}};
-  auto written = client.update(kVerticalScalerCheckpoints, *broken);
-  REQUIRE_MESSAGE(written.ok(), (written.ok() ? "" : written.error().to_string()));
+  // 6. One of the right owner that does not parse is ignored too, naming what is wrong.
+  replace_checkpoint("web", web_id.uid, {{"version", 99}, {"containers", "none"}});
   auto unparsed = store.load(web_id, aggregate_options);
   REQUIRE_MESSAGE(unparsed.ok(), (unparsed.ok() ? "" : unparsed.error().to_string()));
   CHECK(unparsed->found);
   CHECK_FALSE(unparsed->history.has_value());
   CHECK(unparsed->ignored.find("spec") != std::string::npos);
   MESSAGE("ignored: " << unparsed->ignored);
+
+  // 7. The store writes over either with the scaler's own checkpoint (it updates with the
+  //    version it just read), which restores again.
+  auto rewritten = store.save(web_id, history);
+  REQUIRE_MESSAGE(rewritten.ok(), (rewritten.ok() ? "" : rewritten.error().to_string()));
+  CHECK(*rewritten == SaveOutcome::kUpdated);
+  auto restored = store.load(web_id, aggregate_options);
+  REQUIRE_MESSAGE(restored.ok(), (restored.ok() ? "" : restored.error().to_string()));
+  REQUIRE(restored->history.has_value());
+  CHECK(restored->history->recommendations(aggregate_options, recommendation_options) ==
+        recommendations);
 }
