@@ -80,7 +80,7 @@ health_port=$(free_port)
   --webhook-port "$(free_port)" --metrics-addr "127.0.0.1:$(free_port)" \
   --health-addr "127.0.0.1:$health_port" --namespace image-test-none >"$work/run.log" 2>&1 &
 pid=$!
-trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 ready() { curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; }
 eventually 30 ready || fail "vscaler in the image did not become ready: $(tail -5 "$work/run.log")"
 if [ "$(id -u)" -eq 0 ]; then expect_eq "the process's uid" "$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")" 65532; fi
