@@ -144,7 +144,8 @@ if n:
 m = one(base, "MutatingWebhookConfiguration", "vscaler")
 if m:
     w = m["webhooks"][0]
-    check("mutating webhooks", len(m["webhooks"]), 1)
+    check("mutating webhooks", [x["name"] for x in m["webhooks"]],
+          ["mutate-deployments.vscaler.dev", "quote-off-verticalscalers.vscaler.dev"])
     check("mutating failurePolicy", w["failurePolicy"], "Ignore")
     check("mutating timeoutSeconds", w["timeoutSeconds"], 2)
     check("mutating sideEffects", w["sideEffects"], "NoneOnDryRun")
@@ -156,8 +157,16 @@ if m:
           {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["vscaler-system"]}]})
     check("mutating service", w["clientConfig"].get("service"),
           {"name": "vscaler-webhook", "namespace": "vscaler-system", "path": "/mutate-deployments", "port": 443})
-    check("mutating has matchConditions", len(w.get("matchConditions", [])), 1)
+    check("mutating matchConditions", [c["name"] for c in w.get("matchConditions", [])],
+          ["template-changed", "not-vscaler"])
     check("no caBundle in the manifests", "caBundle" in w["clientConfig"], False)
+    q = m["webhooks"][1] if len(m["webhooks"]) > 1 else {}
+    check("quote-off: failurePolicy", q.get("failurePolicy"), "Ignore")
+    check("quote-off: sideEffects", q.get("sideEffects"), "None")
+    check("quote-off: rules", [(r["apiGroups"], r["resources"], sorted(r["operations"])) for r in q.get("rules", [])],
+          [(["scaling.vscaler.dev"], ["verticalscalers"], ["CREATE", "UPDATE"])])
+    check("quote-off: service path", q.get("clientConfig", {}).get("service", {}).get("path"), "/validate-verticalscalers")
+    check("quote-off: only booleans are sent", [c["name"] for c in q.get("matchConditions", [])], ["a-mode-is-a-boolean"])
 v = one(base, "ValidatingWebhookConfiguration", "vscaler")
 if v:
     w = v["webhooks"][0]
@@ -174,6 +183,7 @@ if lm and m:
     check("local mutating url", lm["webhooks"][0]["clientConfig"].get("url"), "https://127.0.0.1:9443/mutate-deployments")
     same = {k: v for k, v in lm["webhooks"][0].items() if k != "clientConfig"} == {k: v for k, v in m["webhooks"][0].items() if k != "clientConfig"}
     check("local mutating webhook otherwise identical", same, True)
+    check("local quote-off url", lm["webhooks"][1]["clientConfig"].get("url"), "https://127.0.0.1:9443/validate-verticalscalers")
 
 ns = load("namespaced")
 check("namespaced: no ClusterRole(Binding)", [k for k, _, _ in ns if k.startswith("Cluster")], [])
@@ -185,6 +195,7 @@ if nd:
 nm = one(ns, "MutatingWebhookConfiguration", "vscaler")
 if nm:
     check("namespaced: mutating namespaceSelector", nm["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
+    check("namespaced: quote-off namespaceSelector", nm["webhooks"][1]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
 nv = one(ns, "ValidatingWebhookConfiguration", "vscaler")
 if nv:
     check("namespaced: validating namespaceSelector", nv["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
