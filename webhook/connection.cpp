@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <optional>
 
+#include "webhook/http2_session.h"
+
 namespace vscaler::webhook {
 namespace {
 
@@ -39,6 +41,7 @@ Wait Connection::start() const {
 }
 
 bool Connection::idle() const {
+  if (phase_ == Phase::kHttp2) return http2_->idle();
   return phase_ == Phase::kHandshake || phase_ == Phase::kLinger ||
          (phase_ == Phase::kIdle && in_.empty());
 }
@@ -60,6 +63,12 @@ Wait Connection::advance(Clock::time_point now) {
       if (io == tls::Io::kDone) {
         std::chrono::duration<double> took = now - accepted_;
         env_.handshake_seconds->observe(took.count());
+        if (stream_.http2()) {
+          http2_ = std::make_unique<Http2Session>(id_, env_, now);
+          if (!http2_->ok()) return close("http2_session");
+          phase_ = Phase::kHttp2;
+          return http2_step(now);
+        }
         phase_ = Phase::kIdle;
         deadline_ = now + env_.limits.keep_alive_timeout;
         return read_request(now);
@@ -78,8 +87,55 @@ Wait Connection::advance(Clock::time_point now) {
       return write_out(now);
     case Phase::kLinger:
       return linger(now);
+    case Phase::kHttp2:
+      return http2_step(now);
   }
   return close();
+}
+
+Wait Connection::http2_step(Clock::time_point now) {
+  if (env_.stopping) http2_->stop();
+  while (true) {
+    if (out_offset_ < out_.size()) {
+      tls::Io io = stream_.write(out_, out_offset_);
+      if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) {
+        return wait_for(io, http2_->deadline());
+      }
+      if (io != tls::Io::kDone) return close();
+      out_.clear();
+      out_offset_ = 0;
+      release_if_large(out_);
+    }
+    if (!http2_->flush(out_)) return close("http2_protocol");
+    if (!out_.empty()) continue;
+    if (http2_->finished()) {
+      stream_.shutdown();
+      return close();
+    }
+    tls::Io io = stream_.read(in_, 64 * 1024);
+    if (io == tls::Io::kDone) {
+      bool fine = http2_->receive(in_, now);
+      in_.clear();
+      if (!fine) {
+        // Best effort: the GOAWAY nghttp2 queued, then close.
+        http2_->flush(out_);
+        std::size_t offset = 0;
+        stream_.write(out_, offset);
+        return close();
+      }
+      continue;
+    }
+    if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) {
+      return wait_for(io, http2_->deadline());
+    }
+    return close();  // the peer closed or broke the connection
+  }
+}
+
+Wait Connection::on_stream_response(std::int32_t stream, http::Response response,
+                                    Clock::time_point now) {
+  http2_->respond(stream, std::move(response), now);
+  return http2_step(now);
 }
 
 Wait Connection::read_request(Clock::time_point now) {
@@ -262,8 +318,11 @@ Wait Connection::linger(Clock::time_point) {
   return close();
 }
 
-Wait Connection::on_deadline(Clock::time_point) {
+Wait Connection::on_deadline(Clock::time_point now) {
   switch (phase_) {
+    case Phase::kHttp2:
+      http2_->expire(now);
+      return http2_step(now);
     case Phase::kHandshake:
       env_.handshake_errors->inc();
       return close("handshake_timeout");

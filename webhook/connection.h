@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,8 @@ struct Request {
   std::string body;
   /// When its first byte arrived (latency metrics measure from here).
   Clock::time_point start;
+  /// The HTTP/2 stream it came on; 0 for HTTP/1.1.
+  std::int32_t stream = 0;
 };
 
 /// What connections share: limits, metrics and the ways out to the loop. Owned by the loop.
@@ -77,10 +80,12 @@ struct Wait {
 };
 
 /// One connection; used by the event loop thread only.
+class Http2Session;
+
 class Connection {
  public:
   /// Where the connection is in its life.
-  enum class Phase { kHandshake, kIdle, kHead, kBody, kServing, kWriting, kLinger };
+  enum class Phase { kHandshake, kIdle, kHead, kBody, kServing, kWriting, kLinger, kHttp2 };
 
   /// A connection on the accepted non-blocking socket `fd` (owned: closed by the destructor).
   Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& env, Clock::time_point now);
@@ -105,11 +110,16 @@ class Connection {
   Wait on_deadline(Clock::time_point now);
   /// The worker's response to the request dispatched last.
   Wait on_response(http::Response response, Clock::time_point now);
+  /// The worker's response to the request of HTTP/2 stream `stream` (phase kHttp2).
+  Wait on_stream_response(std::int32_t stream, http::Response response, Clock::time_point now);
   /// The server stops: true when this connection can be closed at once (no request under way).
   bool idle() const;
 
  private:
   Wait advance(Clock::time_point now);
+  // HTTP/2 (phase kHttp2): writes what is queued, then reads and feeds the session, until the
+  // socket would block.
+  Wait http2_step(Clock::time_point now);
   Wait read_request(Clock::time_point now);
   // Checks the framing of a parsed head: a refusal, or nullopt to read the body.
   std::optional<Wait> start_request(Clock::time_point now);
@@ -144,8 +154,9 @@ class Connection {
   std::string out_;
   std::size_t out_offset_ = 0;
   Then then_ = Then::kKeepAlive;
-  std::size_t drained_ = 0;   // bytes discarded during a lingering close
-  std::size_t reserved_ = 0;  // this request's share of ConnectionEnv::buffered
+  std::size_t drained_ = 0;              // bytes discarded during a lingering close
+  std::size_t reserved_ = 0;             // this request's share of ConnectionEnv::buffered
+  std::unique_ptr<Http2Session> http2_;  // set once ALPN chose h2
 };
 
 }  // namespace vscaler::webhook

@@ -116,7 +116,7 @@ void EventLoop::work(std::uint64_t id, Request request) {
   }
   {
     std::lock_guard lock(done_mutex_);
-    done_.emplace_back(id, std::move(response));
+    done_.emplace_back(id, request.stream, std::move(response));
   }
   wake();
 }
@@ -246,16 +246,20 @@ void EventLoop::complete(Clock::time_point now) {
   if (::read(wake_fd_, &count, sizeof count) < 0 && errno != EAGAIN) {
     shared_.errors->with({"eventfd"}).inc();
   }
-  std::vector<std::pair<std::uint64_t, http::Response>> done;
+  std::vector<std::tuple<std::uint64_t, std::int32_t, http::Response>> done;
   {
     std::lock_guard lock(done_mutex_);
     done.swap(done_);
   }
-  for (auto& [id, response] : done) {
+  for (auto& [id, stream, response] : done) {
     auto found = connections_.find(id);
     // Gone: cut at its deadline, or the server stops. The answer has nowhere to go.
     if (found == connections_.end()) continue;
     auto& connection = *found->second.connection;
+    if (stream != 0 && connection.phase() == Connection::Phase::kHttp2) {
+      apply(id, found->second, connection.on_stream_response(stream, std::move(response), now));
+      continue;
+    }
     if (connection.phase() != Connection::Phase::kServing) continue;
     apply(id, found->second, connection.on_response(std::move(response), now));
   }

@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -114,7 +115,8 @@ class EventLoop {
 
   // Shared with the workers.
   std::mutex done_mutex_;
-  std::vector<std::pair<std::uint64_t, http::Response>> done_;
+  // (connection, HTTP/2 stream or 0, response)
+  std::vector<std::tuple<std::uint64_t, std::int32_t, http::Response>> done_;
 };
 
 }  // namespace vscaler::webhook

@@ -76,6 +76,9 @@ struct AdmissionServerOptions {
   std::chrono::milliseconds request_timeout{10000};
   /// Deadline for writing a response (a client that does not read).
   std::chrono::milliseconds io_timeout{5000};
+  /// Offer HTTP/2 in ALPN. The API server uses it for webhooks on a loopback address (one
+  /// multiplexed connection instead of one per concurrent admission); others get HTTP/1.1.
+  bool http2 = true;
   /// Nesting limit for reviews (see ParseOptions::max_depth).
   std::size_t max_depth = kDefaultMaxDepth;
   /// Where the webhook metrics are registered.

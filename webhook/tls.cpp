@@ -8,16 +8,21 @@
 namespace vscaler::webhook::tls {
 namespace {
 
+// Prefers h2 when the context offers it (`arg` non-null) and the client does, else http/1.1.
 int alpn_callback(SSL*, const unsigned char** out, unsigned char* out_length,
-                  const unsigned char* in, unsigned int in_length, void*) {
+                  const unsigned char* in, unsigned int in_length, void* arg) {
+  static const unsigned char kBoth[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  bool offer_h2 = arg != nullptr;
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, out_length, kHttp11, sizeof kHttp11, in, in_length) ==
-      OPENSSL_NPN_NEGOTIATED) {
+  // SSL_select_next_proto walks the server's list in order: the first the client also offers.
+  if (SSL_select_next_proto(&selected, out_length, offer_h2 ? kBoth : kHttp11,
+                            offer_h2 ? sizeof kBoth : sizeof kHttp11, in,
+                            in_length) == OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
-  return SSL_TLSEXT_ERR_NOACK;  // e.g. a client offering only h2: carry on without ALPN
+  return SSL_TLSEXT_ERR_NOACK;  // no common protocol: carry on without ALPN (HTTP/1.1)
 }
 
 std::string openssl_error(const char* call) {
@@ -30,7 +35,7 @@ std::string openssl_error(const char* call) {
 
 }  // namespace
 
-kube::Result<Context> make_server_context(CertWatcher& certs) {
+kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) {
   Context ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return kube::fail(openssl_error("SSL_CTX_new"));
   if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) {
@@ -46,7 +51,9 @@ kube::Result<Context> make_server_context(CertWatcher& certs) {
   // 34 KiB each) while no record is in flight. Partial writes suit the non-blocking loop.
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                                   SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_callback, nullptr);
+  // Any non-null argument means "offer h2".
+  static int offer = 1;
+  SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_callback, offer_http2 ? &offer : nullptr);
   certs.install(ctx.get());
   return ctx;
 }
@@ -124,6 +131,13 @@ void Stream::shutdown() {
   // One close_notify; the peer's answer is not awaited (the socket is closed or drained raw).
   if (SSL_is_init_finished(ssl_)) (void)SSL_shutdown(ssl_);
   ERR_clear_error();
+}
+
+bool Stream::http2() const {
+  const unsigned char* protocol = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(ssl_, &protocol, &length);
+  return length == 2 && protocol[0] == 'h' && protocol[1] == '2';
 }
 
 std::string Stream::version() const {

@@ -1,7 +1,7 @@
 // TLS for the admission front end: the server context (our whole policy: TLS >= 1.2, AEAD
-// suites, no renegotiation or compression, ALPN http/1.1, the certificate from a CertWatcher on
-// every handshake) and a non-blocking OpenSSL stream that reports what it waits for instead of
-// blocking, so one event loop can carry thousands of connections.
+// suites, no renegotiation or compression, ALPN h2 (when offered) or http/1.1, the certificate from
+// a CertWatcher on every handshake) and a non-blocking OpenSSL stream that reports what it waits
+// for instead of blocking, so one event loop can carry thousands of connections.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -23,8 +23,9 @@ struct ContextDeleter {
 using Context = std::unique_ptr<SSL_CTX, ContextDeleter>;
 
 /// A server context with vscaler's TLS policy whose certificate comes from `certs` (which must
-/// outlive it) at each handshake. The error names the OpenSSL call that failed.
-kube::Result<Context> make_server_context(CertWatcher& certs);
+/// outlive it) at each handshake; ALPN selects h2 when `offer_http2` and the client offers it.
+/// The error names the OpenSSL call that failed.
+kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2 = true);
 
 /// What a non-blocking TLS operation needs before it can go on.
 enum class Io {
@@ -57,6 +58,8 @@ class Stream {
   /// Sends close_notify (best effort, never waits for the peer's).
   void shutdown();
 
+  /// True when ALPN selected h2 (after the handshake).
+  bool http2() const;
   /// "TLSv1.3" and the like, after the handshake.
   std::string version() const;
 
