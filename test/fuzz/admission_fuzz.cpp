@@ -38,8 +38,9 @@ using namespace vscaler;
 // The validating hook reads the target Deployment: a fixed one for "web" and "big", 404 else.
 class FakeApi final : public controller::ReconcileApi {
  public:
-  controller::ApiResult get_deployment(const std::string& ns, const std::string& name,
-                                       std::chrono::milliseconds = {}) override {
+  controller::ApiResult get_workload(const std::string& ns, const api::TargetRef& target,
+                                     std::chrono::milliseconds = {}) override {
+    const std::string& name = target.name;
     if (name == "web" || name == "big") {
       return json::parse(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
                          R"(","generation":3},"spec":{"template":{"spec":{"containers":[
@@ -49,8 +50,8 @@ class FakeApi final : public controller::ReconcileApi {
     return kube::fail(kube::error_from_response(
         404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
   }
-  controller::ApiResult patch_deployment(const std::string&, const std::string&,
-                                         const json&) override {
+  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
+                                       const json&) override {
     return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
   }
   controller::ApiResult get_scaler(const std::string&, const std::string&) override {
