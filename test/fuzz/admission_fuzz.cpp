@@ -85,15 +85,24 @@ struct World {
         R"([{"name":"app","requests":{"memory":"1Gi"},"limits":{"memory":"1Gi"}}])");
     add("record", "x", "x", "Reconcile", R"([{"name":"app","requests":{"cpu":"1"}}])");
     add("record", "off", "off", "Off", R"([{"name":"*","limits":{"cpu":"3"}}])");
+    // A StatefulSet named like the Deployment "web": reviews of statefulsets find this one.
+    add("record", "web-sts", "web", "Auto", R"([{"name":"app","requests":{"cpu":"300m"}}])",
+        "2026-01-01T00:00:00Z", "StatefulSet");
   }
   void add(const char* ns, const char* name, const char* deployment, const char* mode,
-           const char* containers, const char* created = "2026-01-01T00:00:00Z") {
+           const char* containers, const char* created = "2026-01-01T00:00:00Z",
+           const char* kind = "Deployment") {
     json object = {
         {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", created}}},
         {"spec",
          {{"deploymentName", deployment},
           {"updateMode", mode},
           {"containers", json::parse(containers)}}}};
+    if (std::string_view(kind) != "Deployment") {
+      object["spec"].erase("deploymentName");
+      object["spec"]["targetRef"] = {
+          {"apiVersion", "apps/v1"}, {"kind", kind}, {"name", deployment}};
+    }
     auto scaler = api::parse_scaler(object);
     if (!scaler.ok()) failed("a fixture scaler does not parse:", scaler.error());
     store.upsert(std::make_shared<const api::Scaler>(*scaler));
