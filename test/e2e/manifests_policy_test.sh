@@ -96,11 +96,12 @@ expect_eq "stored image" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.templa
 expect_eq "stored replicas" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.replicas}')" "2"
 
 echo "--- a StatefulSet and a DaemonSet: the same rule (resources admitted, anything else denied)"
-for kind in statefulset daemonset; do
+for Kind in StatefulSet DaemonSet; do
+  kind=$(tr '[:upper:]' '[:lower:]' <<<"$Kind")
   extra=""
   [ "$kind" = statefulset ] && extra='"serviceName": "w", "replicas": 1,'
   k -n "$ns" apply -f - >/dev/null <<JSON
-{"apiVersion": "apps/v1", "kind": "${kind^}", "metadata": {"name": "w"},
+{"apiVersion": "apps/v1", "kind": "$Kind", "metadata": {"name": "w"},
  "spec": {$extra "selector": {"matchLabels": {"app": "w"}},
   "template": {"metadata": {"labels": {"app": "w"}},
    "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
@@ -113,7 +114,9 @@ JSON
   }
   expect_eq "vscaler SA: $kind cpu request" "$(kind_patch '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"50m"}}}]}}}}')" admitted
   expect_eq "vscaler SA: $kind image" "$(kind_patch "$image")" denied
-  expect_eq "vscaler SA: $kind update strategy" "$(kind_patch '{"spec":{"updateStrategy":{"type":"OnDelete"}}}')" denied
+  expect_eq "vscaler SA: $kind minReadySeconds" "$(kind_patch '{"spec":{"minReadySeconds":5}}')" denied
+  expect_eq "vscaler SA: $kind annotation" "$(kind_patch '{"metadata":{"annotations":{"x":"y"}}}')" denied
+  expect_eq "vscaler SA: $kind memory limit" "$(kind_patch '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"64Mi"}}}]}}}}')" admitted
 done
 
 echo "--- other users are not bound by the policy"
