@@ -7,8 +7,10 @@
 # away at admission without a new generation (Auto), the workload deleted (TargetFound=False)
 # and re-created (applied again), the scaler deleted (the workload untouched), and the pods
 # rolled with the values. Then a StatefulSet with updateStrategy OnDelete (status says the
-# running pods keep their old values until deleted), and a Deployment and a StatefulSet named
-# alike, each with its own scaler. kwok runs the pods (DaemonSets land on every node).
+# running pods keep their old values until deleted), a Deployment and a StatefulSet named alike,
+# each with its own scaler, a retarget across kinds (both workloads are reconciled), and, with
+# the webhooks gone, the resync restoring a StatefulSet and a DaemonSet. kwok runs the pods
+# (DaemonSets land on every node).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -164,5 +166,32 @@ expect_eq "TARGET of the StatefulSet's scaler" "$(target_column same-sts)" "Stat
 k -n "$ns" set resources statefulset same -c app --requests=cpu=999m >/dev/null
 eventually 30 has_resources statefulset same '{"requests":{"cpu":"220m"}}'
 expect_eq "the Deployment untouched by the StatefulSet's restore" "$(res deployment same)" '{"requests":{"cpu":"110m"}}'
+
+echo "--- a retarget across kinds affects both workloads: the conflict loser on the old one takes over"
+make_scaler "$ns" same-old same Reconcile '[{"name":"app","requests":{"cpu":"330m"}}]'
+eventually 30 cond_is same-old Ready Conflict  # same-deploy is older and keeps the Deployment
+expect_eq "the loser wrote nothing" "$(res deployment same)" '{"requests":{"cpu":"110m"}}'
+ref_scaler same-deploy DaemonSet same Reconcile '[{"name":"app","requests":{"cpu":"110m"}}]'
+make_workload DaemonSet same '{}'
+eventually 30 has_resources deployment same '{"requests":{"cpu":"330m"}}'
+eventually 30 cond_is same-old Ready UpToDate
+eventually 30 has_resources daemonset same '{"requests":{"cpu":"110m"}}'
+expect_eq "TARGET after the retarget" "$(target_column same-deploy)" "DaemonSet/same"
+expect_eq "no DeploymentFound after the retarget" "$(condition "$ns" same-deploy DeploymentFound)" ""
 expect_eq "no resync ran (all through hints)" "$(metric vscaler_resync_corrections_total)" "0"
+
+echo "--- without the webhooks, the resync restores each kind (one metadata read per namespace and kind)"
+"$ROOT/certs/install.sh" --uninstall --local >/dev/null
+stop_operator
+WORK_DIR="" CERT_DIR="" WEBHOOK_PORT=""
+start_operator --resync-period 2s --workers 4
+trap cleanup EXIT
+for target in statefulset/same daemonset/same; do
+  k -n "$ns" set resources "$target" -c app --requests=cpu=999m >/dev/null
+done
+eventually 30 has_resources statefulset same '{"requests":{"cpu":"220m"}}'
+eventually 30 has_resources daemonset same '{"requests":{"cpu":"110m"}}'
+corrections=$(metric vscaler_resync_corrections_total)
+[ "${corrections%.*}" -ge 2 ] || fail "vscaler_resync_corrections_total = $corrections, want >= 2"
+echo "ok: vscaler_resync_corrections_total = $corrections"
 echo "PASS kinds_test"
