@@ -179,6 +179,9 @@ eventually 30 has_resources daemonset same '{"requests":{"cpu":"110m"}}'
 expect_eq "TARGET after the retarget" "$(target_column same-deploy)" "DaemonSet/same"
 expect_eq "no DeploymentFound after the retarget" "$(condition "$ns" same-deploy DeploymentFound)" ""
 expect_eq "no resync ran (all through hints)" "$(metric vscaler_resync_corrections_total)" "0"
+answered=$(metric 'controller_runtime_webhook_requests_total{webhook="/mutate-workloads",code="200"}')
+[ "${answered%.*}" -gt 0 ] || fail "no review answered on /mutate-workloads"
+echo "ok: /mutate-workloads answered $answered reviews (StatefulSets and DaemonSets)"
 
 echo "--- without the webhooks, the resync restores each kind (one metadata read per namespace and kind)"
 "$ROOT/certs/install.sh" --uninstall --local >/dev/null
