@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "kube/object_meta.h"
+#include "kube/workloads.h"
 
 namespace vscaler::api {
 namespace {
@@ -77,7 +78,7 @@ ResourceMap parse_resource_map(const json& map, const std::string& path,
 }
 
 struct ParsedSpec {
-  std::string deployment_name;
+  TargetRef target;
   UpdateMode update_mode = UpdateMode::kAuto;
   std::vector<ContainerResources> containers;
 };
@@ -89,7 +90,8 @@ std::string unquoted_off_hint(const std::string& field, const json& value) {
          "Off as false; write " + field.substr(field.rfind('.') + 1) + ": \"Off\" (quoted)";
 }
 
-/// The target: spec.deploymentName, or spec.targetRef of a Deployment. Exactly one.
+/// The target: spec.deploymentName (a Deployment), or spec.targetRef of a supported kind
+/// (kube::workload_kinds). Exactly one.
 void parse_target(const json& spec, ParsedSpec& parsed, std::vector<std::string>& errors) {
   auto name = spec.find("deploymentName");
   auto ref = spec.find("targetRef");
@@ -98,7 +100,7 @@ void parse_target(const json& spec, ParsedSpec& parsed, std::vector<std::string>
   if (has_name == has_ref) {
     errors.push_back(std::string(has_name ? "spec.targetRef" : "spec.deploymentName") +
                      ": set exactly one of spec.deploymentName (a Deployment) and spec.targetRef "
-                     "({apiVersion: apps/v1, kind: Deployment, name: ...})");
+                     "({apiVersion: apps/v1, kind: Deployment|StatefulSet|DaemonSet, name: ...})");
     return;
   }
   std::string field = "spec.deploymentName";
@@ -113,17 +115,15 @@ void parse_target(const json& spec, ParsedSpec& parsed, std::vector<std::string>
                                   : std::string();
     std::string kind =
         ref->value("kind", json()).is_string() ? ref->at("kind").get<std::string>() : "";
-    if (api_version != "apps/v1") {
+    if (api_version != kube::kWorkloadApiVersion) {
       errors.push_back("spec.targetRef.apiVersion: \"" + api_version +
                        "\" is not supported; use apps/v1");
     }
-    if (kind == "StatefulSet" || kind == "DaemonSet") {
-      errors.push_back("spec.targetRef.kind: " + kind +
-                       " targets are not supported by this version of vscaler yet; only "
-                       "Deployment");
-    } else if (kind != "Deployment") {
+    if (kube::workload_resource(kind) == nullptr) {
       errors.push_back("spec.targetRef.kind: \"" + kind +
                        "\" is not supported; use Deployment, StatefulSet or DaemonSet");
+    } else {
+      parsed.target.kind = kind;
     }
     field = "spec.targetRef.name";
     auto ref_name = ref->find("name");
@@ -136,7 +136,7 @@ void parse_target(const json& spec, ParsedSpec& parsed, std::vector<std::string>
     errors.push_back(field + ": \"" + target_name->get<std::string>() +
                      "\" is not a valid DNS-1123 subdomain");
   } else {
-    parsed.deployment_name = target_name->get<std::string>();
+    parsed.target.name = target_name->get<std::string>();
   }
 }
 
@@ -363,7 +363,7 @@ kube::Result<Scaler> parse_scaler(const json& object) {
     for (std::size_t i = 1; i < errors.size(); ++i) message += "; " + errors[i];
     return kube::fail(std::move(message));
   }
-  scaler.deployment_name = std::move(parsed.deployment_name);
+  scaler.target = std::move(parsed.target);
   scaler.update_mode = parsed.update_mode;
   scaler.containers = std::move(parsed.containers);
   if (auto status = object.find("status"); status != object.end()) scaler.status = *status;

@@ -52,6 +52,19 @@ struct ContainerResources {
 /// The container name that matches every container not named in another entry.
 inline constexpr std::string_view kWildcard = "*";
 
+/// The workload a scaler targets, in the scaler's namespace: spec.targetRef, or spec.deploymentName
+/// as a Deployment. The apiVersion is always apps/v1 (kube::kWorkloadApiVersion).
+struct TargetRef {
+  std::string kind = "Deployment";  ///< Deployment, StatefulSet or DaemonSet
+  std::string name;
+
+  /// "Kind/name", as status.target.ref and the TARGET column show it.
+  std::string ref() const { return kind + "/" + name; }
+  /// True for a Deployment (which keeps status.deployment and DeploymentFound as before).
+  bool is_deployment() const { return kind == "Deployment"; }
+  bool operator==(const TargetRef&) const = default;
+};
+
 /// A VerticalScaler as the operator uses it. Status is not parsed: the reconciler rebuilds it.
 struct Scaler {
   std::string ns;    ///< metadata.namespace
@@ -60,8 +73,8 @@ struct Scaler {
   std::string resource_version;
   std::string creation_timestamp;  ///< RFC 3339, as stored (compares lexically by time)
   int64_t generation = 0;
-  /// The target Deployment's name: spec.deploymentName, or spec.targetRef.name of a Deployment.
-  std::string deployment_name;
+  /// The target workload: spec.targetRef, or spec.deploymentName (a Deployment).
+  TargetRef target;
   UpdateMode update_mode = UpdateMode::kAuto;
   /// spec.containers; empty (absent) = every container is scaled from its usage.
   std::vector<ContainerResources> containers;

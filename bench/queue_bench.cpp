@@ -96,7 +96,8 @@ std::string dep_name(int i) {
 
 void fill(ScalerIndex& index) {
   for (int i = 0; i < kScalers; ++i) {
-    index.upsert(ns_name(i) + "/scaler-" + std::to_string(i), ns_name(i), dep_name(i));
+    index.upsert(ns_name(i) + "/scaler-" + std::to_string(i), ns_name(i), "Deployment",
+                 dep_name(i));
   }
 }
 
@@ -125,7 +126,7 @@ double lookup_ns(const ScalerIndex& index, bool hit, int n, bool check) {
   auto start = Clock::now();
   for (int i = 0; i < n; ++i) {
     size_t p = static_cast<size_t>(i) & 0xffff;
-    found += index.lookup(probes.ns[p], probes.dep[p], [](std::string_view) {});
+    found += index.lookup(probes.ns[p], "Deployment", probes.dep[p], [](std::string_view) {});
   }
   double elapsed = seconds_since(start);
   if (check && (hit ? found != static_cast<size_t>(n) : found != 0)) std::abort();
@@ -139,7 +140,7 @@ double concurrent_lookup_ns(ScalerIndex& index) {
     for (int i = 0; !stop.load(std::memory_order_relaxed); ++i) {
       int j = i % kScalers;
       std::string target = (i / kScalers) % 2 == 0 ? "moved-" + std::to_string(j) : dep_name(j);
-      index.upsert(ns_name(j) + "/scaler-" + std::to_string(j), ns_name(j), target);
+      index.upsert(ns_name(j) + "/scaler-" + std::to_string(j), ns_name(j), "Deployment", target);
     }
   });
   double results[2];

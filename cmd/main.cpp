@@ -130,12 +130,17 @@ int run(const cmd::Options& options) {
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();
-  server.handle(
-      "/mutate-deployments",
-      [&deployments](const webhook::AdmissionRequest& request) {
-        return deployments.handle(request);
-      },
-      deployment_options);
+  // One handler, two paths: the shipped configuration keeps Deployments on the first (replicas
+  // of an older version, mid-upgrade, still answer it) and sends StatefulSets and DaemonSets to
+  // the second; each path answers every supported kind.
+  for (const char* path : {"/mutate-deployments", "/mutate-workloads"}) {
+    server.handle(
+        path,
+        [&deployments](const webhook::AdmissionRequest& request) {
+          return deployments.handle(request);
+        },
+        deployment_options);
+  }
   server.handle("/validate-verticalscalers", [&scalers](const webhook::AdmissionRequest& request) {
     return scalers.handle(request);
   });

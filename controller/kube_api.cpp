@@ -1,8 +1,10 @@
+// KubeReconcileApi and KubeResyncApi: the workload kind picks the resource path (kube/workloads).
 #include "controller/kube_api.h"
 
 #include <chrono>
 
 #include "controller/status.h"
+#include "kube/workloads.h"
 
 namespace vscaler::controller {
 namespace {
@@ -13,8 +15,8 @@ namespace resources = kube::resources;
 constexpr const char* kPartialObjectMetadata =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
-DeploymentMeta meta_of(const json& object) {
-  DeploymentMeta meta;
+WorkloadMeta meta_of(const json& object) {
+  WorkloadMeta meta;
   auto found = object.find("metadata");
   if (found == object.end() || !found->is_object()) return meta;
   const json& metadata = *found;
@@ -24,21 +26,36 @@ DeploymentMeta meta_of(const json& object) {
   return meta;
 }
 
-}  // namespace
-
-ApiResult KubeReconcileApi::get_deployment(const std::string& ns, const std::string& name,
-                                           std::chrono::milliseconds timeout) {
-  kube::GetOptions options;
-  options.timeout = timeout;
-  return client_.get(resources::kDeployments, ns, name, options);
+/// The API resource of a workload kind; an unsupported kind (parse_scaler refuses them) is an
+/// error value, never a request.
+kube::Result<const kube::ResourceType*, kube::ApiError> resource_of(std::string_view kind) {
+  const kube::ResourceType* type = kube::workload_resource(kind);
+  if (type == nullptr) {
+    kube::ApiError error;
+    error.message = "workload kind " + std::string(kind) + " is not supported";
+    return kube::fail(std::move(error));
+  }
+  return type;
 }
 
-ApiResult KubeReconcileApi::patch_deployment(const std::string& ns, const std::string& name,
-                                             const json& patch) {
+}  // namespace
+
+ApiResult KubeReconcileApi::get_workload(const std::string& ns, const api::TargetRef& target,
+                                         std::chrono::milliseconds timeout) {
+  auto type = resource_of(target.kind);
+  if (!type.ok()) return kube::fail(std::move(type).error());
+  kube::GetOptions options;
+  options.timeout = timeout;
+  return client_.get(**type, ns, target.name, options);
+}
+
+ApiResult KubeReconcileApi::patch_workload(const std::string& ns, const api::TargetRef& target,
+                                           const json& patch) {
+  auto type = resource_of(target.kind);
+  if (!type.ok()) return kube::fail(std::move(type).error());
   kube::WriteOptions options;
   options.field_manager = kFieldManager;
-  return client_.patch(resources::kDeployments, ns, name, kube::PatchType::kStrategicMerge, patch,
-                       options);
+  return client_.patch(**type, ns, target.name, kube::PatchType::kStrategicMerge, patch, options);
 }
 
 ApiResult KubeReconcileApi::get_scaler(const std::string& ns, const std::string& name) {
@@ -62,26 +79,31 @@ void KubeReconcileApi::record_event(const api::Scaler& scaler, bool warning,
   }
 }
 
-kube::Result<std::vector<DeploymentMeta>, kube::ApiError> KubeResyncApi::list_deployments(
-    const std::string& ns, int& calls) {
+kube::Result<std::vector<WorkloadMeta>, kube::ApiError> KubeResyncApi::list_workloads(
+    const std::string& ns, const std::string& kind, int& calls) {
+  auto type = resource_of(kind);
+  if (!type.ok()) return kube::fail(std::move(type).error());
   kube::ListOptions options;
   options.limit = 500;
   options.on_page = [&calls](const kube::ListPage&) { ++calls; };
-  auto list = client_.list_metadata(resources::kDeployments, ns, options);
+  auto list = client_.list_metadata(**type, ns, options);
   if (!list.ok()) {
     ++calls;  // the failed request
     return kube::fail(std::move(list).error());
   }
-  std::vector<DeploymentMeta> result;
+  std::vector<WorkloadMeta> result;
   result.reserve(list->items.size());
   for (const json& item : list->items) result.push_back(meta_of(item));
   return result;
 }
 
-kube::Result<DeploymentMeta, kube::ApiError> KubeResyncApi::get_deployment(
-    const std::string& ns, const std::string& name) {
+kube::Result<WorkloadMeta, kube::ApiError> KubeResyncApi::get_workload(const std::string& ns,
+                                                                       const std::string& kind,
+                                                                       const std::string& name) {
+  auto type = resource_of(kind);
+  if (!type.ok()) return kube::fail(std::move(type).error());
   kube::HttpRequest request;
-  request.target = resources::kDeployments.path(ns, name);
+  request.target = (*type)->path(ns, name);
   request.accept = kPartialObjectMetadata;
   auto object = client_.call(request);
   if (!object.ok()) return kube::fail(std::move(object).error());

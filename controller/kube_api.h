@@ -19,10 +19,10 @@ class KubeReconcileApi : public ReconcileApi {
   /// reads need none).
   explicit KubeReconcileApi(kube::Client client, EventRecorder* events = nullptr)
       : client_(std::move(client)), events_(events) {}
-  ApiResult get_deployment(const std::string& ns, const std::string& name,
-                           std::chrono::milliseconds timeout = {}) override;
-  ApiResult patch_deployment(const std::string& ns, const std::string& name,
-                             const nlohmann::json& patch) override;
+  ApiResult get_workload(const std::string& ns, const api::TargetRef& target,
+                         std::chrono::milliseconds timeout = {}) override;
+  ApiResult patch_workload(const std::string& ns, const api::TargetRef& target,
+                           const nlohmann::json& patch) override;
   ApiResult get_scaler(const std::string& ns, const std::string& name) override;
   ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                 const nlohmann::json& merge_patch) override;
@@ -38,10 +38,12 @@ class KubeReconcileApi : public ReconcileApi {
 class KubeResyncApi : public ResyncApi {
  public:
   explicit KubeResyncApi(kube::Client client) : client_(std::move(client)) {}
-  kube::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(const std::string& ns,
-                                                                             int& calls) override;
-  kube::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
-                                                              const std::string& name) override;
+  kube::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
+                                                                         const std::string& kind,
+                                                                         int& calls) override;
+  kube::Result<WorkloadMeta, kube::ApiError> get_workload(const std::string& ns,
+                                                          const std::string& kind,
+                                                          const std::string& name) override;
 
  private:
   kube::Client client_;

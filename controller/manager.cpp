@@ -160,17 +160,18 @@ void Manager::stop() {
   events_.stop();
 }
 
-void Manager::enqueue_target(const std::string& ns, const std::string& deployment) {
-  store_.index().lookup(ns, deployment, [this](std::string_view key) { queue_->add(key); });
+void Manager::enqueue_target(const std::string& ns, const api::TargetRef& target) {
+  store_.index().lookup(ns, target.kind, target.name,
+                        [this](std::string_view key) { queue_->add(key); });
 }
 
 void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   if (new_object == nullptr) {
-    // Deleted: forget it; the scalers left on its Deployment may become active.
+    // Deleted: forget it; the scalers left on its workload may become active.
     std::string key = kube::object_key(*old_object);
     auto removed = store_.remove(key);
     queue_->add(key);  // the worker forgets its in-memory state
-    if (removed) enqueue_target(removed->ns, removed->deployment_name);
+    if (removed) enqueue_target(removed->ns, removed->target);
     return;
   }
   auto parsed = api::parse_scaler(*new_object);
@@ -179,7 +180,7 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
     log::warn(kLogger, "ignoring an invalid VerticalScaler",
               {{"scaler", kube::object_key(*new_object)}, {"error", parsed.error()}});
     auto removed = store_.remove(kube::object_key(*new_object));
-    if (removed) enqueue_target(removed->ns, removed->deployment_name);
+    if (removed) enqueue_target(removed->ns, removed->target);
     return;
   }
   auto scaler = std::make_shared<const api::Scaler>(std::move(parsed).value());
@@ -188,12 +189,13 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   bool spec_changed = old_object == nullptr || previous == nullptr ||
                       kube::meta_generation(*old_object) != scaler->generation;
   if (!spec_changed) return;  // status-only (or metadata-only) update: nothing to do
-  // The scaler and everything on its Deployment (a new or changed scaler can win or lose the
-  // one-scaler-per-Deployment election); with a new deploymentName, the old Deployment's too.
-  enqueue_target(scaler->ns, scaler->deployment_name);
+  // The scaler and everything on its workload (a new or changed scaler can win or lose the
+  // one-scaler-per-workload election); with a new target (another name or kind), the old
+  // workload's too.
+  enqueue_target(scaler->ns, scaler->target);
   queue_->add(key);
-  if (previous && previous->deployment_name != scaler->deployment_name) {
-    enqueue_target(previous->ns, previous->deployment_name);
+  if (previous && previous->target != scaler->target) {
+    enqueue_target(previous->ns, previous->target);
   }
 }
 

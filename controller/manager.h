@@ -69,7 +69,7 @@ class Manager {
  private:
   class Metrics;
   void on_scaler_event(const nlohmann::json* old_object, const nlohmann::json* new_object);
-  void enqueue_target(const std::string& ns, const std::string& deployment);
+  void enqueue_target(const std::string& ns, const api::TargetRef& target);
   void work();
 
   kube::Client client_;

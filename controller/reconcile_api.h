@@ -20,14 +20,14 @@ using ApiResult = kube::Result<nlohmann::json, kube::ApiError>;
 class ReconcileApi {
  public:
   virtual ~ReconcileApi() = default;
-  /// GET apps/v1 Deployment ns/name (read live: Deployments are never cached), within `timeout`
-  /// (zero: the client's request timeout).
-  virtual ApiResult get_deployment(const std::string& ns, const std::string& name,
-                                   std::chrono::milliseconds timeout = {}) = 0;
-  /// PATCH the Deployment with a strategic merge patch, ?fieldManager=vscaler; returns the
-  /// stored object after every admission step.
-  virtual ApiResult patch_deployment(const std::string& ns, const std::string& name,
-                                     const nlohmann::json& patch) = 0;
+  /// GET the apps/v1 workload `target` in `ns` (read live: workloads are never cached), within
+  /// `timeout` (zero: the client's request timeout).
+  virtual ApiResult get_workload(const std::string& ns, const api::TargetRef& target,
+                                 std::chrono::milliseconds timeout = {}) = 0;
+  /// PATCH the workload with a strategic merge patch, ?fieldManager=vscaler; returns the stored
+  /// object after every admission step.
+  virtual ApiResult patch_workload(const std::string& ns, const api::TargetRef& target,
+                                   const nlohmann::json& patch) = 0;
   /// GET the VerticalScaler ns/name (to re-read after a status conflict).
   virtual ApiResult get_scaler(const std::string& ns, const std::string& name) = 0;
   /// PATCH the scaler's /status subresource with a JSON merge patch that carries

@@ -7,6 +7,7 @@
 #include "base/time.h"
 #include "controller/status.h"
 #include "kube/object_meta.h"
+#include "kube/workloads.h"
 
 namespace vscaler::controller {
 namespace {
@@ -30,6 +31,16 @@ std::string join(const std::vector<std::string>& items) {
   for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
   return out;
 }
+
+/// "StatefulSet db": the target as messages name it.
+std::string describe(const api::TargetRef& target) {
+  return target.kind + " " + target.name;
+}
+
+/// What an Applied status adds for a workload that replaces pods only when they are deleted.
+constexpr std::string_view kOnDeleteNote =
+    "; its updateStrategy is OnDelete: the values are in the pod template, and running pods "
+    "pick them up when they are deleted";
 
 /// The reason of condition `type` in a stored status, "" when absent.
 std::string stored_reason(const json& status, std::string_view type) {
@@ -74,7 +85,7 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
   if (!scaler) {
-    // Scaler gone: forget it. The Deployment is left exactly as it is.
+    // Scaler gone: forget it. The workload is left exactly as it is.
     verified_.forget(item.key);
     expectations_.forget(item.key);
     std::lock_guard lock(mutex_);
@@ -82,20 +93,22 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     return {};
   }
 
-  // One scaler per Deployment: the oldest is active, the others report Conflict and write nothing.
+  // One scaler per workload: the oldest is active, the others report Conflict and write nothing.
   const api::Scaler* active = nullptr;
-  auto rivals = store_.targeting(scaler->ns, scaler->deployment_name);
+  auto rivals = store_.targeting(scaler->ns, scaler->target);
   active = api::select_active(rivals);
   if (active != nullptr && active->key() != scaler->key()) {
     verified_.forget(scaler->key());
     expectations_.forget(scaler->key());  // the loser writes nothing: nothing to see
     StatusReport report;
-    report.deployment_name = scaler->deployment_name;
-    report.deployment_found =
-        stored_reason(scaler->status, condition::kDeploymentFound) == reason::kFound;
-    report.deployment_uid = kube::string_at(scaler->status, {"deployment", "uid"});
-    std::string message = "VerticalScaler " + active->name + " already manages Deployment " +
-                          scaler->deployment_name + "; this scaler changes nothing";
+    report.target = scaler->target;
+    // What the stored status says of this target, if it is about this target at all.
+    bool same_target = kube::string_at(scaler->status, {"target", "ref"}) == scaler->target.ref();
+    report.target_found =
+        same_target && stored_reason(scaler->status, condition::kTargetFound) == reason::kFound;
+    if (same_target) report.target_uid = kube::string_at(scaler->status, {"target", "uid"});
+    std::string message = "VerticalScaler " + active->name + " already manages " +
+                          describe(scaler->target) + "; this scaler changes nothing";
     report.conditions.push_back({condition::kReady, false, reason::kConflict, message});
     if (stored_reason(scaler->status, condition::kReady) != reason::kConflict) {
       api_.record_event(*scaler, true, reason::kConflict, message);
@@ -109,25 +122,25 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
 
 ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const WorkItem& item) {
   StatusReport report;
-  report.deployment_name = scaler.deployment_name;
+  report.target = scaler.target;
   const std::string key = scaler.key();
+  const std::string workload = describe(scaler.target);
 
-  auto deployment = api_.get_deployment(scaler.ns, scaler.deployment_name);
+  auto deployment = api_.get_workload(scaler.ns, scaler.target);
   bool missing = !deployment.ok() && kube::is_not_found(deployment.error());
-  if (!deployment.ok() && !missing) return retry(deployment.error(), "get deployment");
+  if (!deployment.ok() && !missing) return retry(deployment.error(), "get " + workload);
   bool deleting =
       deployment.ok() && !kube::string_at(*deployment, {"metadata", "deletionTimestamp"}).empty();
 
   if (missing || deleting) {
     // Its creation (or re-creation) will hint; the resync is the safety net.
     verified_.set(key, Verified{});
-    report.deployment_found = false;
+    report.target_found = false;
     std::string message =
-        "Deployment " + scaler.deployment_name +
-        (deleting ? " is being deleted" : " does not exist in namespace " + scaler.ns);
-    report.conditions.push_back({condition::kDeploymentFound, false, reason::kNotFound, message});
-    report.conditions.push_back({condition::kReady, false, reason::kPending,
-                                 "waiting for Deployment " + scaler.deployment_name});
+        workload + (deleting ? " is being deleted" : " does not exist in namespace " + scaler.ns);
+    report.conditions.push_back({condition::kTargetFound, false, reason::kNotFound, message});
+    report.conditions.push_back(
+        {condition::kReady, false, reason::kPending, "waiting for " + workload});
     auto written = write_status(scaler, report);
     if (!written.ok()) return retry(written.error(), "write status");
     // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.
@@ -144,10 +157,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   // or still to come.
   Observed observed{true, false, uid, generation};
 
-  report.deployment_found = true;
-  report.deployment_uid = uid;
-  report.conditions.push_back({condition::kDeploymentFound, true, reason::kFound,
-                               "Deployment " + scaler.deployment_name + " exists"});
+  report.target_found = true;
+  report.target_uid = uid;
+  report.conditions.push_back(
+      {condition::kTargetFound, true, reason::kFound, workload + " exists"});
 
   api::ResourcePlan plan = api::plan_resources(scaler, stored);
   ReconcileOutcome outcome;
@@ -157,8 +170,8 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   if (scaler.update_mode == api::UpdateMode::kOff) {
     scaled.reason = reason::kUpdateModeOff;
     scaled.message = plan.changed() ? "updateMode is Off: the declared resources are not applied"
-                                    : "updateMode is Off; the Deployment already carries the "
-                                      "declared resources";
+                                    : "updateMode is Off; the " + scaler.target.kind +
+                                          " already carries the declared resources";
     report.containers = api::status_containers(plan, true);
   } else if (!plan.invalid.empty()) {
     scaled.reason = reason::kInvalidResources;
@@ -179,24 +192,25 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       scaled.reason = reason::kMutatedByAdmission;
       scaled.message =
           "another admission webhook changes the resources vscaler sets; not retried "
-          "until the scaler or the Deployment template changes";
+          "until the scaler or the " +
+          scaler.target.kind + " template changes";
       report.containers = api::status_containers(plan, false);
     } else {
-      auto patched = api_.patch_deployment(scaler.ns, scaler.deployment_name,
-                                           api::strategic_merge_patch(scaler, plan));
+      auto patched =
+          api_.patch_workload(scaler.ns, scaler.target, api::strategic_merge_patch(scaler, plan));
       if (!patched.ok()) {
         if (kube::is_not_found(patched.error())) {
           // Deleted between the read and the write: report it on the next pass.
-          return retry(patched.error(), "patch deployment");
+          return retry(patched.error(), "patch " + workload);
         }
         StatusReport failed = report;
-        failed.conditions.push_back({condition::kScaled, false, reason::kPatchFailed,
-                                     "patching Deployment " + scaler.deployment_name +
-                                         " failed: " + patched.error().to_string()});
+        failed.conditions.push_back(
+            {condition::kScaled, false, reason::kPatchFailed,
+             "patching " + workload + " failed: " + patched.error().to_string()});
         failed.conditions.push_back({condition::kReady, false, reason::kPatchFailed,
                                      "the declared resources are not applied yet"});
         (void)write_status(scaler, failed);
-        return retry(patched.error(), "patch deployment");
+        return retry(patched.error(), "patch " + workload);
       }
       generation = kube::meta_generation(*patched);
       api::ResourcePlan after = api::plan_resources(scaler, *patched);
@@ -205,9 +219,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
         mutated_[key] = MutationRecord{scaler.generation, uid, generation};
         scaled.reason = reason::kMutatedByAdmission;
         scaled.message =
-            "the Deployment was written but another admission webhook changed the "
-            "declared resources; not retried until the scaler or the Deployment "
-            "template changes";
+            "the " + scaler.target.kind +
+            " was written but another admission webhook changed the declared resources; not "
+            "retried until the scaler or the " +
+            scaler.target.kind + " template changes";
         report.containers = api::status_containers(after, false);
         api_.record_event(scaler, true, reason::kMutatedByAdmission, scaled.message);
       } else {
@@ -216,11 +231,12 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
         report.scaled_now = true;
         report.containers = api::status_containers(after, false);
         if (item.priority == Priority::kLow) metrics_.on_resync_correction();
-        api_.record_event(scaler, false, "Scaled",
-                          "set the declared resources on Deployment " + scaler.deployment_name);
-        log::info(kLogger, "patched deployment",
+        std::string event = "set the declared resources on " + workload;
+        if (kube::updates_only_on_delete(stored)) event += kOnDeleteNote;
+        api_.record_event(scaler, false, "Scaled", event);
+        log::info(kLogger, "patched workload",
                   {{"scaler", key},
-                   {"deployment", scaler.deployment_name},
+                   {"workload", scaler.target.ref()},
                    {"generation", std::to_string(generation)}});
       }
     }
@@ -235,12 +251,14 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   }
   if (applied && !plan.missing.empty()) {
     scaled.reason = reason::kContainerNotFound;
-    scaled.message = "container(s) " + join(plan.missing) + " not found in Deployment " +
-                     scaler.deployment_name + "; the others are applied";
+    scaled.message = "container(s) " + join(plan.missing) + " not found in " + workload +
+                     "; the others are applied";
+    if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
   } else if (applied) {
     scaled.status = true;
     scaled.reason = reason::kApplied;
-    scaled.message = "Deployment " + scaler.deployment_name + " carries the declared resources";
+    scaled.message = workload + " carries the declared resources";
+    if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
   }
   report.conditions.push_back(scaled);
   if (scaled.status || (scaler.update_mode == api::UpdateMode::kOff && !plan.changed())) {

@@ -1,6 +1,7 @@
-// Reconciler: makes one scaler's Deployment carry the declared resources and reports what it
-// found in the scaler's status (DESIGN.md "Reconcile(key)"). Level-based and idempotent: it reads
-// the live Deployment each time and writes only what differs.
+// Reconciler: makes one scaler's workload (Deployment, StatefulSet or DaemonSet) carry the
+// declared resources and reports what it found in the scaler's status (DESIGN.md
+// "Reconcile(key)"). Level-based and idempotent: it reads the live workload each time and writes
+// only what differs.
 #pragma once
 
 #include <chrono>
@@ -28,7 +29,7 @@ struct ReconcileOutcome {
   Kind kind = Kind::kDone;
   std::chrono::milliseconds delay{0};  ///< kRecheck: when; kRetry: server's Retry-After, or 0
   std::string error;                   ///< kRetry: why, for the log
-  bool patched = false;                ///< the Deployment's resources were written
+  bool patched = false;                ///< the workload's resources were written
 };
 
 /// Counters the reconciler reports (implemented with Prometheus metrics by the wiring).

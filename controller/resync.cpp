@@ -9,12 +9,13 @@
 namespace vscaler::controller {
 namespace {
 constexpr std::string_view kLogger = "resync";
-// Page size of the metadata list. A namespace is read with one GET per scaler when that takes
-// no more requests than listing it did last time (few scalers among many Deployments).
+// Page size of the metadata list. A namespace's workloads of one kind are read with one GET per
+// scaler when that takes no more requests than listing them did last time (few scalers among
+// many workloads).
 constexpr std::size_t kPageSize = 500;
 
 /// True when what is stored now differs from what was last verified.
-bool changed(const std::optional<Verified>& verified, const DeploymentMeta* observed) {
+bool changed(const std::optional<Verified>& verified, const WorkloadMeta* observed) {
   if (!verified) return true;
   if (observed == nullptr) return verified->found;
   return !verified->found || verified->uid != observed->uid ||
@@ -29,50 +30,52 @@ Resyncer::Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState
 ResyncStats Resyncer::run_once() {
   auto start = std::chrono::steady_clock::now();
   ResyncStats stats;
-  // Active scalers by namespace. Conflict losers write nothing; they are reconciled when the
-  // active one changes or goes away (the informer enqueues them).
-  std::map<std::string, std::vector<std::shared_ptr<const api::Scaler>>> by_namespace;
+  // Active scalers by namespace and target kind. Conflict losers write nothing; they are
+  // reconciled when the active one changes or goes away (the informer enqueues them).
+  std::map<std::pair<std::string, std::string>, std::vector<std::shared_ptr<const api::Scaler>>>
+      by_namespace;
   for (auto& scaler : store_.snapshot()) {
-    const api::Scaler* active =
-        api::select_active(store_.targeting(scaler->ns, scaler->deployment_name));
+    const api::Scaler* active = api::select_active(store_.targeting(scaler->ns, scaler->target));
     if (active != scaler.get()) continue;
-    by_namespace[scaler->ns].push_back(std::move(scaler));
+    by_namespace[{scaler->ns, scaler->target.kind}].push_back(std::move(scaler));
   }
   std::vector<std::string> to_enqueue;
-  for (auto& [ns, scalers] : by_namespace) {
+  for (auto& [ns_kind, scalers] : by_namespace) {
+    const auto& [ns, kind] = ns_kind;
     stats.scalers += scalers.size();
     ++stats.namespaces;
-    auto known = last_list_size_.find(ns);
+    const std::string list_key = ns + "/" + kind;
+    auto known = last_list_size_.find(list_key);
     std::size_t pages = known == last_list_size_.end() ? 1 : known->second / kPageSize + 1;
     bool use_gets = known != last_list_size_.end() && scalers.size() <= pages;
     if (use_gets) {
       for (const auto& scaler : scalers) {
         ++stats.api_calls;
-        auto meta = api_.get_deployment(ns, scaler->deployment_name);
+        auto meta = api_.get_workload(ns, kind, scaler->target.name);
         if (!meta.ok() && !kube::is_not_found(meta.error())) {
           ++stats.skipped;
           continue;
         }
-        const DeploymentMeta* observed = meta.ok() ? &*meta : nullptr;
+        const WorkloadMeta* observed = meta.ok() ? &*meta : nullptr;
         if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
       }
       continue;
     }
-    auto list = api_.list_deployments(ns, stats.api_calls);
+    auto list = api_.list_workloads(ns, kind, stats.api_calls);
     if (!list.ok()) {
       // An interrupted list proves nothing about what is absent: judge nobody here this time.
       stats.skipped += scalers.size();
-      log::warn(kLogger, "listing deployments failed; namespace skipped this pass",
-                {{"namespace", ns}, {"error", list.error().to_string()}});
+      log::warn(kLogger, "listing workloads failed; namespace skipped this pass",
+                {{"namespace", ns}, {"kind", kind}, {"error", list.error().to_string()}});
       continue;
     }
-    last_list_size_[ns] = list->size();
-    std::unordered_map<std::string_view, const DeploymentMeta*> by_name;
+    last_list_size_[list_key] = list->size();
+    std::unordered_map<std::string_view, const WorkloadMeta*> by_name;
     by_name.reserve(list->size());
     for (const auto& meta : *list) by_name.emplace(meta.name, &meta);
     for (const auto& scaler : scalers) {
-      auto it = by_name.find(scaler->deployment_name);
-      const DeploymentMeta* observed = it == by_name.end() ? nullptr : it->second;
+      auto it = by_name.find(scaler->target.name);
+      const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
       if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
     }
   }

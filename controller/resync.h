@@ -1,8 +1,8 @@
 // Resync: the periodic safety net for hints that never came (webhook down, failurePolicy Ignore,
-// operator restart). It reads only Deployment metadata, in the namespaces that hold scalers, so
-// its cost grows with the number of scalers and not with the Deployments of the cluster, and it
-// enqueues (at low priority) only the scalers whose Deployment changed or vanished since the
-// operator last verified it.
+// operator restart). It reads only workload metadata, of the kinds the scalers of a namespace
+// target, in the namespaces that hold scalers, so its cost grows with the number of scalers and
+// not with the workloads of the cluster, and it enqueues (at low priority) only the scalers
+// whose workload changed or vanished since the operator last verified it.
 #pragma once
 
 #include <atomic>
@@ -23,8 +23,8 @@
 
 namespace vscaler::controller {
 
-/// What the resync needs to know of one Deployment.
-struct DeploymentMeta {
+/// What the resync needs to know of one workload.
+struct WorkloadMeta {
   std::string name;
   std::string uid;
   int64_t generation = 0;
@@ -34,13 +34,15 @@ struct DeploymentMeta {
 class ResyncApi {
  public:
   virtual ~ResyncApi() = default;
-  /// Every Deployment of `ns`, metadata only, paginated. An error means the list is incomplete
-  /// (and proves nothing about absent Deployments). `calls` is incremented per API request.
-  virtual kube::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(
-      const std::string& ns, int& calls) = 0;
-  /// One Deployment's metadata; NotFound when it does not exist.
-  virtual kube::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
-                                                                      const std::string& name) = 0;
+  /// Every workload of `kind` (Deployment, StatefulSet, DaemonSet) in `ns`, metadata only,
+  /// paginated. An error means the list is incomplete (and proves nothing about absent
+  /// workloads). `calls` is incremented per API request.
+  virtual kube::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(
+      const std::string& ns, const std::string& kind, int& calls) = 0;
+  /// One workload's metadata; NotFound when it does not exist.
+  virtual kube::Result<WorkloadMeta, kube::ApiError> get_workload(const std::string& ns,
+                                                                  const std::string& kind,
+                                                                  const std::string& name) = 0;
 };
 
 /// Counters of the resync (vscaler_resync_enqueued_total).
@@ -53,7 +55,7 @@ class ResyncMetrics {
 /// What one pass did, for logs, tests and benchmarks.
 struct ResyncStats {
   std::size_t scalers = 0;     ///< active scalers considered
-  std::size_t namespaces = 0;  ///< namespaces read
+  std::size_t namespaces = 0;  ///< namespaces read (once per kind read in it)
   int api_calls = 0;           ///< API requests made
   std::size_t enqueued = 0;    ///< keys enqueued
   std::size_t skipped = 0;     ///< scalers not judged because a read failed
@@ -83,8 +85,9 @@ class Resyncer {
   const VerifiedState& verified_;
   WorkQueue& queue_;
   ResyncMetrics& metrics_;
-  /// Deployments seen in each namespace's last complete list: when a namespace holds few scalers
-  /// among many Deployments, one metadata GET per scaler is cheaper than listing it.
+  /// Workloads seen in each "namespace/kind"'s last complete list: when a namespace holds few
+  /// scalers of a kind among many such workloads, one metadata GET per scaler is cheaper than
+  /// listing them.
   std::unordered_map<std::string, std::size_t> last_list_size_;
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;

@@ -39,12 +39,14 @@ uint64_t mix_bytes(uint64_t h, std::string_view bytes) {
 
 // The namespace length is compared too: names with a '/' cannot exist in Kubernetes, but a
 // mutating webhook sees objects before the API server validates them.
-bool ScalerIndex::same_target(const Target& target, std::string_view ns,
-                              std::string_view deployment) {
+bool ScalerIndex::same_target(const Target& target, std::string_view ns, std::string_view kind,
+                              std::string_view name) {
   const std::string& key = target.key;
-  return target.ns_size == ns.size() && key.size() == ns.size() + 1 + deployment.size() &&
+  return target.ns_size == ns.size() && target.kind_size == kind.size() &&
+         key.size() == ns.size() + 1 + kind.size() + 1 + name.size() &&
          std::memcmp(key.data(), ns.data(), ns.size()) == 0 &&
-         std::memcmp(key.data() + ns.size() + 1, deployment.data(), deployment.size()) == 0;
+         std::memcmp(key.data() + ns.size() + 1, kind.data(), kind.size()) == 0 &&
+         std::memcmp(key.data() + ns.size() + 1 + kind.size() + 1, name.data(), name.size()) == 0;
 }
 
 ScalerIndex::ScalerIndex()
@@ -58,32 +60,33 @@ ScalerIndex::~ScalerIndex() {
   }
 }
 
-uint64_t ScalerIndex::hash(std::string_view ns, std::string_view deployment) const {
-  // Each name's length is mixed in, so "a"+"bc" and "ab"+"c" differ.
-  uint64_t h = mix_bytes(mix_bytes(seed_, ns), deployment);
+uint64_t ScalerIndex::hash(std::string_view ns, std::string_view kind,
+                           std::string_view name) const {
+  // Each part's length is mixed in, so "a"+"bc" and "ab"+"c" differ.
+  uint64_t h = mix_bytes(mix_bytes(mix_bytes(seed_, ns), kind), name);
   h ^= h >> 32;
   h *= 0xd6e8feb86659fd93ULL;
   return h ^ (h >> 32);
 }
 
 const ScalerIndex::Target* ScalerIndex::find_locked(const Shard& shard, uint64_t h,
-                                                    std::string_view ns,
-                                                    std::string_view deployment) {
+                                                    std::string_view ns, std::string_view kind,
+                                                    std::string_view name) {
   size_t mask = shard.slots.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& slot = shard.slots[i];
     if (!slot.target) return nullptr;
-    if (slot.hash == h && same_target(*slot.target, ns, deployment)) return slot.target;
+    if (slot.hash == h && same_target(*slot.target, ns, kind, name)) return slot.target;
   }
 }
 
 // Writers allocate before taking a shard's lock and free after releasing it, so readers of the
 // shard wait for a few slot moves at most, never for the allocator.
 void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget& target) {
-  uint64_t h = hash(target.ns, target.deployment);
+  uint64_t h = hash(target.ns, target.kind, target.name);
   Shard& shard = shards_[h >> kShardShift];
-  auto fresh =
-      std::make_unique<Target>(Target{target.ns + "/" + target.deployment, target.ns.size(), {}});
+  auto fresh = std::make_unique<Target>(Target{
+      target.ns + "/" + target.kind + "/" + target.name, target.ns.size(), target.kind.size(), {}});
   fresh->scalers.reserve(1);
   std::string key(scaler_key);
   std::vector<Slot> bigger;
@@ -106,7 +109,7 @@ void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget&
   size_t i = h & mask;
   for (; shard.slots[i].target; i = (i + 1) & mask) {
     if (shard.slots[i].hash == h &&
-        same_target(*shard.slots[i].target, target.ns, target.deployment)) {
+        same_target(*shard.slots[i].target, target.ns, target.kind, target.name)) {
       break;
     }
   }
@@ -118,12 +121,12 @@ void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget&
   }
   std::vector<std::string>& keys = slot.target->scalers;
   auto pos = std::lower_bound(keys.begin(), keys.end(), key);
-  // Allocates under the lock only for a second scaler on one Deployment (a Conflict, rare).
+  // Allocates under the lock only for a second scaler on one workload (a Conflict, rare).
   if (pos == keys.end() || *pos != key) keys.insert(pos, std::move(key));
 }
 
 void ScalerIndex::erase_locked(std::string_view scaler_key, const ScalerTarget& target) {
-  uint64_t h = hash(target.ns, target.deployment);
+  uint64_t h = hash(target.ns, target.kind, target.name);
   Shard& shard = shards_[h >> kShardShift];
   std::unique_ptr<Target> gone;  // deleted after the lock is released
   std::string removed;
@@ -133,7 +136,7 @@ void ScalerIndex::erase_locked(std::string_view scaler_key, const ScalerTarget& 
   for (;; hole = (hole + 1) & mask) {
     const Slot& slot = shard.slots[hole];
     if (!slot.target) return;
-    if (slot.hash == h && same_target(*slot.target, target.ns, target.deployment)) break;
+    if (slot.hash == h && same_target(*slot.target, target.ns, target.kind, target.name)) break;
   }
   std::vector<std::string>& keys = shard.slots[hole].target->scalers;
   auto pos = std::lower_bound(keys.begin(), keys.end(), scaler_key);
@@ -157,15 +160,16 @@ void ScalerIndex::erase_locked(std::string_view scaler_key, const ScalerTarget& 
 }
 
 std::optional<ScalerTarget> ScalerIndex::upsert(std::string_view scaler_key, std::string_view ns,
-                                                std::string_view deployment) {
+                                                std::string_view kind, std::string_view name) {
   std::lock_guard lock(writer_mutex_);
   auto it = by_scaler_.find(scaler_key);
-  if (it != by_scaler_.end() && it->second.ns == ns && it->second.deployment == deployment) {
+  if (it != by_scaler_.end() && it->second.ns == ns && it->second.kind == kind &&
+      it->second.name == name) {
     return std::nullopt;
   }
-  ScalerTarget target{std::string(ns), std::string(deployment)};
+  ScalerTarget target{std::string(ns), std::string(kind), std::string(name)};
   // Insert into the new target before leaving the old one: a concurrent reader may see the
-  // scaler under both Deployments for an instant (an extra enqueue), never under neither.
+  // scaler under both workloads for an instant (an extra enqueue), never under neither.
   insert_locked(scaler_key, target);
   if (it == by_scaler_.end()) {
     by_scaler_.emplace(std::string(scaler_key), std::move(target));
@@ -187,10 +191,10 @@ std::optional<ScalerTarget> ScalerIndex::remove(std::string_view scaler_key) {
   return old;
 }
 
-std::vector<std::string> ScalerIndex::lookup(std::string_view ns,
-                                             std::string_view deployment) const {
+std::vector<std::string> ScalerIndex::lookup(std::string_view ns, std::string_view kind,
+                                             std::string_view name) const {
   std::vector<std::string> keys;
-  lookup(ns, deployment, [&keys](std::string_view key) { keys.emplace_back(key); });
+  lookup(ns, kind, name, [&keys](std::string_view key) { keys.emplace_back(key); });
   return keys;
 }
 

@@ -1,8 +1,9 @@
-// ScalerIndex: which scalers target a Deployment, "namespace/deploymentName -> scaler keys".
-// Deployments carry no back-reference to their scaler, so this is how a Deployment write seen by
-// the admission hook (on every Deployment write in the cluster) finds the scalers to enqueue. The
-// informer thread maintains it; the webhook's threads read it. Reads are a hash lookup under a
-// shard's read lock, allocation-free: the key is hashed from the two string_views, never joined.
+// ScalerIndex: which scalers target a workload, "namespace/kind/name -> scaler keys" (a
+// StatefulSet and a Deployment of the same name are two targets). Workloads carry no
+// back-reference to their scaler, so this is how a workload write seen by the admission hook (on
+// every such write in the cluster) finds the scalers to enqueue. The informer thread maintains
+// it; the webhook's threads read it. Reads are a hash lookup under a shard's read lock,
+// allocation-free: the key is hashed from the three string_views, never joined.
 #pragma once
 
 #include <array>
@@ -20,14 +21,15 @@
 
 namespace vscaler::controller {
 
-/// A Deployment a scaler targets: its namespace and name.
+/// A workload a scaler targets: its namespace, kind and name.
 struct ScalerTarget {
   std::string ns;
-  std::string deployment;
+  std::string kind;  ///< Deployment, StatefulSet or DaemonSet
+  std::string name;
   bool operator==(const ScalerTarget&) const = default;
 };
 
-/// namespace/deploymentName -> the keys ("namespace/name") of the scalers targeting it.
+/// namespace/kind/name -> the keys ("namespace/name") of the scalers targeting it.
 /// Thread-safe: any number of readers at once with writers (the informer), which are serialised.
 class ScalerIndex {
  public:
@@ -36,49 +38,52 @@ class ScalerIndex {
   ScalerIndex(const ScalerIndex&) = delete;
   ScalerIndex& operator=(const ScalerIndex&) = delete;
 
-  /// Records that `scaler_key` targets ns/deployment. When it targeted another Deployment before,
-  /// moves it and returns that old target, so the caller can enqueue the scalers of both
-  /// Deployments (DESIGN.md event flow item 1); returns nullopt when it is new or unchanged.
+  /// Records that `scaler_key` targets ns/kind/name. When it targeted another workload before
+  /// (of any kind), moves it and returns that old target, so the caller can enqueue the scalers
+  /// of both (DESIGN.md event flow item 1); returns nullopt when it is new or unchanged.
   std::optional<ScalerTarget> upsert(std::string_view scaler_key, std::string_view ns,
-                                     std::string_view deployment);
+                                     std::string_view kind, std::string_view name);
   /// Forgets `scaler_key`; returns the target it had (its other scalers may need a reconcile:
   /// a conflict loser can become active), or nullopt when it was not indexed.
   std::optional<ScalerTarget> remove(std::string_view scaler_key);
 
-  /// Calls `on_key(std::string_view scaler_key)` for each scaler targeting ns/deployment, in key
+  /// Calls `on_key(std::string_view scaler_key)` for each scaler targeting ns/kind/name, in key
   /// order, and returns how many there were. Allocates nothing. `on_key` runs under a read lock:
   /// keep it short (enqueueing is fine) and never call upsert/remove from it.
   template <typename OnKey>
-  size_t lookup(std::string_view ns, std::string_view deployment, OnKey&& on_key) const {
-    uint64_t h = hash(ns, deployment);
+  size_t lookup(std::string_view ns, std::string_view kind, std::string_view name,
+                OnKey&& on_key) const {
+    uint64_t h = hash(ns, kind, name);
     const Shard& shard = shards_[h >> kShardShift];
     std::shared_lock lock(shard.mutex);
-    const Target* target = find_locked(shard, h, ns, deployment);
+    const Target* target = find_locked(shard, h, ns, kind, name);
     if (!target) return 0;
     for (const std::string& key : target->scalers) on_key(std::string_view(key));
     return target->scalers.size();
   }
-  /// The scalers targeting ns/deployment, copied (for callers off the hot path, and tests).
-  std::vector<std::string> lookup(std::string_view ns, std::string_view deployment) const;
-  /// The Deployment `scaler_key` targets, if indexed.
+  /// The scalers targeting ns/kind/name, copied (for callers off the hot path, and tests).
+  std::vector<std::string> lookup(std::string_view ns, std::string_view kind,
+                                  std::string_view name) const;
+  /// The workload `scaler_key` targets, if indexed.
   std::optional<ScalerTarget> target_of(std::string_view scaler_key) const;
   /// Number of scalers indexed.
   size_t size() const { return size_.load(std::memory_order_relaxed); }
 
  private:
-  // Shards so that readers of different Deployments touch different lock words (a shared_mutex's
+  // Shards so that readers of different workloads touch different lock words (a shared_mutex's
   // reader count is one contended cache line) and the writer blocks only 1/64 of the readers.
   static constexpr unsigned kShardBits = 6;
   static constexpr unsigned kShardShift = 64 - kShardBits;  // shard from the top bits of a hash
 
-  /// One Deployment that scalers target.
+  /// One workload that scalers target.
   struct Target {
-    std::string key;                   // "namespace/deployment"
+    std::string key;                   // "namespace/kind/name"
     size_t ns_size;                    // where the namespace ends in key
+    size_t kind_size;                  // the kind's length, after the namespace's '/'
     std::vector<std::string> scalers;  // sorted; almost always one (more is a Conflict)
   };
   /// A slot of a shard's open-addressing table (linear probing, backward-shift deletion). The
-  /// hash sits beside the pointer, so a miss (most Deployment writes in a cluster) touches no
+  /// hash sits beside the pointer, so a miss (most workload writes in a cluster) touches no
   /// Target, usually one cache line.
   struct Slot {
     uint64_t hash = 0;
@@ -94,14 +99,15 @@ class ScalerIndex {
     size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
   };
 
-  uint64_t hash(std::string_view ns, std::string_view deployment) const;
-  static bool same_target(const Target& target, std::string_view ns, std::string_view deployment);
+  uint64_t hash(std::string_view ns, std::string_view kind, std::string_view name) const;
+  static bool same_target(const Target& target, std::string_view ns, std::string_view kind,
+                          std::string_view name);
   static const Target* find_locked(const Shard& shard, uint64_t hash, std::string_view ns,
-                                   std::string_view deployment);
+                                   std::string_view kind, std::string_view name);
   void insert_locked(std::string_view scaler_key, const ScalerTarget& target);
   void erase_locked(std::string_view scaler_key, const ScalerTarget& target);
 
-  const uint64_t seed_;  // random per index: scaler and Deployment names come from users
+  const uint64_t seed_;  // random per index: scaler and workload names come from users
   std::array<Shard, size_t{1} << kShardBits> shards_;
   // Writers only: scaler key -> its target, to move or remove it. Serialises writers.
   mutable std::mutex writer_mutex_;

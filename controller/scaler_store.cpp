@@ -1,3 +1,4 @@
+// ScalerStore: sharded map and index updated together under the writer lock.
 #include "controller/scaler_store.h"
 
 namespace vscaler::controller {
@@ -16,7 +17,7 @@ std::shared_ptr<const api::Scaler> ScalerStore::upsert(std::shared_ptr<const api
       it->second = scaler;
     }
   }
-  index_.upsert(key, scaler->ns, scaler->deployment_name);
+  index_.upsert(key, scaler->ns, scaler->target.kind, scaler->target.name);
   return previous;
 }
 
@@ -40,11 +41,11 @@ std::shared_ptr<const api::Scaler> ScalerStore::get(std::string_view key) const 
 }
 
 std::vector<std::shared_ptr<const api::Scaler>> ScalerStore::targeting(
-    std::string_view ns, std::string_view deployment) const {
+    std::string_view ns, std::string_view kind, std::string_view name) const {
   std::vector<std::shared_ptr<const api::Scaler>> result;
   // The index lookup holds one index shard's read lock; each scaler then one map shard's. No
-  // lock of the whole store is taken: admissions of different Deployments do not meet.
-  index_.lookup(ns, deployment, [&](std::string_view key) {
+  // lock of the whole store is taken: admissions of different workloads do not meet.
+  index_.lookup(ns, kind, name, [&](std::string_view key) {
     if (auto scaler = get(key)) result.push_back(std::move(scaler));
   });
   return result;

@@ -1,6 +1,7 @@
 // ScalerStore: the parsed VerticalScalers the operator knows (fed by the informer) and the index
-// from Deployment to scalers kept in step with them. Readers (webhook, workers, resync) get
-// immutable snapshots (shared_ptr<const Scaler>), so a scaler never changes under a reader.
+// from workload (namespace/kind/name) to scalers kept in step with them. Readers (webhook, workers,
+// resync) get immutable snapshots (shared_ptr<const Scaler>), so a scaler never changes under a
+// reader.
 #pragma once
 
 #include <array>
@@ -19,21 +20,27 @@
 
 namespace vscaler::controller {
 
-/// Thread-safe key -> Scaler map plus the namespace/deployment index. The map is sharded by key,
+/// Thread-safe key -> Scaler map plus the namespace/kind/name index. The map is sharded by key,
 /// like the index, so that admissions (targeting) and workers (get) of different scalers never
 /// meet on one lock; the informer, the only writer, is serialised on a lock of its own.
 class ScalerStore {
  public:
-  /// Inserts or replaces `scaler` (and moves its index entry when deploymentName changed).
+  /// Inserts or replaces `scaler` (and moves its index entry when its target changed).
   /// Returns the previous version, nullptr when new.
   std::shared_ptr<const api::Scaler> upsert(std::shared_ptr<const api::Scaler> scaler);
   /// Removes `key`; returns what was stored, nullptr when absent.
   std::shared_ptr<const api::Scaler> remove(const std::string& key);
   /// The scaler `key` ("namespace/name"), nullptr when absent.
   std::shared_ptr<const api::Scaler> get(std::string_view key) const;
-  /// Every scaler targeting Deployment ns/name (index lookup, then one shard per scaler).
+  /// Every scaler targeting the workload ns/kind/name (index lookup, then one shard per scaler).
   std::vector<std::shared_ptr<const api::Scaler>> targeting(std::string_view ns,
-                                                            std::string_view deployment) const;
+                                                            std::string_view kind,
+                                                            std::string_view name) const;
+  /// Every scaler targeting `target` in namespace `ns`.
+  std::vector<std::shared_ptr<const api::Scaler>> targeting(std::string_view ns,
+                                                            const api::TargetRef& target) const {
+    return targeting(ns, target.kind, target.name);
+  }
   /// All scalers, for the resync.
   std::vector<std::shared_ptr<const api::Scaler>> snapshot() const;
   /// The index, for the webhook's allocation-free lookup.

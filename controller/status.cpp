@@ -1,4 +1,7 @@
+// build_status: the stored status with what one reconcile decided.
 #include "controller/status.h"
+
+#include "kube/workloads.h"
 
 namespace vscaler::controller {
 
@@ -8,32 +11,48 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
                   const std::string& now) {
   json status = stored.is_object() ? stored : json::object();
   status["observedGeneration"] = generation;
-  json deployment = {{"name", report.deployment_name}, {"found", report.deployment_found}};
-  if (!report.deployment_uid.empty()) deployment["uid"] = report.deployment_uid;
-  status["deployment"] = std::move(deployment);
   // status.target is the kind-neutral form (its ref feeds the TARGET printer column, which is
-  // one JSONPath and cannot join kind and name); status.deployment stays for earlier readers.
-  json target = {{"apiVersion", "apps/v1"},
-                 {"kind", "Deployment"},
-                 {"name", report.deployment_name},
-                 {"found", report.deployment_found},
-                 {"ref", "Deployment/" + report.deployment_name}};
-  if (!report.deployment_uid.empty()) target["uid"] = report.deployment_uid;
+  // one JSONPath and cannot join kind and name).
+  json target = {{"apiVersion", kube::kWorkloadApiVersion},
+                 {"kind", report.target.kind},
+                 {"name", report.target.name},
+                 {"found", report.target_found},
+                 {"ref", report.target.ref()}};
+  if (!report.target_uid.empty()) target["uid"] = report.target_uid;
   status["target"] = std::move(target);
+  const bool deployment = report.target.is_deployment();
+  if (deployment) {
+    // status.deployment stays for earlier readers of Deployment scalers.
+    json legacy = {{"name", report.target.name}, {"found", report.target_found}};
+    if (!report.target_uid.empty()) legacy["uid"] = report.target_uid;
+    status["deployment"] = std::move(legacy);
+  } else {
+    status.erase("deployment");
+  }
   if (report.containers) status["containers"] = *report.containers;
   if (report.scaled_now) status["lastScaleTime"] = now;
 
   json conditions = status.contains("conditions") && status["conditions"].is_array()
                         ? status["conditions"]
                         : json::array();
-  // TargetFound is the kind-neutral condition; Deployment targets keep DeploymentFound too.
+  // Deployment targets keep DeploymentFound beside TargetFound; other kinds have none.
   std::vector<Condition> wanted_conditions = report.conditions;
   for (const Condition& wanted : report.conditions) {
-    if (wanted.type == condition::kDeploymentFound) {
-      Condition target_found = wanted;
-      target_found.type = condition::kTargetFound;
-      wanted_conditions.push_back(std::move(target_found));
+    if (deployment && wanted.type == condition::kTargetFound) {
+      Condition deployment_found = wanted;
+      deployment_found.type = condition::kDeploymentFound;
+      wanted_conditions.push_back(std::move(deployment_found));
     }
+  }
+  if (!deployment) {
+    json kept = json::array();
+    for (json& existing : conditions) {
+      if (existing.is_object() && existing.value("type", "") == condition::kDeploymentFound) {
+        continue;
+      }
+      kept.push_back(std::move(existing));
+    }
+    conditions = std::move(kept);
   }
   for (const Condition& wanted : wanted_conditions) {
     json next = {{"type", wanted.type},       {"status", wanted.status ? "True" : "False"},

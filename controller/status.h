@@ -9,13 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "api/scaler.h"
+
 namespace vscaler::controller {
 
 /// Condition types and reasons of DESIGN.md (the API contract; users match on these strings).
 namespace condition {
-inline constexpr const char* kDeploymentFound = "DeploymentFound";
-/// The kind-neutral twin of DeploymentFound, written beside it.
+/// Whether the target workload exists, for every kind.
 inline constexpr const char* kTargetFound = "TargetFound";
+/// TargetFound's twin that earlier versions wrote, still written for Deployment targets.
+inline constexpr const char* kDeploymentFound = "DeploymentFound";
 inline constexpr const char* kScaled = "Scaled";
 inline constexpr const char* kReady = "Ready";
 }  // namespace condition
@@ -43,18 +46,21 @@ struct Condition {
 
 /// Everything a reconcile decided about the status.
 struct StatusReport {
-  std::string deployment_name;
-  std::string deployment_uid;  ///< empty when not found
-  bool deployment_found = false;
-  /// status.containers; nullopt keeps the stored value (e.g. when the Deployment was not read).
+  api::TargetRef target;   ///< the workload the scaler targets
+  std::string target_uid;  ///< empty when not found
+  bool target_found = false;
+  /// status.containers; nullopt keeps the stored value (e.g. when the workload was not read).
   std::optional<nlohmann::json> containers;
-  bool scaled_now = false;            ///< the Deployment was written: lastScaleTime becomes now
+  bool scaled_now = false;            ///< the workload was written: lastScaleTime becomes now
   std::vector<Condition> conditions;  ///< conditions to set; others already stored are kept
 };
 
-/// The new status object from the stored one: sets observedGeneration, deployment, containers,
+/// The new status object from the stored one: sets observedGeneration, target, containers,
 /// lastScaleTime (only when scaled_now) and the conditions, keeping each condition's
-/// lastTransitionTime when its status did not change. `now` is RFC 3339.
+/// lastTransitionTime when its status did not change. A Deployment target also gets
+/// status.deployment and DeploymentFound (TargetFound's twin), as earlier versions wrote them;
+/// any other kind drops both (the scaler may have targeted a Deployment before). `now` is
+/// RFC 3339.
 nlohmann::json build_status(const nlohmann::json& stored, int64_t generation,
                             const StatusReport& report, const std::string& now);
 

@@ -50,6 +50,8 @@ inline const ResourceType kServiceAccounts{"", "v1", "serviceaccounts", true};
 inline const ResourceType kPods{"", "v1", "pods", true};
 inline const ResourceType kEvents{"", "v1", "events", true};
 inline const ResourceType kDeployments{"apps", "v1", "deployments", true};
+inline const ResourceType kStatefulSets{"apps", "v1", "statefulsets", true};
+inline const ResourceType kDaemonSets{"apps", "v1", "daemonsets", true};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", true};
 inline const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
                                                      "customresourcedefinitions", false};

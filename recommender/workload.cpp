@@ -1,22 +1,14 @@
 // Workload parsing for the metrics source.
 #include "recommender/workload.h"
 
+#include "kube/workloads.h"
 #include "recommender/json_fields.h"
 #include "recommender/selector.h"
 
 namespace vscaler::recommender {
-namespace {
-
-const kube::ResourceType kStatefulSets{"apps", "v1", "statefulsets", true};
-const kube::ResourceType kDaemonSets{"apps", "v1", "daemonsets", true};
-
-}  // namespace
 
 const kube::ResourceType* workload_resource(std::string_view kind) {
-  if (kind == "Deployment") return &kube::resources::kDeployments;
-  if (kind == "StatefulSet") return &kStatefulSets;
-  if (kind == "DaemonSet") return &kDaemonSets;
-  return nullptr;
+  return kube::workload_resource(kind);  // the one kind table, shared with the operator
 }
 
 kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::string_view kind) {

@@ -15,7 +15,7 @@
 namespace vscaler::recommender {
 
 /// The API resource of a supported workload kind ("Deployment" -> apps/v1 deployments), or
-/// nullptr for any other kind.
+/// nullptr for any other kind: kube::workload_resource, the one table of kinds.
 const kube::ResourceType* workload_resource(std::string_view kind);
 
 /// What the recommender needs of a workload.

@@ -1,8 +1,10 @@
+// DeploymentHandler: the workload admission hook (any supported kind), see the header.
 #include "webhook/deployment_handler.h"
 
 #include "api/resources.h"
 #include "base/log.h"
 #include "kube/object_meta.h"
+#include "kube/workloads.h"
 
 namespace vscaler::webhook {
 namespace {
@@ -29,12 +31,14 @@ const Projection& DeploymentHandler::projection() {
 }
 
 AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
-  if (request.resource.group != "apps" || request.resource.resource != "deployments" ||
-      !request.sub_resource.empty()) {
-    return AdmissionResponse::allow();  // registered for deployments only; anything else is a
+  // The kind from the review's resource: every supported kind on either path (an older
+  // configuration sends Deployments only; a newer one sends the others to /mutate-workloads).
+  std::string_view kind = kube::workload_kind_of(request.resource.group, request.resource.resource);
+  if (kind.empty() || !request.sub_resource.empty()) {
+    return AdmissionResponse::allow();  // registered for workloads only; anything else is a
                                         // misconfiguration we must not break
   }
-  // Nothing is trusted from the review beyond naming the Deployment: the worker reads it live.
+  // Nothing is trusted from the review beyond naming the workload: the worker reads it live.
   // On DELETE (also in a deletecollection, where request.name is empty) only oldObject has it.
   const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
   std::string name = kube::meta_string(named, "name");
@@ -42,7 +46,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   std::string ns = kube::meta_string(named, "namespace");
   if (ns.empty()) ns = request.namespace_name;
 
-  auto scalers = store_.targeting(ns, name);
+  auto scalers = store_.targeting(ns, kind, name);
   const api::Scaler* active = api::select_active(scalers);
   if (active == nullptr) return AdmissionResponse::allow();
 

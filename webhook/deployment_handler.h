@@ -1,7 +1,9 @@
-// The Deployment admission hook, vscaler's fast path (DESIGN.md event flow item 2). For every
-// Deployment CREATE, UPDATE and DELETE it finds the active scaler in the in-memory index (no API
-// call), enqueues it with a persistence hint, and in Auto mode returns a JSONPatch that sets the
-// declared resources in the same write. It never denies a write.
+// The workload admission hook, vscaler's fast path (DESIGN.md event flow item 2). For every
+// CREATE, UPDATE and DELETE of a Deployment, StatefulSet or DaemonSet (the kind comes from the
+// review's resource, kube/workloads) it finds the active scaler in the in-memory index
+// (namespace/kind/name, no API call), enqueues it with a persistence hint, and in Auto mode
+// returns a JSONPatch that sets the declared resources in the same write. It never denies a
+// write. One handler serves both paths.
 #pragma once
 
 #include "controller/hint_sink.h"
@@ -11,7 +13,7 @@
 
 namespace vscaler::webhook {
 
-/// POST /mutate-deployments.
+/// POST /mutate-deployments and POST /mutate-workloads (any supported kind on either).
 class DeploymentHandler {
  public:
   /// `hints` receives each matched scaler's key and expectation; `enqueued` counts them

@@ -1,3 +1,4 @@
+// ScalerHandler: validation, then warnings from the index and one live GET of the target.
 #include "webhook/scaler_handler.h"
 
 #include "api/resources.h"
@@ -54,32 +55,32 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     return AdmissionResponse::deny(422, "VerticalScaler is invalid: " + scaler.error(), "Invalid");
 
   AdmissionResponse response;
-  const std::string& deployment = scaler->deployment_name;
-  for (const auto& other : store_.targeting(scaler->ns, deployment)) {
+  const std::string workload = scaler->target.kind + " " + scaler->target.name;
+  for (const auto& other : store_.targeting(scaler->ns, scaler->target)) {
     if (other->name == scaler->name) continue;
-    response.warnings.push_back("VerticalScaler " + other->name + " already targets Deployment " +
-                                deployment + "; only the oldest scaler is applied");
+    response.warnings.push_back("VerticalScaler " + other->name + " already targets " + workload +
+                                "; only the oldest scaler is applied");
     break;
   }
   // The warnings need a live GET; it must end before the API server stops waiting for this
   // review (its ?timeout=), or the answer arrives too late to count.
   auto budget = lookup_budget(request.deadline);
   if (budget <= std::chrono::milliseconds::zero()) return response;  // no time left to look
-  auto found = api_.get_deployment(scaler->ns, deployment, budget);
+  auto found = api_.get_workload(scaler->ns, scaler->target, budget);
   if (!found.ok()) {
     if (kube::is_not_found(found.error())) {
-      response.warnings.push_back("Deployment " + deployment +
+      response.warnings.push_back(workload +
                                   " does not exist yet; it is scaled once it is created");
     }
     return response;  // any other failure: no warning is better than a wrong one
   }
   auto plan = api::plan_resources(*scaler, *found);
   if (!plan.invalid.empty()) {
-    response.warnings.push_back("declared values conflict with Deployment " + deployment + ": " +
-                                plan.invalid + "; nothing will be applied");
+    response.warnings.push_back("declared values conflict with " + workload + ": " + plan.invalid +
+                                "; nothing will be applied");
   }
   for (const auto& missing : plan.missing) {
-    response.warnings.push_back("Deployment " + deployment + " has no container " + missing);
+    response.warnings.push_back(workload + " has no container " + missing);
   }
   return response;
 }

@@ -1,7 +1,7 @@
 // The VerticalScaler validating hook: denies what the CRD schema and CEL cannot say (every error
-// naming its field) and warns, never denies, about the cluster's state: the Deployment does not
-// exist yet, another scaler already targets it, or the declared values conflict with the
-// Deployment's own limits.
+// naming its field) and warns, never denies, about the cluster's state: the target workload does
+// not exist yet, another scaler already targets it, or the declared values conflict with the
+// workload's own limits.
 #pragma once
 
 #include <chrono>
@@ -22,7 +22,7 @@ std::chrono::milliseconds lookup_budget(
 /// POST /validate-verticalscalers.
 class ScalerHandler {
  public:
-  /// `api` reads the target Deployment for the warnings (this hook is off the hot path).
+  /// `api` reads the target workload for the warnings (this hook is off the hot path).
   ScalerHandler(const controller::ScalerStore& store, controller::ReconcileApi& api);
 
   /// Answers one CREATE or UPDATE review of a VerticalScaler.

@@ -2,8 +2,8 @@
 # The VerticalScaler API as a user meets it through kubectl, with the real operator's webhooks
 # registered: the seed's two-line scaler is accepted; an unquoted `updateMode: Off` (YAML's
 # boolean false) is denied by the mutating entry with the hint to quote it, for the scaler's mode
-# and a container's; targets this version cannot apply yet are refused naming the field; the
-# TARGET column shows Kind/name.
+# and a container's; StatefulSet and DaemonSet targets are accepted, other kinds refused naming the
+# field (spec.targetRef.kind); the TARGET column shows Kind/name.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 export KUBECTL
@@ -45,10 +45,13 @@ out=$(apply_yaml '  deploymentName: web' seed) || fail "the seed's scaler was re
 expect_eq "defaulted updateMode" "$(jp "$ns" vsc/seed '{.spec.updateMode}')" "Auto"
 k -n "$ns" delete vsc seed >/dev/null  # one scaler per workload: the one below must be active
 
-echo "--- what this version cannot apply yet is refused, naming the field"
-out=$(apply_yaml '  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: db}') &&
-  fail "a StatefulSet target was accepted"
-case "$out" in *spec.targetRef.kind*) echo "ok: $out" ;; *) fail "not naming spec.targetRef.kind: $out" ;; esac
+echo "--- StatefulSet and DaemonSet targets are accepted; any other kind is refused, naming the field"
+for kind in StatefulSet DaemonSet; do
+  out=$(apply_yaml "  targetRef: {apiVersion: apps/v1, kind: $kind, name: db}" "kind-$(tr '[:upper:]' '[:lower:]' <<<"$kind")") ||
+    fail "a $kind target was refused: $out"
+  echo "ok: a $kind target is accepted"
+done
+k -n "$ns" delete vsc kind-statefulset kind-daemonset >/dev/null
 out=$(apply_yaml '  targetRef: {apiVersion: apps/v1, kind: CronJob, name: nightly}') &&
   fail "a CronJob target was accepted"
 case "$out" in *spec.targetRef.kind*) echo "ok: $out" ;; *) fail "not naming spec.targetRef.kind: $out" ;; esac

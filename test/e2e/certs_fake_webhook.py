@@ -4,7 +4,8 @@
 Serves HTTPS on 127.0.0.1 from --cert-dir (tls.crt, tls.key) and, like vscaler, reloads them when
 they change, without a restart: every new connection checks the files and switches to the new
 pair once it loads and matches (a half-replaced pair keeps the old one). Answers every
-AdmissionReview on /mutate-deployments and /validate-verticalscalers with allowed: true and the
+AdmissionReview on /mutate-deployments, /mutate-workloads and /validate-verticalscalers with
+allowed: true and the
 warning "fake-vscaler reached PATH OPERATION NAMESPACE/NAME", and appends the same line to
 --log. Closes each connection after a few requests, so clients handshake (and verify the
 certificate) again all the time and a certificate the client does not trust shows at once. Other paths get 404, bodies that are not an AdmissionReview 400. Standard library only.
@@ -17,7 +18,7 @@ import ssl
 import sys
 import threading
 
-PATHS = ("/mutate-deployments", "/validate-verticalscalers")
+PATHS = ("/mutate-deployments", "/mutate-workloads", "/validate-verticalscalers")
 
 
 class Certs:

@@ -145,7 +145,8 @@ m = one(base, "MutatingWebhookConfiguration", "vscaler")
 if m:
     w = m["webhooks"][0]
     check("mutating webhooks", [x["name"] for x in m["webhooks"]],
-          ["mutate-deployments.vscaler.dev", "quote-off-verticalscalers.vscaler.dev"])
+          ["mutate-deployments.vscaler.dev", "quote-off-verticalscalers.vscaler.dev",
+           "mutate-workloads.vscaler.dev"])
     check("mutating failurePolicy", w["failurePolicy"], "Ignore")
     check("mutating timeoutSeconds", w["timeoutSeconds"], 2)
     check("mutating sideEffects", w["sideEffects"], "NoneOnDryRun")
@@ -167,6 +168,16 @@ if m:
           [(["scaling.vscaler.dev"], ["verticalscalers"], ["CREATE", "UPDATE"])])
     check("quote-off: service path", q.get("clientConfig", {}).get("service", {}).get("path"), "/validate-verticalscalers")
     check("quote-off: only booleans are sent", [c["name"] for c in q.get("matchConditions", [])], ["a-mode-is-a-boolean"])
+    # StatefulSets and DaemonSets: the Deployment entry's settings, its own rule and path.
+    wl = m["webhooks"][2] if len(m["webhooks"]) > 2 else {}
+    check("workloads: rules", [(r["apiGroups"], r["apiVersions"], r["resources"], sorted(r["operations"])) for r in wl.get("rules", [])],
+          [(["apps"], ["v1"], ["statefulsets", "daemonsets"], ["CREATE", "DELETE", "UPDATE"])])
+    check("workloads: service", wl.get("clientConfig", {}).get("service"),
+          {"name": "vscaler-webhook", "namespace": "vscaler-system", "path": "/mutate-workloads", "port": 443})
+    same_as = lambda a, b: {k: v for k, v in a.items() if k not in ("name", "clientConfig", "rules")} == \
+        {k: v for k, v in b.items() if k not in ("name", "clientConfig", "rules")}
+    check("workloads: otherwise the Deployment entry's settings", same_as(wl, w), True)
+    check("workloads: no caBundle in the manifests", "caBundle" in wl.get("clientConfig", {}), False)
 v = one(base, "ValidatingWebhookConfiguration", "vscaler")
 if v:
     w = v["webhooks"][0]
@@ -184,6 +195,9 @@ if lm and m:
     same = {k: v for k, v in lm["webhooks"][0].items() if k != "clientConfig"} == {k: v for k, v in m["webhooks"][0].items() if k != "clientConfig"}
     check("local mutating webhook otherwise identical", same, True)
     check("local quote-off url", lm["webhooks"][1]["clientConfig"].get("url"), "https://127.0.0.1:9443/validate-verticalscalers")
+    check("local workloads url", lm["webhooks"][2]["clientConfig"].get("url") if len(lm["webhooks"]) > 2 else None,
+          "https://127.0.0.1:9443/mutate-workloads")
+    check("local entries", len(lm["webhooks"]), len(m["webhooks"]))
 
 ns = load("namespaced")
 check("namespaced: no ClusterRole(Binding)", [k for k, _, _ in ns if k.startswith("Cluster")], [])
@@ -196,6 +210,8 @@ nm = one(ns, "MutatingWebhookConfiguration", "vscaler")
 if nm:
     check("namespaced: mutating namespaceSelector", nm["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
     check("namespaced: quote-off namespaceSelector", nm["webhooks"][1]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
+    check("namespaced: workloads namespaceSelector", nm["webhooks"][2]["namespaceSelector"],
+          {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [nsv]}]})
 nv = one(ns, "ValidatingWebhookConfiguration", "vscaler")
 if nv:
     check("namespaced: validating namespaceSelector", nv["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
@@ -246,10 +262,14 @@ expect_can() {
   expect_eq "can-i $* (in $ns)" "$(can "$ns" "$@")" "$want"
 }
 eventually 10 test "$(can "$ns" get deployments.apps)" = yes
-for verb in get list patch; do expect_can "$ns" yes "$verb" deployments.apps; done
-for verb in create update delete deletecollection watch; do expect_can "$ns" no "$verb" deployments.apps; done
+for workload in deployments.apps statefulsets.apps daemonsets.apps; do
+  for verb in get list patch; do expect_can "$ns" yes "$verb" "$workload"; done
+  for verb in create update delete deletecollection watch; do expect_can "$ns" no "$verb" "$workload"; done
+  expect_can "$ns" no update "$workload/status"
+done
 expect_can "$ns" no patch deployments.apps/scale
-expect_can "$ns" no update deployments.apps/status
+expect_can "$ns" no patch statefulsets.apps/scale
+expect_can "$ns" no get replicasets.apps
 for verb in get list watch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in create update patch delete; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in get update patch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev/status; done
@@ -273,16 +293,18 @@ rules() {
 }
 rules "$ns" >"$work/rules.txt"
 cat >"$work/want.txt" <<'EOF'
+daemonsets.apps                                 []                                     []               [get list patch]
 deployments.apps                                []                                     []               [get list patch]
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch]
+statefulsets.apps                               []                                     []               [get list patch]
 verticalscalers.scaling.vscaler.dev/status      []                                     []               [get update patch]
 EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments get/list/patch, verticalscalers get/list/watch, status get/update/patch, events create/patch"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, verticalscalers get/list/watch, status get/update/patch, events create/patch"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
@@ -305,6 +327,9 @@ k delete -f "$root/manifests/rbac.yaml" >/dev/null
 k apply -f "$work/ns-rbac.yaml" >/dev/null
 eventually 10 test "$(can "$nsv" patch deployments.apps)" = yes
 expect_can "$nsv" no create deployments.apps
+expect_can "$nsv" yes patch statefulsets.apps
+expect_can "$nsv" yes list daemonsets.apps
+expect_can "$nsv" no delete daemonsets.apps
 expect_can "$nsv" yes watch verticalscalers.scaling.vscaler.dev
 expect_can "$nsv" no get secrets
 expect_can "$ns" no get deployments.apps

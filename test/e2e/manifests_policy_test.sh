@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ValidatingAdmissionPolicy of manifests/admission-policy.yaml, applied for real: the vscaler
 # ServiceAccount (impersonated, with the RBAC of manifests/rbac.yaml) may patch the cpu/memory
-# requests and limits of a Deployment's containers and nothing else; other users are not bound.
+# requests and limits of a Deployment's (a StatefulSet's, a DaemonSet's) containers and nothing
+# else; other users are not bound.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
@@ -93,6 +94,30 @@ denied "remove a container" '[{"op":"remove","path":"/spec/template/spec/contain
 denied "resources plus an image in one patch" '{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.9","resources":{"requests":{"cpu":"300m"}}}]}}}}'
 expect_eq "stored image" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.template.spec.containers[0].image}')" "registry.k8s.io/pause:3.10"
 expect_eq "stored replicas" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.replicas}')" "2"
+
+echo "--- a StatefulSet and a DaemonSet: the same rule (resources admitted, anything else denied)"
+for Kind in StatefulSet DaemonSet; do
+  kind=$(tr '[:upper:]' '[:lower:]' <<<"$Kind")
+  extra=""
+  [ "$kind" = statefulset ] && extra='"serviceName": "w", "replicas": 1,'
+  k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion": "apps/v1", "kind": "$Kind", "metadata": {"name": "w"},
+ "spec": {$extra "selector": {"matchLabels": {"app": "w"}},
+  "template": {"metadata": {"labels": {"app": "w"}},
+   "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}
+JSON
+  kind_patch() {
+    local out
+    if out=$(k -n "$ns" patch "$kind" w --as="$SA" --type=strategic -p "$1" 2>&1); then echo admitted
+    elif grep -q "ValidatingAdmissionPolicy 'vscaler-deployment-resources-only'" <<<"$out"; then echo denied
+    else echo "error: $out"; fi
+  }
+  expect_eq "vscaler SA: $kind cpu request" "$(kind_patch '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"50m"}}}]}}}}')" admitted
+  expect_eq "vscaler SA: $kind image" "$(kind_patch "$image")" denied
+  expect_eq "vscaler SA: $kind minReadySeconds" "$(kind_patch '{"spec":{"minReadySeconds":5}}')" denied
+  expect_eq "vscaler SA: $kind annotation" "$(kind_patch '{"metadata":{"annotations":{"x":"y"}}}')" denied
+  expect_eq "vscaler SA: $kind memory limit" "$(kind_patch '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"limits":{"memory":"64Mi"}}}]}}}}')" admitted
+done
 
 echo "--- other users are not bound by the policy"
 k -n "$ns" set image deployment/web app=registry.k8s.io/pause:3.9 >/dev/null || fail "the admin could not change the image"

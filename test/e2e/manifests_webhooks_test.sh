@@ -3,7 +3,7 @@
 # --local, which renders manifests/local from them) call the webhook exactly when DESIGN.md says:
 # Deployment CREATE, UPDATE of the pod template, DELETE (also in a deletecollection), dry-runs;
 # not UPDATEs leaving the template alone, not scale/status subresource writes, not vscaler-system;
-# VerticalScaler CREATE/UPDATE only. The webhook is test/e2e/certs_fake_webhook.py.
+# StatefulSets and DaemonSets alike, on /mutate-workloads; VerticalScaler CREATE/UPDATE only. The webhook is test/e2e/certs_fake_webhook.py.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
@@ -67,6 +67,30 @@ create b "$ns" >/dev/null 2>&1
 expect_eq "deletecollection (each item has only oldObject's name)" \
   "$(calls k delete --raw "/apis/apps/v1/namespaces/$ns/deployments")" \
   "/mutate-deployments DELETE a;/mutate-deployments DELETE b;"
+
+echo "--- StatefulSets and DaemonSets: the second entry, on /mutate-workloads"
+workload_json() {  # KIND NAME
+  local extra=""
+  [ "$1" = StatefulSet ] && extra="\"serviceName\":\"$2\",\"replicas\":1,"
+  cat <<JSON
+{"apiVersion":"apps/v1","kind":"$1","metadata":{"name":"$2","namespace":"$ns"},
+ "spec":{$extra"selector":{"matchLabels":{"app":"$2"}},
+  "template":{"metadata":{"labels":{"app":"$2"}},"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}}}
+JSON
+}
+create_workload() { workload_json "$1" "$2" | k create -f -; }
+for kind in StatefulSet DaemonSet; do
+  r=$(tr '[:upper:]' '[:lower:]' <<<"$kind")
+  expect_eq "$kind CREATE" "$(calls create_workload "$kind" w)" "/mutate-workloads CREATE w;"
+  expect_eq "$kind UPDATE of the pod template" "$(calls k -n "$ns" set env "$r/w" A=1)" "/mutate-workloads UPDATE w;"
+  expect_eq "$kind UPDATE of labels only" "$(calls k -n "$ns" label "$r/w" tier=front)" "none"
+  expect_eq "$kind status subresource" \
+    "$(calls k -n "$ns" patch "$r/w" --subresource=status --type=merge -p '{"status":{"observedGeneration":1}}')" "none"
+  expect_eq "$kind DELETE" "$(calls k -n "$ns" delete "$r/w")" "/mutate-workloads DELETE w;"
+done
+create_workload StatefulSet s >/dev/null 2>&1
+expect_eq "StatefulSet scale subresource" "$(calls k -n "$ns" scale statefulset/s --replicas=2)" "none"
+
 k get namespace vscaler-system >/dev/null 2>&1 || k create namespace vscaler-system >/dev/null
 expect_eq "a Deployment in vscaler-system" "$(calls create web vscaler-system --dry-run=server)" "none"
 expect_eq "a ConfigMap" "$(calls k -n "$ns" create configmap c --from-literal=a=b)" "none"

@@ -38,8 +38,9 @@ using namespace vscaler;
 // The validating hook reads the target Deployment: a fixed one for "web" and "big", 404 else.
 class FakeApi final : public controller::ReconcileApi {
  public:
-  controller::ApiResult get_deployment(const std::string& ns, const std::string& name,
-                                       std::chrono::milliseconds = {}) override {
+  controller::ApiResult get_workload(const std::string& ns, const api::TargetRef& target,
+                                     std::chrono::milliseconds = {}) override {
+    const std::string& name = target.name;
     if (name == "web" || name == "big") {
       return json::parse(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
                          R"(","generation":3},"spec":{"template":{"spec":{"containers":[
@@ -49,8 +50,8 @@ class FakeApi final : public controller::ReconcileApi {
     return kube::fail(kube::error_from_response(
         404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
   }
-  controller::ApiResult patch_deployment(const std::string&, const std::string&,
-                                         const json&) override {
+  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
+                                       const json&) override {
     return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
   }
   controller::ApiResult get_scaler(const std::string&, const std::string&) override {
@@ -84,15 +85,24 @@ struct World {
         R"([{"name":"app","requests":{"memory":"1Gi"},"limits":{"memory":"1Gi"}}])");
     add("record", "x", "x", "Reconcile", R"([{"name":"app","requests":{"cpu":"1"}}])");
     add("record", "off", "off", "Off", R"([{"name":"*","limits":{"cpu":"3"}}])");
+    // A StatefulSet named like the Deployment "web": reviews of statefulsets find this one.
+    add("record", "web-sts", "web", "Auto", R"([{"name":"app","requests":{"cpu":"300m"}}])",
+        "2026-01-01T00:00:00Z", "StatefulSet");
   }
   void add(const char* ns, const char* name, const char* deployment, const char* mode,
-           const char* containers, const char* created = "2026-01-01T00:00:00Z") {
+           const char* containers, const char* created = "2026-01-01T00:00:00Z",
+           const char* kind = "Deployment") {
     json object = {
         {"metadata", {{"name", name}, {"namespace", ns}, {"creationTimestamp", created}}},
         {"spec",
          {{"deploymentName", deployment},
           {"updateMode", mode},
           {"containers", json::parse(containers)}}}};
+    if (std::string_view(kind) != "Deployment") {
+      object["spec"].erase("deploymentName");
+      object["spec"]["targetRef"] = {
+          {"apiVersion", "apps/v1"}, {"kind", kind}, {"name", deployment}};
+    }
     auto scaler = api::parse_scaler(object);
     if (!scaler.ok()) failed("a fixture scaler does not parse:", scaler.error());
     store.upsert(std::make_shared<const api::Scaler>(*scaler));

@@ -7,6 +7,7 @@
 using nlohmann::json;
 using vscaler::api::ControlledValues;
 using vscaler::api::parse_scaler;
+using vscaler::api::TargetRef;
 using vscaler::api::UpdateMode;
 using vscaler::api::validate_scaler_spec;
 
@@ -40,7 +41,7 @@ TEST_CASE("a valid scaler parses with metadata, mode and per-container quantitie
   REQUIRE(scaler.ok());
   CHECK(scaler->key() == "shop/web");
   CHECK(scaler->generation == 3);
-  CHECK(scaler->deployment_name == "web");
+  CHECK(scaler->target == TargetRef{"Deployment", "web"});
   CHECK(scaler->update_mode == UpdateMode::kReconcile);
   REQUIRE(scaler->containers.size() == 2);
   CHECK(scaler->containers[0].requests.at("cpu").to_string() == "1");
@@ -121,7 +122,7 @@ TEST_CASE("parse_scaler reports every problem in one message") {
 TEST_CASE("the seed's scaler is valid: a Deployment and nothing else, every container from usage") {
   auto scaler = parse_scaler(scaler_object(json::parse(R"({"deploymentName": "web"})")));
   REQUIRE(scaler.ok());
-  CHECK(scaler->deployment_name == "web");
+  CHECK(scaler->target == TargetRef{"Deployment", "web"});
   CHECK(scaler->update_mode == UpdateMode::kAuto);
   CHECK(scaler->containers.empty());
   CHECK(parse_scaler(scaler_object(json::parse(R"({"deploymentName": "web", "containers": []})")))
@@ -132,7 +133,8 @@ TEST_CASE("targetRef names a Deployment like deploymentName; exactly one of the 
   auto ref = parse_scaler(scaler_object(json::parse(
       R"({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}})")));
   REQUIRE(ref.ok());
-  CHECK(ref->deployment_name == "web");
+  CHECK(ref->target == TargetRef{"Deployment", "web"});
+  CHECK(ref->target.ref() == "Deployment/web");
 
   CHECK(first_error(json::parse(R"({"updateMode": "Auto"})"))
             .rfind("spec.deploymentName: set exactly one", 0) == 0);
@@ -210,9 +212,31 @@ TEST_CASE("an unquoted Off (the boolean false) is rejected with the hint to quot
 TEST_CASE("what this version cannot apply yet is refused plainly, not half-applied") {
   CHECK(first_error(json::parse(R"({"deploymentName": "web", "updateMode": "Initial"})"))
             .rfind("spec.updateMode: Initial is not supported by this version", 0) == 0);
-  CHECK(first_error(
-            json::parse(
-                R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}})"))
-            .rfind("spec.targetRef.kind: StatefulSet targets are not supported by this version",
-                   0) == 0);
+}
+
+TEST_CASE(
+    "targetRef names a StatefulSet or a DaemonSet; any other kind is denied naming the field") {
+  auto db = parse_scaler(scaler_object(json::parse(
+      R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"}})")));
+  REQUIRE(db.ok());
+  CHECK(db->target == TargetRef{"StatefulSet", "db"});
+  CHECK(db->target.ref() == "StatefulSet/db");
+  CHECK_FALSE(db->target.is_deployment());
+  auto agent = parse_scaler(scaler_object(json::parse(
+      R"({"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"}})")));
+  REQUIRE(agent.ok());
+  CHECK(agent->target == TargetRef{"DaemonSet", "agent"});
+  for (const char* kind : {"ReplicaSet", "CronJob", "statefulset", "Pod", ""}) {
+    json spec = json::parse(R"({"targetRef": {"apiVersion": "apps/v1", "name": "x"}})");
+    spec["targetRef"]["kind"] = kind;
+    CAPTURE(kind);
+    CHECK(first_error(spec) == "spec.targetRef.kind: \"" + std::string(kind) +
+                                   "\" is not supported; use Deployment, StatefulSet or DaemonSet");
+  }
+  // A kind of another group is still denied by its apiVersion and its kind.
+  auto errors = validate_scaler_spec(
+      json::parse(R"({"targetRef": {"apiVersion": "batch/v1", "kind": "CronJob", "name": "x"}})"));
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0].rfind("spec.targetRef.apiVersion:", 0) == 0);
+  CHECK(errors[1].rfind("spec.targetRef.kind:", 0) == 0);
 }

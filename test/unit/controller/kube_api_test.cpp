@@ -81,9 +81,9 @@ api::Scaler scaler() {
 TEST_CASE("kube api: reads and writes go to the right paths with vscaler's field manager") {
   RecordingServer server;
   controller::KubeReconcileApi api(server.client());
-  CHECK(api.get_deployment("shop", "web").ok());
+  CHECK(api.get_workload("shop", {"Deployment", "web"}).ok());
   json patch = {{"spec", {{"template", {{"spec", {{"containers", json::array()}}}}}}}};
-  CHECK(api.patch_deployment("shop", "web", patch).ok());
+  CHECK(api.patch_workload("shop", {"Deployment", "web"}, patch).ok());
   CHECK(api.get_scaler("shop", "web").ok());
   json status = {{"metadata", {{"resourceVersion", "7"}}}, {"status", {{"observedGeneration", 1}}}};
   CHECK(api.patch_scaler_status("shop", "web", status).ok());
@@ -106,10 +106,26 @@ TEST_CASE("kube api: reads and writes go to the right paths with vscaler's field
   CHECK(seen[3].body == status);
 }
 
+TEST_CASE("kube api: each workload kind is read and patched at its own path") {
+  RecordingServer server;
+  controller::KubeReconcileApi api(server.client());
+  json patch = {{"spec", {{"template", {{"spec", {{"containers", json::array()}}}}}}}};
+  CHECK(api.get_workload("shop", {"StatefulSet", "db"}).ok());
+  CHECK(api.patch_workload("shop", {"DaemonSet", "agent"}, patch).ok());
+  // An unsupported kind (parse_scaler refuses it) is an error value and sends nothing.
+  CHECK_FALSE(api.get_workload("shop", {"ReplicaSet", "x"}).ok());
+  auto seen = server.seen();
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].path == "/apis/apps/v1/namespaces/shop/statefulsets/db");
+  CHECK(seen[1].method == "PATCH");
+  CHECK(seen[1].path == "/apis/apps/v1/namespaces/shop/daemonsets/agent");
+  CHECK(seen[1].content_type == "application/strategic-merge-patch+json");
+}
+
 TEST_CASE("kube api: a missing Deployment is an error value, NotFound") {
   RecordingServer server;
   controller::KubeReconcileApi api(server.client());
-  auto missing = api.get_deployment("shop", "missing");
+  auto missing = api.get_workload("shop", {"Deployment", "missing"});
   REQUIRE_FALSE(missing.ok());
   CHECK(kube::is_not_found(missing.error()));
 }

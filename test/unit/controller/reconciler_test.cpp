@@ -16,12 +16,12 @@ using vscaler::kube::ErrorKind;
 
 namespace {
 
-/// An in-memory API: one Deployment per name, scalers' status, and a log of writes. Its strategic
-/// merge patch handles exactly what the reconciler sends: containers merged by name, resources
-/// maps merged key by key.
+/// An in-memory API: workloads (a Deployment by its name, another kind by "Kind/name"), scalers'
+/// status, and a log of writes. Its strategic merge patch handles exactly what the reconciler
+/// sends: containers merged by name, resources maps merged key by key.
 class FakeApi : public ReconcileApi {
  public:
-  std::map<std::string, json> deployments;  // name -> object
+  std::map<std::string, json> deployments;  // name (Deployment) or Kind/name -> object
   std::map<std::string, json> scalers;      // name -> object
   int deployment_patches = 0;
   int status_patches = 0;
@@ -30,14 +30,19 @@ class FakeApi : public ReconcileApi {
   /// Simulates another mutating webhook: after each patch, sets this container cpu request.
   std::string rewrite_cpu_to;
 
-  ApiResult get_deployment(const std::string&, const std::string& name,
-                           std::chrono::milliseconds = {}) override {
+  static std::string key_of(const TargetRef& target) {
+    return target.is_deployment() ? target.name : target.ref();
+  }
+  ApiResult get_workload(const std::string&, const TargetRef& target,
+                         std::chrono::milliseconds = {}) override {
+    const std::string name = key_of(target);
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
     return it->second;
   }
-  ApiResult patch_deployment(const std::string&, const std::string& name,
-                             const json& patch) override {
+  ApiResult patch_workload(const std::string&, const TargetRef& target,
+                           const json& patch) override {
+    const std::string name = key_of(target);
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
     ++deployment_patches;
@@ -113,6 +118,19 @@ struct Fixture {
         {"name", name}, {"namespace", "shop"}, {"uid", "uid-" + name}, {"generation", 1}};
     object["spec"]["template"]["spec"]["containers"] = json::parse(containers);
     api.deployments[name] = object;
+  }
+  /// A StatefulSet or DaemonSet `name` (key "Kind/name"), with spec.updateStrategy.type
+  /// `strategy` when not empty.
+  void add_workload(const std::string& kind, const std::string& name, const char* containers,
+                    const std::string& strategy = "") {
+    json object;
+    object["metadata"] = {{"name", name},
+                          {"namespace", "shop"},
+                          {"uid", "uid-" + kind + "-" + name},
+                          {"generation", 1}};
+    object["spec"]["template"]["spec"]["containers"] = json::parse(containers);
+    if (!strategy.empty()) object["spec"]["updateStrategy"]["type"] = strategy;
+    api.deployments[kind + "/" + name] = std::move(object);
   }
   void add_scaler(const std::string& name, const char* spec,
                   const char* created = "2026-01-01T00:00:00Z") {
@@ -351,4 +369,83 @@ TEST_CASE("merge_patch_between sets changes and nulls removed members") {
   json patched = from;
   patched.merge_patch(merge_patch_between(from, to));
   CHECK(patched == to);
+}
+
+TEST_CASE("a StatefulSet target is patched; its status names it, without the Deployment fields") {
+  Fixture f;
+  f.add_workload("StatefulSet", "db", R"([{"name": "app"}])");
+  f.add_scaler("db",
+               R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+      "updateMode": "Reconcile", "containers": [{"name": "app", "requests": {"cpu": "300m"}}]})");
+  auto outcome = f.run("db");
+  CHECK(outcome.patched);
+  CHECK(f.resources("StatefulSet/db") == json::parse(R"({"requests": {"cpu": "300m"}})"));
+  json status = f.api.scalers["db"]["status"];
+  CHECK(status["target"] == json::parse(R"({"apiVersion": "apps/v1", "kind": "StatefulSet",
+      "name": "db", "uid": "uid-StatefulSet-db", "found": true, "ref": "StatefulSet/db"})"));
+  CHECK_FALSE(status.contains("deployment"));
+  CHECK(f.condition("db", "TargetFound") == "Found");
+  CHECK(f.condition("db", "DeploymentFound").empty());
+  CHECK(f.condition("db", "Scaled") == "Applied");
+  CHECK(f.condition("db", "Scaled", "message") == "StatefulSet db carries the declared resources");
+}
+
+TEST_CASE(
+    "a DaemonSet with updateStrategy OnDelete: applied, and the status says pods keep old "
+    "values until deleted") {
+  Fixture f;
+  f.add_workload("DaemonSet", "agent", R"([{"name": "app"}])", "OnDelete");
+  f.add_scaler("agent",
+               R"({"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+      "updateMode": "Reconcile", "containers": [{"name": "app", "requests": {"cpu": "20m"}}]})");
+  f.run("agent");
+  CHECK(f.resources("DaemonSet/agent") == json::parse(R"({"requests": {"cpu": "20m"}})"));
+  CHECK(f.condition("agent", "Scaled") == "Applied");
+  std::string message = f.condition("agent", "Scaled", "message");
+  CHECK(message.find("DaemonSet agent carries the declared resources") == 0);
+  CHECK(message.find("OnDelete") != std::string::npos);
+  CHECK(message.find("pick them up when they are deleted") != std::string::npos);
+  CHECK(f.condition("agent", "Ready") == "UpToDate");
+  // A RollingUpdate one says nothing of the kind.
+  f.add_workload("DaemonSet", "rolling", R"([{"name": "app"}])", "RollingUpdate");
+  f.add_scaler("rolling",
+               R"({"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "rolling"},
+      "updateMode": "Reconcile", "containers": [{"name": "app", "requests": {"cpu": "20m"}}]})");
+  f.run("rolling");
+  CHECK(f.condition("rolling", "Scaled", "message").find("OnDelete") == std::string::npos);
+}
+
+TEST_CASE(
+    "a Deployment and a StatefulSet named alike: each scaler applies its own values, no "
+    "Conflict") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_workload("StatefulSet", "web", R"([{"name": "app"}])");
+  f.add_scaler("for-deploy", R"({"deploymentName": "web", "updateMode": "Reconcile",
+      "containers": [{"name": "app", "requests": {"cpu": "100m"}}]})");
+  f.add_scaler("for-sts",
+               R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web"},
+      "updateMode": "Reconcile", "containers": [{"name": "app", "requests": {"cpu": "700m"}}]})",
+               "2025-01-01T00:00:00Z");  // older: it would win a Conflict on one workload
+  f.run("for-deploy");
+  f.run("for-sts");
+  CHECK(f.resources("web") == json::parse(R"({"requests": {"cpu": "100m"}})"));
+  CHECK(f.resources("StatefulSet/web") == json::parse(R"({"requests": {"cpu": "700m"}})"));
+  CHECK(f.condition("for-deploy", "Ready") == "UpToDate");
+  CHECK(f.condition("for-sts", "Ready") == "UpToDate");
+  CHECK(f.api.scalers["for-deploy"]["status"]["target"]["ref"] == "Deployment/web");
+  CHECK(f.api.scalers["for-sts"]["status"]["target"]["ref"] == "StatefulSet/web");
+}
+
+TEST_CASE("a missing StatefulSet: TargetFound=False naming it, nothing written") {
+  Fixture f;
+  f.add_scaler("db",
+               R"({"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+      "containers": [{"name": "app", "requests": {"cpu": "300m"}}]})");
+  f.run("db");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("db", "TargetFound") == "NotFound");
+  CHECK(f.condition("db", "TargetFound", "message") ==
+        "StatefulSet db does not exist in namespace shop");
+  CHECK(f.api.scalers["db"]["status"]["target"]["found"] == false);
 }

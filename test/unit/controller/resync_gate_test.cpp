@@ -16,12 +16,12 @@ using namespace std::chrono_literals;
 /// No Deployments anywhere; the store is empty, so a pass makes no call at all.
 class NoDeployments final : public ResyncApi {
  public:
-  vscaler::kube::Result<std::vector<DeploymentMeta>, vscaler::kube::ApiError> list_deployments(
-      const std::string&, int&) override {
-    return std::vector<DeploymentMeta>{};
+  vscaler::kube::Result<std::vector<WorkloadMeta>, vscaler::kube::ApiError> list_workloads(
+      const std::string&, const std::string&, int&) override {
+    return std::vector<WorkloadMeta>{};
   }
-  vscaler::kube::Result<DeploymentMeta, vscaler::kube::ApiError> get_deployment(
-      const std::string&, const std::string&) override {
+  vscaler::kube::Result<WorkloadMeta, vscaler::kube::ApiError> get_workload(
+      const std::string&, const std::string&, const std::string&) override {
     return vscaler::kube::fail(vscaler::kube::make_error(vscaler::kube::ErrorKind::kNotFound, ""));
   }
 };

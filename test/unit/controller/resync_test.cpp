@@ -1,7 +1,7 @@
-// Resyncer with a fake ResyncApi (in-memory Deployment metadata) and the real store, verified
-// state and queue: only what changed or vanished since it was verified is enqueued, at low
-// priority; an interrupted list judges nobody; conflict losers are never judged; a namespace
-// with few scalers among many Deployments is read by GETs.
+// Resyncer with a fake ResyncApi (in-memory workload metadata by kind) and the real store,
+// verified state and queue: only what changed or vanished since it was verified is enqueued, at
+// low priority; an interrupted list judges nobody; conflict losers are never judged; a namespace
+// with few scalers among many Deployments is read by GETs; each kind is read on its own.
 #include "controller/resync.h"
 
 #include <doctest/doctest.h>
@@ -13,32 +13,41 @@
 
 using namespace std::chrono_literals;
 using namespace vscaler;
-using controller::DeploymentMeta;
 using controller::Priority;
 using controller::Verified;
+using controller::WorkloadMeta;
 
 namespace {
 
 class FakeResyncApi : public controller::ResyncApi {
  public:
-  std::map<std::string, std::map<std::string, DeploymentMeta>> deployments;  // ns -> name -> meta
+  // "ns/kind" -> name -> meta
+  std::map<std::string, std::map<std::string, WorkloadMeta>> workloads;
+  std::map<std::string, WorkloadMeta>& deployments(const std::string& ns) {
+    return workloads[ns + "/Deployment"];
+  }
   bool fail_lists = false;
   int lists = 0;
   int gets = 0;
-  base::Result<std::vector<DeploymentMeta>, kube::ApiError> list_deployments(const std::string& ns,
-                                                                             int& calls) override {
+  std::vector<std::string> listed;  // "ns/kind" of each list
+  base::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
+                                                                         const std::string& kind,
+                                                                         int& calls) override {
     ++calls;
     ++lists;
+    listed.push_back(ns + "/" + kind);
     if (fail_lists) return base::fail(kube::make_error(kube::ErrorKind::kTransport, "reset"));
-    std::vector<DeploymentMeta> out;
-    for (const auto& [name, meta] : deployments[ns]) out.push_back(meta);
+    std::vector<WorkloadMeta> out;
+    for (const auto& [name, meta] : workloads[ns + "/" + kind]) out.push_back(meta);
     return out;
   }
-  base::Result<DeploymentMeta, kube::ApiError> get_deployment(const std::string& ns,
-                                                              const std::string& name) override {
+  base::Result<WorkloadMeta, kube::ApiError> get_workload(const std::string& ns,
+                                                          const std::string& kind,
+                                                          const std::string& name) override {
     ++gets;
-    auto it = deployments[ns].find(name);
-    if (it == deployments[ns].end()) {
+    auto& of_kind = workloads[ns + "/" + kind];
+    auto it = of_kind.find(name);
+    if (it == of_kind.end()) {
       return base::fail(kube::make_error(kube::ErrorKind::kNotFound, name + " not found"));
     }
     return it->second;
@@ -54,16 +63,16 @@ struct Fixture {
   controller::Resyncer resyncer{api, store, verified, queue, metrics};
 
   void scaler(const std::string& name, const std::string& deployment,
-              const char* created = "2026-01-01T00:00:00Z") {
+              const char* created = "2026-01-01T00:00:00Z", const char* kind = "Deployment") {
     api::Scaler s;
     s.ns = "shop";
     s.name = name;
-    s.deployment_name = deployment;
+    s.target = api::TargetRef{kind, deployment};
     s.creation_timestamp = created;
     store.upsert(std::make_shared<const api::Scaler>(s));
   }
   void deployment(const std::string& name, const char* uid, int64_t generation) {
-    api.deployments["shop"][name] = DeploymentMeta{name, uid, generation};
+    api.deployments("shop")[name] = WorkloadMeta{name, uid, generation};
   }
   std::set<std::string> drain() {
     std::set<std::string> keys;
@@ -132,7 +141,7 @@ TEST_CASE("resync: few scalers among many Deployments are read by GET after one 
   f.verified.set("shop/web", Verified{true, "u-web", 1});
   f.resyncer.run_once();  // learns the namespace's size from a list
   CHECK(f.api.lists == 1);
-  f.api.deployments["shop"]["web"].generation = 2;
+  f.api.deployments("shop")["web"].generation = 2;
   auto stats = f.resyncer.run_once();
   CHECK(f.api.lists == 1);
   CHECK(f.api.gets == 1);
@@ -150,4 +159,30 @@ TEST_CASE("resync: run() passes periodically and stop() ends it") {
   f.queue.done(item->key);
   f.resyncer.stop();
   loop.join();
+}
+
+TEST_CASE("resync: each kind is listed on its own; a StatefulSet and a Deployment named alike") {
+  Fixture f;
+  f.scaler("web-deploy", "web");
+  f.scaler("web-sts", "web", "2026-01-01T00:00:00Z", "StatefulSet");
+  f.scaler("agent", "agent", "2026-01-01T00:00:00Z", "DaemonSet");
+  f.deployment("web", "u-deploy", 1);
+  f.api.workloads["shop/StatefulSet"]["web"] = WorkloadMeta{"web", "u-sts", 1};
+  f.api.workloads["shop/DaemonSet"]["agent"] = WorkloadMeta{"agent", "u-ds", 1};
+  f.verified.set("shop/web-deploy", Verified{true, "u-deploy", 1});
+  f.verified.set("shop/web-sts", Verified{true, "u-sts", 1});
+  f.verified.set("shop/agent", Verified{true, "u-ds", 1});
+  auto stats = f.resyncer.run_once();
+  CHECK(stats.scalers == 3);  // two scalers on "web", but two targets: neither is a loser
+  CHECK(stats.enqueued == 0);
+  CHECK(std::set<std::string>(f.api.listed.begin(), f.api.listed.end()) ==
+        std::set<std::string>{"shop/Deployment", "shop/StatefulSet", "shop/DaemonSet"});
+  // The StatefulSet changes: only its scaler is enqueued, not the Deployment's of the same name.
+  f.api.workloads["shop/StatefulSet"]["web"].generation = 2;
+  f.resyncer.run_once();
+  CHECK(f.drain() == std::set<std::string>{"shop/web-sts"});
+  // The DaemonSet vanishes from a complete list: deleted.
+  f.api.workloads["shop/DaemonSet"].clear();
+  f.resyncer.run_once();
+  CHECK(f.drain() == std::set<std::string>{"shop/agent", "shop/web-sts"});
 }

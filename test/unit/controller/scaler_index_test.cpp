@@ -1,5 +1,5 @@
-// ScalerIndex: namespace/deploymentName -> scaler keys, maintained on scaler add, update and
-// delete, read allocation-free while the informer writes.
+// ScalerIndex: namespace/kind/name -> scaler keys, maintained on scaler add, update and delete,
+// read allocation-free while the informer writes.
 #include "controller/scaler_index.h"
 
 #include <doctest/doctest.h>
@@ -35,65 +35,91 @@ void operator delete(void* p, std::size_t) noexcept {
 
 TEST_CASE("a scaler is found under the deployment it targets") {
   ScalerIndex index;
-  CHECK_FALSE(index.upsert("shop/web-scaler", "shop", "web").has_value());
-  CHECK(index.lookup("shop", "web") == std::vector<std::string>{"shop/web-scaler"});
-  CHECK(index.target_of("shop/web-scaler") == ScalerTarget{"shop", "web"});
+  CHECK_FALSE(index.upsert("shop/web-scaler", "shop", "Deployment", "web").has_value());
+  CHECK(index.lookup("shop", "Deployment", "web") == std::vector<std::string>{"shop/web-scaler"});
+  CHECK(index.target_of("shop/web-scaler") == ScalerTarget{"shop", "Deployment", "web"});
   CHECK(index.size() == 1);
 }
 
 TEST_CASE("a deployment no scaler targets has no scalers") {
   ScalerIndex index;
-  index.upsert("shop/a", "shop", "web");
-  CHECK(index.lookup("shop", "api").empty());
-  CHECK(index.lookup("other", "web").empty());  // same name, another namespace
-  CHECK(index.lookup("", "").empty());
+  index.upsert("shop/a", "shop", "Deployment", "web");
+  CHECK(index.lookup("shop", "Deployment", "api").empty());
+  CHECK(index.lookup("other", "Deployment", "web").empty());  // same name, another namespace
+  CHECK(index.lookup("", "Deployment", "").empty());
 }
 
 TEST_CASE("the namespace/name boundary is part of the key") {
   ScalerIndex index;
-  index.upsert("a/s", "a", "bc");
-  CHECK(index.lookup("ab", "c").empty());
-  CHECK(index.lookup("a", "bc").size() == 1);
+  index.upsert("a/s", "a", "Deployment", "bc");
+  CHECK(index.lookup("ab", "Deployment", "c").empty());
+  CHECK(index.lookup("a", "Deployment", "bc").size() == 1);
+}
+
+TEST_CASE("a Deployment and a StatefulSet of the same name are two targets") {
+  ScalerIndex index;
+  index.upsert("shop/web-deploy", "shop", "Deployment", "web");
+  index.upsert("shop/web-sts", "shop", "StatefulSet", "web");
+  CHECK(index.lookup("shop", "Deployment", "web") == std::vector<std::string>{"shop/web-deploy"});
+  CHECK(index.lookup("shop", "StatefulSet", "web") == std::vector<std::string>{"shop/web-sts"});
+  CHECK(index.lookup("shop", "DaemonSet", "web").empty());
+  CHECK(index.target_of("shop/web-sts") == ScalerTarget{"shop", "StatefulSet", "web"});
+  // The kind/name boundary is part of the key too.
+  index.upsert("shop/odd", "shop", "Daemon", "Set/x");
+  CHECK(index.lookup("shop", "DaemonSet", "/x").empty());
+  CHECK(index.lookup("shop", "Daemon", "Set/x").size() == 1);
+}
+
+TEST_CASE("a retarget across kinds moves the scaler and returns the old target") {
+  ScalerIndex index;
+  index.upsert("shop/s", "shop", "Deployment", "db");
+  auto old = index.upsert("shop/s", "shop", "StatefulSet", "db");
+  REQUIRE(old.has_value());
+  CHECK(*old == ScalerTarget{"shop", "Deployment", "db"});
+  CHECK(index.lookup("shop", "Deployment", "db").empty());
+  CHECK(index.lookup("shop", "StatefulSet", "db") == std::vector<std::string>{"shop/s"});
+  CHECK(index.size() == 1);
 }
 
 TEST_CASE("every scaler targeting one deployment is found, in key order") {
   ScalerIndex index;
-  index.upsert("shop/zeta", "shop", "web");
-  index.upsert("shop/alpha", "shop", "web");
-  index.upsert("shop/mid", "shop", "web");
+  index.upsert("shop/zeta", "shop", "Deployment", "web");
+  index.upsert("shop/alpha", "shop", "Deployment", "web");
+  index.upsert("shop/mid", "shop", "Deployment", "web");
   std::vector<std::string> seen;
-  size_t n = index.lookup("shop", "web", [&](std::string_view key) { seen.emplace_back(key); });
+  size_t n = index.lookup("shop", "Deployment", "web",
+                          [&](std::string_view key) { seen.emplace_back(key); });
   CHECK(n == 3);
   CHECK(seen == std::vector<std::string>{"shop/alpha", "shop/mid", "shop/zeta"});
 }
 
 TEST_CASE("an upsert with an unchanged target changes nothing and returns no old target") {
   ScalerIndex index;
-  index.upsert("shop/s", "shop", "web");
-  CHECK_FALSE(index.upsert("shop/s", "shop", "web").has_value());
-  CHECK(index.lookup("shop", "web").size() == 1);
+  index.upsert("shop/s", "shop", "Deployment", "web");
+  CHECK_FALSE(index.upsert("shop/s", "shop", "Deployment", "web").has_value());
+  CHECK(index.lookup("shop", "Deployment", "web").size() == 1);
   CHECK(index.size() == 1);
 }
 
 TEST_CASE("a changed deploymentName moves the scaler and returns the old target") {
   ScalerIndex index;
-  index.upsert("shop/s", "shop", "web");
-  index.upsert("shop/other", "shop", "web");
-  auto old = index.upsert("shop/s", "shop", "api");
+  index.upsert("shop/s", "shop", "Deployment", "web");
+  index.upsert("shop/other", "shop", "Deployment", "web");
+  auto old = index.upsert("shop/s", "shop", "Deployment", "api");
   REQUIRE(old.has_value());
-  CHECK(*old == ScalerTarget{"shop", "web"});
-  CHECK(index.lookup("shop", "web") == std::vector<std::string>{"shop/other"});
-  CHECK(index.lookup("shop", "api") == std::vector<std::string>{"shop/s"});
+  CHECK(*old == ScalerTarget{"shop", "Deployment", "web"});
+  CHECK(index.lookup("shop", "Deployment", "web") == std::vector<std::string>{"shop/other"});
+  CHECK(index.lookup("shop", "Deployment", "api") == std::vector<std::string>{"shop/s"});
   CHECK(index.size() == 2);
 }
 
 TEST_CASE("removing a scaler forgets it and returns its target") {
   ScalerIndex index;
-  index.upsert("shop/s", "shop", "web");
+  index.upsert("shop/s", "shop", "Deployment", "web");
   auto old = index.remove("shop/s");
   REQUIRE(old.has_value());
-  CHECK(*old == ScalerTarget{"shop", "web"});
-  CHECK(index.lookup("shop", "web").empty());
+  CHECK(*old == ScalerTarget{"shop", "Deployment", "web"});
+  CHECK(index.lookup("shop", "Deployment", "web").empty());
   CHECK_FALSE(index.target_of("shop/s").has_value());
   CHECK(index.size() == 0);
   CHECK_FALSE(index.remove("shop/s").has_value());  // removing twice is harmless
@@ -102,10 +128,10 @@ TEST_CASE("removing a scaler forgets it and returns its target") {
 TEST_CASE("size counts scalers, not deployments") {
   ScalerIndex index;
   for (int i = 0; i < 1000; ++i) {
-    index.upsert("ns/s" + std::to_string(i), "ns", "d" + std::to_string(i % 10));
+    index.upsert("ns/s" + std::to_string(i), "ns", "Deployment", "d" + std::to_string(i % 10));
   }
   CHECK(index.size() == 1000);
-  CHECK(index.lookup("ns", "d3").size() == 100);
+  CHECK(index.lookup("ns", "Deployment", "d3").size() == 100);
   for (int i = 0; i < 500; ++i) index.remove("ns/s" + std::to_string(i));
   CHECK(index.size() == 500);
 }
@@ -114,15 +140,15 @@ TEST_CASE("a lookup allocates nothing, hit or miss") {
   ScalerIndex index;
   for (int i = 0; i < 1000; ++i) {
     index.upsert("ns/scaler-with-a-long-name-" + std::to_string(i), "namespace-long-enough",
-                 "deployment-with-a-long-name-" + std::to_string(i));
+                 "Deployment", "deployment-with-a-long-name-" + std::to_string(i));
   }
   std::string ns = "namespace-long-enough";
   std::string hit = "deployment-with-a-long-name-123";
   std::string miss = "deployment-with-a-long-name-x";
   size_t found = 0;
   size_t before = g_allocations;
-  index.lookup(ns, hit, [&](std::string_view key) { found += key.size(); });
-  index.lookup(ns, miss, [&](std::string_view key) { found += key.size(); });
+  index.lookup(ns, "Deployment", hit, [&](std::string_view key) { found += key.size(); });
+  index.lookup(ns, "Deployment", miss, [&](std::string_view key) { found += key.size(); });
   CHECK(g_allocations == before);
   CHECK(found > 0);
 }
@@ -133,7 +159,8 @@ TEST_CASE("lookups are safe and consistent while the informer updates the index"
   // under the new target before erasing from the old. TSan checks the locking.
   ScalerIndex index;
   constexpr int kScalers = 256;
-  for (int i = 0; i < kScalers; ++i) index.upsert("ns/s" + std::to_string(i), "ns", "blue");
+  for (int i = 0; i < kScalers; ++i)
+    index.upsert("ns/s" + std::to_string(i), "ns", "Deployment", "blue");
   std::atomic<bool> stop{false};
   std::atomic<int> missing{0};
   std::atomic<int> rounds{0};
@@ -144,19 +171,19 @@ TEST_CASE("lookups are safe and consistent while the informer updates the index"
       auto mark = [&](std::string_view key) { seen[std::stoul(std::string(key.substr(4)))] = 1; };
       while (!stop.load()) {
         std::fill(seen.begin(), seen.end(), 0);
-        index.lookup("ns", "blue", mark);
-        index.lookup("ns", "green", mark);
+        index.lookup("ns", "Deployment", "blue", mark);
+        index.lookup("ns", "Deployment", "green", mark);
         for (char s : seen) missing += s ? 0 : 1;
         ++rounds;
       }
     });
   }
   for (int i = 0; i < kScalers; ++i) {
-    index.upsert("ns/s" + std::to_string(i), "ns", "green");
+    index.upsert("ns/s" + std::to_string(i), "ns", "Deployment", "green");
     // Churn elsewhere, so the shards' maps grow and shrink under the readers.
     for (int j = 0; j < 20; ++j) {
       std::string key = "churn/c" + std::to_string(i * 20 + j);
-      index.upsert(key, "churn", "d" + std::to_string(j));
+      index.upsert(key, "churn", "Deployment", "d" + std::to_string(j));
       if (j % 2 == 0) index.remove(key);
     }
     if (i % 16 == 0) std::this_thread::yield();
@@ -165,7 +192,7 @@ TEST_CASE("lookups are safe and consistent while the informer updates the index"
   stop = true;
   for (auto& reader : readers) reader.join();
   CHECK(missing == 0);
-  CHECK(index.lookup("ns", "green").size() == kScalers);
-  CHECK(index.lookup("ns", "blue").empty());
+  CHECK(index.lookup("ns", "Deployment", "green").size() == kScalers);
+  CHECK(index.lookup("ns", "Deployment", "blue").empty());
   CHECK(index.size() == kScalers + kScalers * 10);
 }

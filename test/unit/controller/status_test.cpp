@@ -15,11 +15,11 @@ namespace {
 
 StatusReport found_report() {
   StatusReport report;
-  report.deployment_name = "web";
-  report.deployment_uid = "u-1";
-  report.deployment_found = true;
+  report.target = {"Deployment", "web"};
+  report.target_uid = "u-1";
+  report.target_found = true;
   report.conditions.push_back(
-      {condition::kDeploymentFound, true, reason::kFound, "Deployment web exists"});
+      {condition::kTargetFound, true, reason::kFound, "Deployment web exists"});
   return report;
 }
 
@@ -42,9 +42,9 @@ TEST_CASE("status.target names kind and name for the TARGET column; status.deplo
 
 TEST_CASE("TargetFound is written beside DeploymentFound with the same status and reason") {
   StatusReport report = found_report();
-  report.deployment_found = false;
-  report.deployment_uid.clear();
-  report.conditions = {{condition::kDeploymentFound, false, reason::kNotFound, "gone"}};
+  report.target_found = false;
+  report.target_uid.clear();
+  report.conditions = {{condition::kTargetFound, false, reason::kNotFound, "gone"}};
   json status = build_status(json::object(), 1, report, "2026-12-01T00:00:00Z");
   const json* target_found = find_condition(status, condition::kTargetFound);
   const json* deployment_found = find_condition(status, condition::kDeploymentFound);
@@ -61,4 +61,22 @@ TEST_CASE("an unchanged report rebuilds a byte-identical status (so nothing is w
   json first = build_status(json::object(), 2, found_report(), "2026-12-01T00:00:00Z");
   json second = build_status(first, 2, found_report(), "2026-12-01T00:05:00Z");
   CHECK(second == first);
+}
+
+TEST_CASE(
+    "a StatefulSet target: status.target names it; no status.deployment, no DeploymentFound") {
+  // Retargeted from a Deployment: what was written for it goes.
+  json stored = build_status(json::object(), 1, found_report(), "2026-12-01T00:00:00Z");
+  StatusReport report;
+  report.target = {"StatefulSet", "db"};
+  report.target_uid = "u-2";
+  report.target_found = true;
+  report.conditions = {{condition::kTargetFound, true, reason::kFound, "StatefulSet db exists"}};
+  json status = build_status(stored, 2, report, "2026-12-01T00:01:00Z");
+  CHECK(status["target"] == json::parse(R"({"apiVersion": "apps/v1", "kind": "StatefulSet",
+      "name": "db", "uid": "u-2", "found": true, "ref": "StatefulSet/db"})"));
+  CHECK_FALSE(status.contains("deployment"));
+  CHECK(find_condition(status, condition::kDeploymentFound) == nullptr);
+  REQUIRE(find_condition(status, condition::kTargetFound) != nullptr);
+  CHECK((*find_condition(status, condition::kTargetFound))["message"] == "StatefulSet db exists");
 }

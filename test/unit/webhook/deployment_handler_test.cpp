@@ -1,5 +1,7 @@
-// The Deployment admission hook on real AdmissionReview bodies recorded from the local API
-// server (test/data/admission/, made by test/tools/record_admission.sh).
+// The workload admission hook on real AdmissionReview bodies recorded from the local API server
+// (test/data/admission/, made by test/tools/record_admission.sh); StatefulSet and DaemonSet
+// reviews are the recorded Deployment ones with the resource and kind rewritten (the hook reads
+// the same fields of every kind).
 #include "webhook/deployment_handler.h"
 
 #include <doctest/doctest.h>
@@ -33,6 +35,23 @@ AdmissionRequest recorded(const std::string& name) {
   return *request;
 }
 
+/// The recording `name` as a review of `resource` (statefulsets, daemonsets, ...) of `kind`.
+AdmissionRequest recorded_as(const std::string& name, const std::string& resource,
+                             const std::string& kind) {
+  json review = json::parse(read_recording(name));
+  json& request = review["request"];
+  for (const char* field : {"resource", "requestResource"}) request[field]["resource"] = resource;
+  for (const char* field : {"kind", "requestKind"}) request[field]["kind"] = kind;
+  for (const char* field : {"object", "oldObject"}) {
+    if (request[field].is_object()) request[field]["kind"] = kind;
+  }
+  webhook::ParseOptions options;
+  options.projection = &DeploymentHandler::projection();
+  auto parsed = webhook::parse_review(review.dump(), options);
+  REQUIRE_MESSAGE(parsed.ok(), name);
+  return *parsed;
+}
+
 struct Fixture {
   controller::ScalerStore store;
   controller::WorkQueue queue;
@@ -47,6 +66,20 @@ struct Fixture {
         {"metadata", {{"name", name}, {"namespace", "record"}, {"creationTimestamp", created}}},
         {"spec",
          {{"deploymentName", deployment},
+          {"updateMode", mode},
+          {"containers", json::parse(containers)}}}};
+    auto scaler = api::parse_scaler(object);
+    REQUIRE(scaler.ok());
+    store.upsert(std::make_shared<const api::Scaler>(*scaler));
+  }
+  /// A scaler of `kind` (spec.targetRef) for the workload `target`.
+  void add_ref_scaler(const std::string& name, const std::string& kind, const std::string& target,
+                      const char* mode, const char* containers) {
+    json object = {
+        {"metadata",
+         {{"name", name}, {"namespace", "record"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+        {"spec",
+         {{"targetRef", {{"apiVersion", "apps/v1"}, {"kind", kind}, {"name", target}}},
           {"updateMode", mode},
           {"containers", json::parse(containers)}}}};
     auto scaler = api::parse_scaler(object);
@@ -219,4 +252,70 @@ TEST_CASE("in Auto mode an UPDATE is hinted without a generation: the write may 
   REQUIRE(item);
   CHECK(f.expected(item->key).min_generation_exclusive == 0);
   CHECK_FALSE(f.expected(item->key).any());
+}
+
+TEST_CASE("a StatefulSet and a Deployment named alike: each review finds only its own scaler") {
+  Fixture f;
+  f.add_scaler("web-deploy", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  f.add_ref_scaler("web-sts", "StatefulSet", "web", "Auto",
+                   R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  auto sts = f.handler.handle(recorded_as("deployment-create.json", "statefulsets", "StatefulSet"));
+  CHECK(sts.allowed);
+  REQUIRE(sts.patch.is_array());
+  CHECK(sts.patch[0]["value"]["requests"]["cpu"] == "400m");
+  auto item = f.next();
+  REQUIRE(item);
+  CHECK(item->key == "record/web-sts");
+  CHECK(f.expected(item->key).must_exist);
+  CHECK(f.queue.len() == 0);
+  f.queue.done(item->key);
+
+  auto deploy = f.handler.handle(recorded("deployment-create.json"));
+  REQUIRE(deploy.patch.is_array());
+  CHECK(deploy.patch[0]["value"]["requests"]["cpu"] == "250m");
+  item = f.next();
+  REQUIRE(item);
+  CHECK(item->key == "record/web-deploy");
+  CHECK(f.queue.len() == 0);
+}
+
+TEST_CASE("a DaemonSet UPDATE and DELETE are hinted like a Deployment's") {
+  Fixture f;
+  f.add_ref_scaler("agent", "DaemonSet", "web", "Reconcile",
+                   R"([{"name": "app", "requests": {"cpu": "20m"}}])");
+  // A Deployment of that name is not the DaemonSet's: nothing.
+  f.handler.handle(recorded("deployment-update-resources.json"));
+  CHECK(f.queue.len() == 0);
+  AdmissionRequest update =
+      recorded_as("deployment-update-resources.json", "daemonsets", "DaemonSet");
+  auto response = f.handler.handle(update);
+  CHECK(response.patch.is_null());  // Reconcile mode
+  auto item = f.next();
+  REQUIRE(item);
+  CHECK(item->key == "record/agent");
+  CHECK(f.expected(item->key).min_generation_exclusive ==
+        update.old_object["metadata"]["generation"]);
+  f.queue.done(item->key);
+  AdmissionRequest deleted = recorded_as("deployment-delete.json", "daemonsets", "DaemonSet");
+  response = f.handler.handle(deleted);
+  CHECK(response.patch.is_null());
+  item = f.next();
+  REQUIRE(item);
+  CHECK(f.expected(item->key).gone_uid == deleted.old_object["metadata"]["uid"]);
+}
+
+TEST_CASE("a review of an unsupported kind or a subresource is allowed untouched") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  f.add_ref_scaler("web-sts", "StatefulSet", "web", "Auto",
+                   R"([{"name": "app", "requests": {"cpu": "700m"}}])");
+  auto response =
+      f.handler.handle(recorded_as("deployment-create.json", "replicasets", "ReplicaSet"));
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
+  AdmissionRequest scale = recorded_as("deployment-create.json", "statefulsets", "StatefulSet");
+  scale.sub_resource = "scale";
+  response = f.handler.handle(scale);
+  CHECK(response.patch.is_null());
+  CHECK(f.queue.len() == 0);
 }

@@ -18,16 +18,18 @@ class DeploymentsOnly : public controller::ReconcileApi {
  public:
   std::optional<json> deployment;
   std::vector<std::chrono::milliseconds> timeouts;  ///< of each GET
-  controller::ApiResult get_deployment(const std::string&, const std::string& name,
-                                       std::chrono::milliseconds timeout = {}) override {
+  std::vector<api::TargetRef> targets;              ///< of each GET
+  controller::ApiResult get_workload(const std::string&, const api::TargetRef& target,
+                                     std::chrono::milliseconds timeout = {}) override {
     timeouts.push_back(timeout);
+    targets.push_back(target);
     if (!deployment) {
-      return kube::fail(kube::make_error(kube::ErrorKind::kNotFound, name + " not found"));
+      return kube::fail(kube::make_error(kube::ErrorKind::kNotFound, target.name + " not found"));
     }
     return *deployment;
   }
-  controller::ApiResult patch_deployment(const std::string&, const std::string&,
-                                         const json&) override {
+  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
+                                       const json&) override {
     FAIL("the validating hook must not write");
     return json();
   }
@@ -143,4 +145,30 @@ TEST_CASE("lookup budget: what is left less the margin, at most 2 s") {
   CHECK(webhook::lookup_budget(now + 600ms, now) == 500ms);
   CHECK(webhook::lookup_budget(now - 1s, now) < 0ms);
   CHECK(webhook::lookup_budget({}, now) == 2000ms);
+}
+
+TEST_CASE("a StatefulSet scaler reads the StatefulSet; a Deployment of that name is no rival") {
+  controller::ScalerStore store;
+  json deployment_scaler = {
+      {"metadata", {{"name", "first"}, {"namespace", "record"}}},
+      {"spec", {{"deploymentName", "web"}, {"containers", {{{"name", "app"}}}}}}};
+  store.upsert(std::make_shared<const api::Scaler>(*api::parse_scaler(deployment_scaler)));
+  DeploymentsOnly api;
+  webhook::ScalerHandler handler(store, api);
+  auto request = recorded_scaler_create();
+  request.object["spec"].erase("deploymentName");
+  request.object["spec"]["targetRef"] = {
+      {"apiVersion", "apps/v1"}, {"kind", "StatefulSet"}, {"name", "web"}};
+  auto response = handler.handle(request);
+  CHECK(response.allowed);
+  REQUIRE(api.targets.size() == 1);
+  CHECK(api.targets[0] == api::TargetRef{"StatefulSet", "web"});
+  REQUIRE(response.warnings.size() == 1);  // no "already targets": another workload
+  CHECK(response.warnings[0] ==
+        "StatefulSet web does not exist yet; it is scaled once it is created");
+
+  request.object["spec"]["targetRef"]["kind"] = "CronJob";
+  response = handler.handle(request);
+  CHECK_FALSE(response.allowed);
+  CHECK(response.status_message.find("spec.targetRef.kind") != std::string::npos);
 }
