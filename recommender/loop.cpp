@@ -50,7 +50,8 @@ std::string describe(const ScalerInputs& inputs, const PassStats& stats, Provide
       return "no pod of " + target.kind + "/" + target.name + " (" +
              std::to_string(inputs.pods_listed) + " matched its selector)";
     case ProvidedReason::kNoMetrics:
-      if (inputs.metrics_error) return pods + ", metrics API unavailable: " + inputs.metrics_error->message;
+      if (inputs.metrics_error)
+        return pods + ", metrics API unavailable: " + inputs.metrics_error->message;
       return pods + ", none with metrics";
     default:
       break;
@@ -86,10 +87,10 @@ RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptio
                                        metrics::exponential_buckets(0.005, 2, 14))),
       samples_total_(registry.counter("vscaler_recommender_samples_total",
                                       "Container usage samples folded into the histories")),
-      recommendation_(registry.gauge(
-          "vscaler_recommendation",
-          "The recommender's current recommendation (cpu in cores, memory in bytes)",
-          {"namespace", "verticalscaler", "container", "resource", "bound"})) {}
+      recommendation_(
+          registry.gauge("vscaler_recommendation",
+                         "The recommender's current recommendation (cpu in cores, memory in bytes)",
+                         {"namespace", "verticalscaler", "container", "resource", "bound"})) {}
 
 RecommenderLoop::~RecommenderLoop() {
   stop();
@@ -181,7 +182,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   summary.ran = true;
   const std::string now_text = base::rfc3339(now);
 
-  auto scalers = hooks_.scalers ? hooks_.scalers() : std::vector<std::shared_ptr<const api::Scaler>>{};
+  auto scalers =
+      hooks_.scalers ? hooks_.scalers() : std::vector<std::shared_ptr<const api::Scaler>>{};
   std::set<std::string> present;
   std::map<std::tuple<std::string, std::string, std::string>,
            std::vector<std::shared_ptr<const api::Scaler>>>
@@ -223,8 +225,9 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
   if (!tracked.restored) {
     auto loaded = api_.load_checkpoint(tracked.id, options_.aggregate);
     if (!loaded.ok()) {
-      log::warn(kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
-                {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error().to_string()}});
+      log::warn(
+          kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
+          {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error().to_string()}});
       return false;
     }
     if (loaded->history) {
@@ -233,8 +236,9 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
       for (const auto& [name, aggregate] : tracked.history.aggregates()) {
         samples += aggregate.state().total_samples_count;
       }
-      log::info(kLogger, "history restored from the checkpoint",
-                {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
+      log::info(
+          kLogger, "history restored from the checkpoint",
+          {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
     }
     tracked.restored = true;
   }
@@ -246,8 +250,9 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     if (kind == SourceErrorKind::kWorkloadNotFound || kind == SourceErrorKind::kUnsupportedKind) {
       return true;
     }
-    log::warn(kLogger, "cannot read the scaler's inputs; retried next pass",
-              {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", inputs.error().to_string()}});
+    log::warn(
+        kLogger, "cannot read the scaler's inputs; retried next pass",
+        {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", inputs.error().to_string()}});
     return false;
   }
   auto recommended = [&scaler](std::string_view container) {
@@ -258,7 +263,8 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
   summary.samples += stats.samples_added;
   if (stats.oom_kills_counted > 0) {
     log::info(kLogger, "OOM kills counted",
-              {{"namespace", scaler.ns}, {"name", scaler.name},
+              {{"namespace", scaler.ns},
+               {"name", scaler.name},
                {"kills", std::to_string(stats.oom_kills_counted)}});
   }
   for (const auto& error : stats.oom_errors) {
@@ -274,7 +280,8 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     return allowed;
   };
   std::vector<ContainerRecommendation> recs;
-  for (auto& rec : tracked.history.recommendations(options_.aggregate, options_.recommendation, range)) {
+  for (auto& rec :
+       tracked.history.recommendations(options_.aggregate, options_.recommendation, range)) {
     if (is_recommended(scaler, rec.container_name)) recs.push_back(std::move(rec));
   }
   Publication publication;
@@ -305,14 +312,17 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publ
     if (!fresh.ok()) {
       if (!kube::is_not_found(fresh.error())) {
         log::warn(kLogger, "cannot read the scaler to publish its recommendation",
-                  {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", fresh.error().to_string()}});
+                  {{"namespace", scaler.ns},
+                   {"name", scaler.name},
+                   {"error", fresh.error().to_string()}});
       }
       return false;
     }
     const json& metadata = (*fresh)["metadata"];
     if (metadata.value("uid", "") != scaler.uid) return false;  // another scaler of that name
     const json status = fresh->value("status", json::object());
-    auto update = status_update(status, metadata.value("generation", std::int64_t{0}), publication, now);
+    auto update =
+        status_update(status, metadata.value("generation", std::int64_t{0}), publication, now);
     if (!update) return false;  // already there (the informer's copy lagged)
     json patch = {{"metadata", {{"resourceVersion", metadata.value("resourceVersion", "")}}},
                   {"status", std::move(*update)}};
@@ -320,7 +330,9 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publ
     if (written.ok()) return true;
     if (!kube::is_conflict(written.error())) {
       log::warn(kLogger, "cannot write the scaler's recommendation",
-                {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", written.error().to_string()}});
+                {{"namespace", scaler.ns},
+                 {"name", scaler.name},
+                 {"error", written.error().to_string()}});
       return false;
     }
   }
@@ -339,7 +351,8 @@ void RecommenderLoop::export_gauges(Tracked& tracked,
         const auto* value = find(bound_of(rec, b), resource);
         if (!value) continue;
         recommendation_
-            .with({tracked.id.namespace_, tracked.id.name, rec.container_name, resource, kBounds[b]})
+            .with(
+                {tracked.id.namespace_, tracked.id.name, rec.container_name, resource, kBounds[b]})
             .set(base_units(*value));
       }
     }
@@ -348,7 +361,8 @@ void RecommenderLoop::export_gauges(Tracked& tracked,
     if (rows.count(container)) continue;
     for (const char* bound : kBounds) {
       for (const char* resource : kResources) {
-        recommendation_.remove({tracked.id.namespace_, tracked.id.name, container, resource, bound});
+        recommendation_.remove(
+            {tracked.id.namespace_, tracked.id.name, container, resource, bound});
       }
     }
   }
@@ -369,7 +383,8 @@ std::size_t RecommenderLoop::save_checkpoints() {
       ++written;
     } else if (!kube::is_not_found(saved.error())) {
       log::warn(kLogger, "cannot write the checkpoint; next interval",
-                {{"namespace", tracked.id.namespace_}, {"name", tracked.id.name},
+                {{"namespace", tracked.id.namespace_},
+                 {"name", tracked.id.name},
                  {"error", saved.error().to_string()}});
     }
   }

@@ -46,9 +46,9 @@ struct LoopOptions {
   std::chrono::milliseconds interval{60'000};
   /// --checkpoint-interval.
   std::chrono::milliseconds checkpoint_interval{600'000};
-  AggregateOptions aggregate;           ///< half-lives, aggregation interval
+  AggregateOptions aggregate;            ///< half-lives, aggregation interval
   RecommendationOptions recommendation;  ///< percentiles, margin, per-pod minimums
-  int status_attempts = 4;              ///< status writes tried on 409 Conflict (re-read each time)
+  int status_attempts = 4;  ///< status writes tried on 409 Conflict (re-read each time)
 };
 
 /// What the wiring provides.
@@ -91,7 +91,8 @@ class RecommenderLoop {
   void on_started_leading();
 
   /// One pass now; `now` stamps condition transitions.
-  PassSummary run_pass(std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+  PassSummary run_pass(
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
   /// Writes every history's checkpoint now (when leading); returns how many were written.
   std::size_t save_checkpoints();
 
@@ -108,8 +109,7 @@ class RecommenderLoop {
   };
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
-  bool publish(const api::Scaler& scaler, const Publication& publication,
-               const std::string& now);
+  bool publish(const api::Scaler& scaler, const Publication& publication, const std::string& now);
   void export_gauges(Tracked& tracked, const std::vector<ContainerRecommendation>& recs);
   void remove_gauges(Tracked& tracked);
   void forget_all();

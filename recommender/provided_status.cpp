@@ -37,7 +37,8 @@ std::optional<json> status_update(const json& stored_status, std::int64_t genera
       }
       found = true;
       json next = wanted;
-      if (existing.value("status", "") == next["status"] && existing.contains("lastTransitionTime")) {
+      if (existing.value("status", "") == next["status"] &&
+          existing.contains("lastTransitionTime")) {
         next["lastTransitionTime"] = existing["lastTransitionTime"];
       }
       if (next != existing) changed = true;

@@ -30,8 +30,7 @@ struct Publication {
 /// recommendation when set, and every stored condition with RecommendationProvided set), or
 /// nullopt when it already does. `now` (RFC 3339) becomes lastTransitionTime only on a flip.
 std::optional<nlohmann::json> status_update(const nlohmann::json& stored_status,
-                                            std::int64_t generation,
-                                            const Publication& publication,
+                                            std::int64_t generation, const Publication& publication,
                                             const std::string& now);
 
 }  // namespace vscaler::recommender
