@@ -185,6 +185,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   auto scalers =
       hooks_.scalers ? hooks_.scalers() : std::vector<std::shared_ptr<const api::Scaler>>{};
   std::set<std::string> present;
+  std::set<std::string> passed;
   std::map<std::tuple<std::string, std::string, std::string>,
            std::vector<std::shared_ptr<const api::Scaler>>>
       by_target;
@@ -203,10 +204,14 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
       it->second.key = active->key();
     }
     ++summary.scalers;
+    passed.insert(active->uid);
     if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
   }
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (present.count(it->first)) {
+      // Still there but not recommended now (it lost a conflict, or has only fixed values):
+      // its gauges would be stale; its history is kept should it come back.
+      if (!passed.count(it->first)) remove_gauges(it->second);
       ++it;
       continue;
     }
@@ -215,14 +220,23 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     it = tracked_.erase(it);
   }
   samples_total_.get().inc(static_cast<double>(summary.samples));
-  pass_seconds_.get().observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  pass_seconds_.get().observe(summary.seconds);
+  log::info(kLogger, "recommender pass",
+            {{"scalers", std::to_string(summary.scalers)},
+             {"samples", std::to_string(summary.samples)},
+             {"published", std::to_string(summary.published)},
+             {"failed", std::to_string(summary.failed)},
+             {"requests", std::to_string(summary.requests)},
+             {"seconds", std::to_string(summary.seconds)}});
   return summary;
 }
 
 bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
                                   const std::string& now, PassSummary& summary) {
   if (!tracked.restored) {
+    ++summary.requests;
     auto loaded = api_.load_checkpoint(tracked.id, options_.aggregate);
     if (!loaded.ok()) {
       log::warn(
@@ -244,6 +258,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
   }
   const TargetWorkload target = target_of(scaler);
   auto inputs = api_.read_inputs(target);
+  summary.requests += inputs.ok() ? static_cast<std::size_t>(inputs->requests) : 1;
   if (!inputs.ok()) {
     const SourceErrorKind kind = inputs.error().kind;
     // A missing target is the reconciler's to report (TargetFound); nothing to recommend.
@@ -296,7 +311,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
     export_gauges(tracked, recs);
   }
-  if (publish(scaler, publication, now)) {
+  if (publish(scaler, publication, now, summary.requests)) {
     ++summary.published;
     if (hooks_.on_published) hooks_.on_published(tracked.key);
   }
@@ -304,10 +319,11 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
 }
 
 bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publication,
-                              const std::string& now) {
+                              const std::string& now, std::size_t& requests) {
   // The informer's copy first: when it already says this, no request at all.
   if (!status_update(scaler.status, scaler.generation, publication, now)) return false;
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {
+    ++requests;
     auto fresh = api_.get_scaler(scaler.ns, scaler.name);
     if (!fresh.ok()) {
       if (!kube::is_not_found(fresh.error())) {
@@ -326,6 +342,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publ
     if (!update) return false;  // already there (the informer's copy lagged)
     json patch = {{"metadata", {{"resourceVersion", metadata.value("resourceVersion", "")}}},
                   {"status", std::move(*update)}};
+    ++requests;
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
     if (written.ok()) return true;
     if (!kube::is_conflict(written.error())) {

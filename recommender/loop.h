@@ -69,6 +69,8 @@ struct PassSummary {
   std::size_t samples = 0;    ///< container samples folded in
   std::size_t published = 0;  ///< status writes made
   std::size_t failed = 0;     ///< scalers skipped by an API failure (retried next pass)
+  std::size_t requests = 0;   ///< API requests made (list pages counted)
+  double seconds = 0;         ///< wall time
 };
 
 /// The loop (see the file comment). start()/stop()/wake() are thread-safe; run_pass() and
@@ -109,7 +111,8 @@ class RecommenderLoop {
   };
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
-  bool publish(const api::Scaler& scaler, const Publication& publication, const std::string& now);
+  bool publish(const api::Scaler& scaler, const Publication& publication, const std::string& now,
+               std::size_t& requests);
   void export_gauges(Tracked& tracked, const std::vector<ContainerRecommendation>& recs);
   void remove_gauges(Tracked& tracked);
   void forget_all();

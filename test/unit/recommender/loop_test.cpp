@@ -293,14 +293,16 @@ TEST_CASE("reasons: InsufficientHistory, NoMetrics keeps the recommendation, NoP
 
 TEST_CASE("only recommended containers are folded; minAllowed/maxAllowed clamp") {
   Fixture f;
-  f.add_scaler(scaler_object(
-      "web", "u1",
-      json::array({{{"name", "istio-proxy"}, {"mode", "Off"}},
-                   {{"name", "app"}, {"minAllowed", {{"cpu", "500m"}}}, {"maxAllowed", {{"memory", "300Mi"}}}}})));
+  f.add_scaler(scaler_object("web", "u1",
+                             json::array({{{"name", "istio-proxy"}, {"mode", "Off"}},
+                                          {{"name", "app"},
+                                           {"minAllowed", {{"cpu", "500m"}}},
+                                           {"maxAllowed", {{"memory", "300Mi"}}}}})));
   RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
   f.api.inputs["web"] = usage(2, 0);
   CHECK(loop.run_pass().samples == 2);
-  const json& recs = f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"];
+  const json& recs =
+      f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"];
   REQUIRE(recs.size() == 1);
   CHECK(recs[0]["containerName"] == "app");
   CHECK(recs[0]["target"]["cpu"] == "500m");
@@ -313,8 +315,8 @@ TEST_CASE("only recommended containers are folded; minAllowed/maxAllowed clamp")
 
 TEST_CASE("a scaler with only fixed values or Off containers is not read at all") {
   Fixture f;
-  f.add_scaler(scaler_object(
-      "web", "u1", json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}})));
+  f.add_scaler(scaler_object("web", "u1",
+                             json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}})));
   RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
   f.api.inputs["web"] = usage(2, 0);
   CHECK(loop.run_pass().scalers == 0);
@@ -387,6 +389,13 @@ TEST_CASE("a deleted scaler's history and gauges are forgotten") {
   f.api.inputs["web"] = usage(1, 0);
   (void)loop.run_pass();
   CHECK(f.rendered().find("verticalscaler=\"web\"") != std::string::npos);
+  // Fixed values only now: no longer recommended, its gauges go (its history stays).
+  f.api.scalers["web"]["spec"]["containers"] =
+      json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}});
+  f.refresh();
+  (void)loop.run_pass();
+  CHECK(f.rendered().find("verticalscaler=\"web\"") == std::string::npos);
+  CHECK(loop.history("u1") != nullptr);
   f.api.scalers.clear();
   f.refresh();
   (void)loop.run_pass();
