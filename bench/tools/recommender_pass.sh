@@ -14,7 +14,6 @@ cleanup() {
   stop_operator
   k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 }
-trap cleanup EXIT
 install_crd
 k apply -f "$ROOT/manifests/crd/verticalscalercheckpoints.yaml" >/dev/null
 python3 - "$n" <<'PY' | k -n "$ns" apply -f - >/dev/null
@@ -36,7 +35,8 @@ PY
 running() { [ "$(k -n "$ns" get pods --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)" -ge "$n" ]; }
 eventually 300 running
 echo "$n pods running" >&2
-start_operator --recommender-interval 10s --checkpoint-interval 1h
+start_operator --recommender-interval 10s --checkpoint-interval 1h --namespace "$ns"
+trap cleanup EXIT  # after start_operator, which sets its own
 recommended() {
   [ "$(k -n "$ns" get vsc -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RecommendationProvided")].reason}{"\n"}{end}' | grep -c '^Recommended$')" -ge "$n" ]
 }

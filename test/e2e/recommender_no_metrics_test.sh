@@ -34,7 +34,7 @@ k -n "$ns" apply -f - >/dev/null <<JSON
 {"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"web"},
  "spec":{"deploymentName":"web","updateMode":"Off"}}
 JSON
-start_operator --recommender-interval 3s --checkpoint-interval 10s
+start_operator --recommender-interval 3s --checkpoint-interval 10s --namespace "$ns"
 trap cleanup EXIT
 cond_is() { [ "$(condition "$ns" web RecommendationProvided)" = "$1" ]; }
 target() { jp "$ns" vsc/web '{.status.recommendation.containerRecommendations[0].target}'; }

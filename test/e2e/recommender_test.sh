@@ -76,7 +76,7 @@ k -n "$ns" rollout status deployment/web --timeout=120s >/dev/null || fail "web 
 k -n "$ns" rollout status deployment/canary --timeout=120s >/dev/null || fail "canary did not roll out"
 scaler web web
 scaler idle idle
-start_operator --recommender-interval 5s --checkpoint-interval 10s
+start_operator --recommender-interval 5s --checkpoint-interval 10s --namespace "$ns"
 trap cleanup EXIT
 
 echo "--- a. 3 pods at 300m / 400Mi: RecommendationProvided=True, target about 345m / 460Mi"
@@ -139,7 +139,7 @@ mem=$(rec web target memory)
 echo "memory target after the OOM kill: $((${mem%.*} / Mi))Mi"
 passes=$(metric vscaler_recommender_pass_seconds_count)
 passes_done() { python3 -c "import sys; sys.exit(0 if $(metric vscaler_recommender_pass_seconds_count) >= $passes + 3 else 1)"; }
-eventually 30 passes_done
+eventually 60 passes_done
 expect_eq "OOM kills counted over 3 more passes" "$(grep -c '"msg":"OOM kills counted".*"name":"web"' "$OPERATOR_LOG")" "1"
 check "memory target unchanged by the repeats" "$(rec web target memory) == $mem"
 
@@ -152,7 +152,7 @@ wait "$OPERATOR_PID" 2>/dev/null || true
 before=$(ck_samples web)
 rv=$(jp "$ns" verticalscalercheckpoint/web '{.metadata.resourceVersion}')
 echo "checkpoint before the restart: $before samples"
-start_operator --recommender-interval 5s --checkpoint-interval 10s
+start_operator --recommender-interval 5s --checkpoint-interval 10s --namespace "$ns"
 trap cleanup EXIT
 gauge_back() { [ "$(gauge web cpu target)" != 0 ]; }
 eventually 30 gauge_back
