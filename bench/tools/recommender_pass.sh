@@ -45,6 +45,6 @@ echo "every scaler Recommended" >&2
 passes=$(grep -c '"msg":"recommender pass"' "$OPERATOR_LOG")
 more() { [ "$(grep -c '"msg":"recommender pass"' "$OPERATOR_LOG")" -ge $((passes + 2)) ]; }
 eventually 60 more
-echo "last passes over $n scalers (steady state: nothing to publish):"
+echo "last passes over $n scalers (published: status writes; the bounds of a young history move every pass):"
 grep '"msg":"recommender pass"' "$OPERATOR_LOG" | tail -n 3
 echo "resident memory: $(awk '/VmRSS/ {print $2, $3}' "/proc/$OPERATOR_PID/status")"
