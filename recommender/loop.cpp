@@ -122,6 +122,7 @@ void RecommenderLoop::on_started_leading() {
   {
     std::lock_guard lock(mutex_);
     reload_ = true;
+    woken_ = true;
   }
   wake_.notify_all();
 }
@@ -131,18 +132,24 @@ void RecommenderLoop::run() {
   auto next_pass = clock::now();
   auto next_checkpoint = next_pass + options_.checkpoint_interval;
   while (true) {
-    bool reload = false;
+    bool woken = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_until(lock, std::min(next_pass, next_checkpoint),
-                       [this] { return stopping_ || reload_; });
+                       [this] { return stopping_ || woken_; });
       if (stopping_) return;
-      reload = reload_;
+      woken = woken_;
+      woken_ = false;
     }
     auto now = clock::now();
-    if (reload || now >= next_pass) {
-      run_pass();
-      next_pass = clock::now() + options_.interval;
+    if (woken || now >= next_pass) {
+      if (hooks_.synced && !hooks_.synced()) {
+        next_pass =
+            now + std::min<std::chrono::milliseconds>(options_.interval, std::chrono::seconds(1));
+      } else {
+        run_pass();
+        next_pass = clock::now() + options_.interval;
+      }
     }
     if (now >= next_checkpoint) {
       save_checkpoints();

@@ -58,6 +58,9 @@ struct LoopHooks {
   /// Asked before each leader step ("recommender", "checkpoint"): LeaderSteps::begin. Empty:
   /// always leading.
   std::function<bool(std::string_view step)> begin_step;
+  /// True once the scalers are all known (the informer has synced); until then a pass would
+  /// see none, so the first one waits for it (checked every second). Empty: known from the start.
+  std::function<bool()> synced;
   /// Called with a scaler's key after its status got a new recommendation or reason.
   std::function<void(const std::string& key)> on_published;
 };
@@ -131,7 +134,8 @@ class RecommenderLoop {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  bool reload_ = false;  // set by on_started_leading
+  bool reload_ = false;  // set by on_started_leading, consumed by the next pass
+  bool woken_ = false;   // set by on_started_leading, consumed by the thread's wait
   bool stopped_ = false;
   std::thread thread_;
 };

@@ -8,9 +8,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "kube/errors.h"
 
@@ -422,6 +424,30 @@ TEST_CASE("the loop's thread passes on its interval and stops with a last checkp
   CHECK(f.api.count("save web") == 1);
   loop.stop();  // idempotent
   CHECK(f.api.count("save web") == 1);
+}
+
+TEST_CASE("the first pass waits until the scalers are known; becoming leader passes at once") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.api.inputs["web"] = usage(1, 0);
+  std::atomic<bool> synced{false};
+  LoopHooks hooks = f.hooks();
+  hooks.synced = [&synced] { return synced.load(); };
+  LoopOptions options;
+  options.interval = std::chrono::hours(1);  // only the first pass and wake-ups
+  options.checkpoint_interval = std::chrono::hours(1);
+  RecommenderLoop loop(f.api, std::move(hooks), options, f.registry);
+  loop.start();
+  loop.on_started_leading();  // not synced yet: nothing is read
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(f.api.count("read") == 0);
+  synced = true;
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 1; }));
+  }
+  loop.stop();
 }
 
 TEST_CASE("--recommender-interval 0: the loop never runs") {
