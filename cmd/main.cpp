@@ -190,14 +190,12 @@ int run(const cmd::Options& options) {
     manager.on_started_leading();
     recommender_loop.on_started_leading();
   });
-  log::info(
-      kLogger, "vscaler started",
-      {{"version", VSCALER_VERSION},
-       {"webhook_port", std::to_string(server.port())},
-       {"namespace", options.namespace_.empty() ? "(all)" : options.namespace_},
-       {"workers", std::to_string(options.workers)},
-       {"leader_elect", options.leader_elect ? "true" : "false"},
-       {"recommender_interval", std::to_string(options.recommender_interval.count()) + "ms"}});
+  log::info(kLogger, "vscaler started",
+            {{"version", VSCALER_VERSION},
+             {"webhook_port", std::to_string(server.port())},
+             {"namespace", options.namespace_.empty() ? "(all)" : options.namespace_},
+             {"workers", std::to_string(options.workers)},
+             {"leader_elect", options.leader_elect ? "true" : "false"}});
 
   const char* signal_name = wait_for_signal();
   log::info(kLogger, "shutting down", {{"signal", signal_name}});
