@@ -2,7 +2,8 @@
 # plane: full
 # Issue 14: the metrics API going away and coming back. With metrics-server stopped the
 # APIService answers 503: RecommendationProvided turns False, reason NoMetrics, and the last
-# recommendation stays in status; once metrics-server serves again, Recommended again.
+# recommendation stays in status; once metrics-server serves again, Recommended again. On
+# SIGTERM the leader writes its checkpoints before it exits.
 # metrics-server is restarted before the namespace is deleted (an unavailable aggregated API
 # blocks namespace deletion), also when the test fails.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +35,7 @@ k -n "$ns" apply -f - >/dev/null <<JSON
 {"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"web"},
  "spec":{"deploymentName":"web","updateMode":"Off"}}
 JSON
-start_operator --recommender-interval 3s --checkpoint-interval 10s --namespace "$ns"
+start_operator --recommender-interval 3s --checkpoint-interval 1h --namespace "$ns"
 trap cleanup EXIT
 cond_is() { [ "$(condition "$ns" web RecommendationProvided)" = "$1" ]; }
 target() { jp "$ns" vsc/web '{.status.recommendation.containerRecommendations[0].target}'; }
@@ -53,4 +54,12 @@ metrics_server start
 eventually 90 cond_is Recommended
 expect_eq "status after recovery" "$(condition "$ns" web RecommendationProvided status)" "True"
 echo "ok: Recommended again, target $(target)"
+
+# --checkpoint-interval 1h: no periodic checkpoint yet; SIGTERM writes one before the process
+# exits (the next leader resumes from it).
+k -n "$ns" get verticalscalercheckpoint web >/dev/null 2>&1 && fail "a checkpoint before the first interval"
+stop_operator
+samples=$(k -n "$ns" get verticalscalercheckpoint web -o jsonpath='{.spec.containers[0].totalSamplesCount}')
+[ "${samples:-0}" -gt 0 ] || fail "no checkpoint written on SIGTERM (samples: '${samples:-}')"
+echo "ok: SIGTERM wrote the checkpoint ($samples samples)"
 echo "PASS"
