@@ -19,6 +19,8 @@
 #include "kube/config.h"
 #include "metrics/health_server.h"
 #include "metrics/registry.h"
+#include "recommender/loop.h"
+#include "recommender/recommender_api.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/scaler_handler.h"
@@ -112,6 +114,27 @@ int run(const cmd::Options& options) {
   manager_options.resync_period = options.resync_period;
   controller::Manager manager(*client, manager_options, registry);
 
+  // The recommender: the leader's loop over the scalers the manager knows; a published
+  // recommendation enqueues its scaler so the reconciler looks at it.
+  recommender::KubeRecommenderApi recommender_api(*client);
+  recommender::LoopOptions recommender_options;
+  recommender_options.interval = options.recommender_interval;
+  recommender_options.checkpoint_interval = options.checkpoint_interval;
+  recommender_options.aggregate.cpu_half_life = options.cpu_histogram_decay_half_life;
+  recommender_options.aggregate.memory_half_life = options.memory_histogram_decay_half_life;
+  recommender_options.aggregate.memory_aggregation_interval = options.memory_aggregation_interval;
+  recommender::LoopHooks recommender_hooks;
+  recommender_hooks.scalers = [&manager] { return manager.store().snapshot(); };
+  recommender_hooks.synced = [&manager] { return manager.synced(); };
+  recommender_hooks.begin_step = [&manager](std::string_view step) {
+    return manager.leader_steps().begin(step);
+  };
+  recommender_hooks.on_published = [&manager](const std::string& key) {
+    manager.hints().hint(key, controller::Expectation{});
+  };
+  recommender::RecommenderLoop recommender_loop(recommender_api, std::move(recommender_hooks),
+                                                recommender_options, registry);
+
   webhook::CertWatcherOptions cert_options;
   cert_options.cert_dir = options.cert_dir;
   webhook::CertWatcher certs(cert_options);
@@ -167,7 +190,11 @@ int run(const cmd::Options& options) {
     }
   }
   // Last: from here on the elector may call into the manager, and every path out stops it first.
-  (*leadership)->start([&manager] { manager.on_started_leading(); });
+  recommender_loop.start();
+  (*leadership)->start([&manager, &recommender_loop] {
+    manager.on_started_leading();
+    recommender_loop.on_started_leading();
+  });
   log::info(kLogger, "vscaler started",
             {{"version", VSCALER_VERSION},
              {"webhook_port", std::to_string(server.port())},
@@ -179,6 +206,8 @@ int run(const cmd::Options& options) {
   log::info(kLogger, "shutting down", {{"signal", signal_name}});
   // Stop taking admission requests first (in-flight ones finish), then the controller.
   server.stop();
+  // The recommender before the manager (it enqueues there); it checkpoints while still leading.
+  recommender_loop.stop();
   manager.stop();
   // Leader work has stopped: give the Lease away so another replica leads at once.
   (*leadership)->stop();

@@ -33,6 +33,17 @@ Flags:
   --leader-election-namespace NS
                         where the Lease lives (default: the pod's namespace, from $POD_NAMESPACE
                         or the service account, else vscaler-system)
+  --recommender-interval DUR
+                        how often usage is sampled and recommendations computed, on the
+                        leader (default 1m; 0 turns recommendations off)
+  --checkpoint-interval DUR
+                        how often the usage histories are checkpointed (default 10m)
+  --cpu-histogram-decay-half-life DUR
+                        a CPU sample this much older weighs half as much (default 24h)
+  --memory-histogram-decay-half-life DUR
+                        the same for memory peaks (default 24h)
+  --memory-aggregation-interval DUR
+                        memory keeps one peak per interval of this length (default 24h)
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -67,6 +78,20 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
       field = value;
       return kube::Unit{};
     });
+  };
+  auto duration = [](std::chrono::milliseconds& field, const char* flag, bool zero_allowed) {
+    return Setter(
+        [&field, flag, zero_allowed](const std::string& value) -> kube::Result<kube::Unit> {
+          auto parsed = parse_duration(value);
+          if (!parsed.ok()) return kube::fail(std::string(flag) + ": " + parsed.error());
+          if (parsed->count() < 0 || (!zero_allowed && parsed->count() == 0)) {
+            return kube::fail(std::string(flag) + ": must be " +
+                              (zero_allowed ? "zero or positive" : "positive") + ", got \"" +
+                              value + "\"");
+          }
+          field = *parsed;
+          return kube::Unit{};
+        });
   };
   const std::map<std::string, Setter, std::less<>> flags = {
       {"--kubeconfig", text(options.kubeconfig)},
@@ -110,6 +135,18 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          options.resync_period = *period;
          return kube::Unit{};
        }},
+      // The recommender's durations: Go durations; the interval may be 0 (off), the others
+      // must be positive.
+      {"--recommender-interval",
+       duration(options.recommender_interval, "--recommender-interval", true)},
+      {"--checkpoint-interval",
+       duration(options.checkpoint_interval, "--checkpoint-interval", false)},
+      {"--cpu-histogram-decay-half-life",
+       duration(options.cpu_histogram_decay_half_life, "--cpu-histogram-decay-half-life", false)},
+      {"--memory-histogram-decay-half-life", duration(options.memory_histogram_decay_half_life,
+                                                      "--memory-histogram-decay-half-life", false)},
+      {"--memory-aggregation-interval",
+       duration(options.memory_aggregation_interval, "--memory-aggregation-interval", false)},
       {"--log-level",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          if (value != "debug" && value != "info" && value != "warn" && value != "error") {

@@ -26,6 +26,17 @@ struct Options {
   bool leader_elect = false;
   /// Where the Lease lives; empty: the pod's namespace (see kube::default_lease_namespace()).
   std::string leader_election_namespace;
+  // --- the recommender (DESIGN.md "Recommendations"), one block ---
+  /// --recommender-interval: how often usage is sampled; zero turns recommendations off.
+  std::chrono::milliseconds recommender_interval{60'000};
+  /// --checkpoint-interval: how often the histories are checkpointed.
+  std::chrono::milliseconds checkpoint_interval{600'000};
+  /// --cpu-histogram-decay-half-life.
+  std::chrono::milliseconds cpu_histogram_decay_half_life{24 * 3'600'000};
+  /// --memory-histogram-decay-half-life.
+  std::chrono::milliseconds memory_histogram_decay_half_life{24 * 3'600'000};
+  /// --memory-aggregation-interval.
+  std::chrono::milliseconds memory_aggregation_interval{24 * 3'600'000};
   bool help = false;
   bool version = false;
 };

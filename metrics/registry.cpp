@@ -244,15 +244,23 @@ Metric& Family<Metric>::with(std::span<const std::string_view> values) {
 }
 
 template <typename Metric>
+bool Family<Metric>::remove(std::span<const std::string_view> values) {
+  check_arity(values.size());
+  std::unique_lock lock(mutex_);
+  auto found = children_.find(values);
+  if (found == children_.end()) return false;
+  children_.erase(found);
+  return true;
+}
+
+template <typename Metric>
 void Family<Metric>::render(std::string& out) const {
   std::vector<std::pair<const std::vector<std::string>*, const Metric*>> children;
-  {
-    std::shared_lock lock(mutex_);
-    children.reserve(children_.size());
-    for (const auto& [values, metric] : children_) children.emplace_back(&values, metric.get());
-  }
+  // Held while rendering: remove() may erase a child, so the pointers are only valid under it.
+  std::shared_lock lock(mutex_);
+  children.reserve(children_.size());
+  for (const auto& [values, metric] : children_) children.emplace_back(&values, metric.get());
   if (children.empty()) return;
-  // Children are never removed, so the pointers stay valid after the lock is released.
   std::sort(children.begin(), children.end(),
             [](const auto& a, const auto& b) { return *a.first < *b.first; });
   append_header(out, *this);

@@ -135,7 +135,8 @@ struct LabelsEqual {
 }  // namespace detail
 
 /// A metric name with its label names; children (one per distinct tuple of label values) are
-/// created on first use and live as long as the registry, so references to them stay valid.
+/// created on first use and live as long as the registry (unless removed), so references to them
+/// stay valid.
 template <typename Metric>
 class Family final : public FamilyBase {
  public:
@@ -145,6 +146,13 @@ class Family final : public FamilyBase {
   Metric& with(std::span<const std::string_view> values);
   Metric& with(std::initializer_list<std::string_view> values) {
     return with(std::span<const std::string_view>(values.begin(), values.size()));
+  }
+  /// Removes the child for these label values (a series whose object is gone, such as the
+  /// recommendation gauges of a deleted scaler); true when it existed. References to that child
+  /// become invalid: remove only children that are resolved with with() at each use.
+  bool remove(std::span<const std::string_view> values);
+  bool remove(std::initializer_list<std::string_view> values) {
+    return remove(std::span<const std::string_view>(values.begin(), values.size()));
   }
   /// The only child of a family without labels.
   Metric& get() { return with(std::span<const std::string_view>()); }

@@ -13,7 +13,9 @@ namespace {
 constexpr std::int32_t kStreamWindow = 1 << 20;
 constexpr std::int32_t kConnectionWindow = 16 << 20;
 
-Http2Session& session_of(void* self) { return *static_cast<Http2Session*>(self); }
+Http2Session& session_of(void* self) {
+  return *static_cast<Http2Session*>(self);
+}
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
@@ -96,7 +98,7 @@ void Http2Session::respond(std::int32_t stream_id, http::Response response, Cloc
   last_activity_ = now;
   Stream* stream = find(stream_id);
   if (stream == nullptr || stream->answered) return;  // reset or timed out meanwhile
-  release(*stream);  // the worker is done with the body
+  release(*stream);                                   // the worker is done with the body
   submit(stream_id, *stream, response);
 }
 
@@ -119,7 +121,8 @@ void Http2Session::submit(std::int32_t stream_id, Stream& stream, const http::Re
   body.read_callback = read_body;
   int rc = nghttp2_submit_response(session_, stream_id, nva.data(), nva.size(),
                                    head_only || response.body.empty() ? nullptr : &body);
-  if (rc != 0) nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
+  if (rc != 0)
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
 }
 
 void Http2Session::expire(Clock::time_point now) {
@@ -262,7 +265,8 @@ void Http2Session::complete(std::int32_t stream_id, Stream& stream) {
   if (!env_.dispatch(connection_id_, std::move(request))) {
     env_.rejected->with({"overloaded"}).inc();
     release(stream);
-    submit(stream_id, stream, http::Response{503, http::kText, "the webhook is overloaded, retry\n", {}, false});
+    submit(stream_id, stream,
+           http::Response{503, http::kText, "the webhook is overloaded, retry\n", {}, false});
   }
 }
 

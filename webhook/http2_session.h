@@ -67,18 +67,18 @@ class Http2Session {
     std::string body;
     Clock::time_point start;
     std::size_t header_bytes = 0;
-    std::size_t reserved = 0;      // this stream's share of ConnectionEnv::buffered
-    bool dispatched = false;       // a worker has the request
-    bool answered = false;         // a response was submitted
-    std::string response_body;     // what the data source sends
+    std::size_t reserved = 0;   // this stream's share of ConnectionEnv::buffered
+    bool dispatched = false;    // a worker has the request
+    bool answered = false;      // a response was submitted
+    std::string response_body;  // what the data source sends
     std::size_t response_offset = 0;
   };
 
   // nghttp2 callbacks (user_data is the session).
   static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self);
   static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                       std::size_t name_length, const std::uint8_t* value,
-                       std::size_t value_length, std::uint8_t flags, void* self);
+                       std::size_t name_length, const std::uint8_t* value, std::size_t value_length,
+                       std::uint8_t flags, void* self);
   static int on_data_chunk(nghttp2_session*, std::uint8_t flags, std::int32_t stream_id,
                            const std::uint8_t* data, std::size_t length, void* self);
   static int on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* self);

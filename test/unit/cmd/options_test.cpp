@@ -68,3 +68,36 @@ TEST_CASE("leader election flags") {
   CHECK(parse_options({"--leader-election-namespace="}).error() ==
         "--leader-election-namespace: must not be empty");
 }
+
+TEST_CASE("the recommender's flags: Go durations, VPA's defaults, 0 turns recommendations off") {
+  using std::chrono::hours;
+  using std::chrono::minutes;
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->recommender_interval == minutes(1));
+  CHECK(defaults->checkpoint_interval == minutes(10));
+  CHECK(defaults->cpu_histogram_decay_half_life == hours(24));
+  CHECK(defaults->memory_histogram_decay_half_life == hours(24));
+  CHECK(defaults->memory_aggregation_interval == hours(24));
+  auto set = parse_options({"--recommender-interval=10s", "--checkpoint-interval", "15s",
+                            "--cpu-histogram-decay-half-life", "1h",
+                            "--memory-histogram-decay-half-life=30m",
+                            "--memory-aggregation-interval", "2h"});
+  REQUIRE(set.ok());
+  CHECK(set->recommender_interval == std::chrono::seconds(10));
+  CHECK(set->checkpoint_interval == std::chrono::seconds(15));
+  CHECK(set->cpu_histogram_decay_half_life == hours(1));
+  CHECK(set->memory_histogram_decay_half_life == minutes(30));
+  CHECK(set->memory_aggregation_interval == hours(2));
+  auto off = parse_options({"--recommender-interval", "0"});
+  REQUIRE(off.ok());
+  CHECK(off->recommender_interval.count() == 0);
+  CHECK(parse_options({"--checkpoint-interval", "0"}).error() ==
+        "--checkpoint-interval: must be positive, got \"0\"");
+  CHECK(parse_options({"--memory-aggregation-interval", "soon"})
+            .error()
+            .rfind("--memory-aggregation-interval:", 0) == 0);
+  CHECK(parse_options({"--recommender-interval", "-1s"})
+            .error()
+            .rfind("--recommender-interval:", 0) == 0);
+}

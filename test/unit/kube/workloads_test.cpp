@@ -28,10 +28,12 @@ TEST_CASE("each supported kind has its apps/v1 resource, and a review's resource
 }
 
 TEST_CASE("only updateStrategy OnDelete leaves running pods to be replaced when deleted") {
-  CHECK(updates_only_on_delete(json::parse(R"({"spec": {"updateStrategy": {"type": "OnDelete"}}})")));
+  CHECK(
+      updates_only_on_delete(json::parse(R"({"spec": {"updateStrategy": {"type": "OnDelete"}}})")));
+  CHECK_FALSE(updates_only_on_delete(
+      json::parse(R"({"spec": {"updateStrategy": {"type": "RollingUpdate"}}})")));
   CHECK_FALSE(
-      updates_only_on_delete(json::parse(R"({"spec": {"updateStrategy": {"type": "RollingUpdate"}}})")));
-  CHECK_FALSE(updates_only_on_delete(json::parse(R"({"spec": {"strategy": {"type": "Recreate"}}})")));
+      updates_only_on_delete(json::parse(R"({"spec": {"strategy": {"type": "Recreate"}}})")));
   CHECK_FALSE(updates_only_on_delete(json::parse(R"({"spec": {"updateStrategy": "OnDelete"}})")));
   CHECK_FALSE(updates_only_on_delete(json()));
 }

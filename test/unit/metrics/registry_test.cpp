@@ -92,6 +92,20 @@ TEST_CASE("metrics: label values are escaped; children sort by label values") {
         "g{path=\"b\\\"q\\\\n\\nx\"} -1.5\n");
 }
 
+TEST_CASE("metrics: a removed series stops rendering; the family renders nothing when empty") {
+  Registry registry;
+  auto& family = registry.gauge("g", "h", {"scaler", "bound"});
+  family.with({"web", "target"}).set(2);
+  family.with({"db", "target"}).set(3);
+  CHECK(family.remove({"web", "target"}));
+  CHECK_FALSE(family.remove({"web", "target"}));
+  CHECK(registry.render() == "# HELP g h\n# TYPE g gauge\ng{scaler=\"db\",bound=\"target\"} 3\n");
+  CHECK(family.remove({"db", "target"}));
+  CHECK(registry.render().empty());
+  // A series removed and used again starts afresh.
+  CHECK(family.with({"web", "target"}).value() == 0);
+}
+
 TEST_CASE("metrics: sample values use the shortest exact form and the special spellings") {
   CHECK(format_value(0) == "0");
   CHECK(format_value(1) == "1");

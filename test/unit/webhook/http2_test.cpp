@@ -114,9 +114,9 @@ TEST_CASE("http2: 40 concurrent requests share one connection, every one answere
   for (int i = 0; i < 40; ++i) urls += " " + server.url();
   // --parallel multiplexes transfers onto one HTTP/2 connection; num_connects counts the
   // connections each transfer had to open.
-  std::string out = server.curl("--http2 --parallel --parallel-max 40 -o /dev/null -o /dev/null" +
-                                std::string(" -w '%{http_version} %{http_code} %{num_connects}\\n'") +
-                                urls);
+  std::string out =
+      server.curl("--http2 --parallel --parallel-max 40 -o /dev/null -o /dev/null" +
+                  std::string(" -w '%{http_version} %{http_code} %{num_connects}\\n'") + urls);
   CHECK(count(out, "2 200 ") == 40);
   std::size_t opened = count(out, " 1\n");
   CHECK(opened >= 1);
@@ -140,8 +140,8 @@ TEST_CASE("http2: a stream sending its body a trickle at a time is reset at its 
   Server server(7 * 1024 * 1024, std::chrono::milliseconds(1000));
   auto start = std::chrono::steady_clock::now();
   // 100 bytes/s of a ~20 KB review would take minutes; the stream's deadline is one second.
-  std::string out = server.curl("--http2 --limit-rate 100 -o /dev/null -w '%{http_code}\\n' " +
-                                server.url());
+  std::string out =
+      server.curl("--http2 --limit-rate 100 -o /dev/null -w '%{http_code}\\n' " + server.url());
   auto took = std::chrono::steady_clock::now() - start;
   CHECK(took < std::chrono::seconds(8));
   CHECK(out.find("200") == std::string::npos);

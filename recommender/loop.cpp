@@ -1,0 +1,423 @@
+// The recommender loop: passes, publishing, checkpoints, gauges.
+#include "recommender/loop.h"
+
+#include <algorithm>
+#include <array>
+#include <tuple>
+
+#include "base/log.h"
+#include "base/time.h"
+
+namespace vscaler::recommender {
+namespace {
+
+using nlohmann::json;
+constexpr std::string_view kLogger = "recommender";
+constexpr std::array<const char*, 4> kBounds = {"target", "lowerBound", "upperBound",
+                                                "uncappedTarget"};
+constexpr std::array<const char*, 2> kResources = {kCpu, kMemory};
+
+ResourceMap to_resource_map(const api::ResourceMap& map) {
+  return ResourceMap(map.begin(), map.end());
+}
+
+bool any_recommended(const api::Scaler& scaler) {
+  if (scaler.containers.empty()) return true;
+  return std::any_of(scaler.containers.begin(), scaler.containers.end(),
+                     [](const api::ContainerResources& e) { return !e.off && !e.fixed(); });
+}
+
+const ResourceMap& bound_of(const ContainerRecommendation& rec, std::size_t bound) {
+  switch (bound) {
+    case 0:
+      return rec.target;
+    case 1:
+      return rec.lower_bound;
+    case 2:
+      return rec.upper_bound;
+    default:
+      return rec.uncapped_target;
+  }
+}
+
+// What the pass saw, in words that stay the same while nothing changes (the message is part of
+// the condition: a count that moved every pass would make every pass a status write).
+std::string describe(const ScalerInputs& inputs, const PassStats& stats, ProvidedReason reason,
+                     const TargetWorkload& target) {
+  const std::string pods = std::to_string(stats.pods) + (stats.pods == 1 ? " pod" : " pods");
+  switch (reason) {
+    case ProvidedReason::kNoPodsMatched:
+      return "no pod of " + target.kind + "/" + target.name + " (" +
+             std::to_string(inputs.pods_listed) + " matched its selector)";
+    case ProvidedReason::kNoMetrics:
+      if (inputs.metrics_error)
+        return pods + ", metrics API unavailable: " + inputs.metrics_error->message;
+      return pods + ", none with metrics";
+    default:
+      break;
+  }
+  std::string seen = pods + ", " + std::to_string(stats.pods_with_metrics) + " with metrics, " +
+                     std::to_string(stats.samples_added + stats.samples_stale) +
+                     " container samples";
+  if (reason == ProvidedReason::kInsufficientHistory) {
+    seen += "; waiting for a pass with samples from every pod";
+  }
+  return seen;
+}
+
+}  // namespace
+
+TargetWorkload target_of(const api::Scaler& scaler) {
+  return {scaler.ns, scaler.target.kind, scaler.target.name};
+}
+
+bool is_recommended(const api::Scaler& scaler, std::string_view container) {
+  if (scaler.containers.empty()) return true;
+  const api::ContainerResources* entry = scaler.entry_for(container);
+  return entry != nullptr && !entry->off && !entry->fixed();
+}
+
+RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptions options,
+                                 metrics::Registry& registry)
+    : api_(api),
+      hooks_(std::move(hooks)),
+      options_(std::move(options)),
+      pass_seconds_(registry.histogram("vscaler_recommender_pass_seconds",
+                                       "Wall time of one recommender pass over every scaler", {},
+                                       metrics::exponential_buckets(0.005, 2, 14))),
+      samples_total_(registry.counter("vscaler_recommender_samples_total",
+                                      "Container usage samples folded into the histories")),
+      recommendation_(
+          registry.gauge("vscaler_recommendation",
+                         "The recommender's current recommendation (cpu in cores, memory in bytes)",
+                         {"namespace", "verticalscaler", "container", "resource", "bound"})) {}
+
+RecommenderLoop::~RecommenderLoop() {
+  stop();
+}
+
+void RecommenderLoop::start() {
+  if (options_.interval.count() <= 0) return;
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable() || stopped_) return;
+  thread_ = std::thread([this] { run(); });
+}
+
+void RecommenderLoop::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  // Best effort, and only while still leading (the fencing check of every leader step): a
+  // replica that lost the Lease has nothing it may write.
+  if (was_leading_) save_checkpoints();
+}
+
+void RecommenderLoop::on_started_leading() {
+  {
+    std::lock_guard lock(mutex_);
+    reload_ = true;
+    woken_ = true;
+  }
+  wake_.notify_all();
+}
+
+void RecommenderLoop::run() {
+  using clock = std::chrono::steady_clock;
+  auto next_pass = clock::now();
+  auto next_checkpoint = next_pass + options_.checkpoint_interval;
+  while (true) {
+    bool woken = false;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_until(lock, std::min(next_pass, next_checkpoint),
+                       [this] { return stopping_ || woken_; });
+      if (stopping_) return;
+      woken = woken_;
+      woken_ = false;
+    }
+    auto now = clock::now();
+    if (woken || now >= next_pass) {
+      if (hooks_.synced && !hooks_.synced()) {
+        next_pass =
+            now + std::min<std::chrono::milliseconds>(options_.interval, std::chrono::seconds(1));
+      } else {
+        run_pass();
+        next_pass = clock::now() + options_.interval;
+      }
+    }
+    if (now >= next_checkpoint) {
+      save_checkpoints();
+      next_checkpoint = clock::now() + options_.checkpoint_interval;
+    }
+  }
+}
+
+void RecommenderLoop::forget_all() {
+  for (auto& [uid, tracked] : tracked_) remove_gauges(tracked);
+  tracked_.clear();
+}
+
+PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now) {
+  const auto started = std::chrono::steady_clock::now();
+  bool reload = false;
+  {
+    std::lock_guard lock(mutex_);
+    reload = reload_;
+    reload_ = false;
+  }
+  PassSummary summary;
+  const bool leading = !hooks_.begin_step || hooks_.begin_step("recommender");
+  if (!leading) {
+    if (was_leading_) {
+      // The next leader resumes from the checkpoints; histories kept here would be stale when
+      // this replica leads again.
+      log::info(kLogger, "not leading: in-memory histories dropped",
+                {{"scalers", std::to_string(tracked_.size())}});
+      forget_all();
+      was_leading_ = false;
+    }
+    return summary;
+  }
+  if (!was_leading_ || reload) forget_all();  // restore everything from the checkpoints first
+  was_leading_ = true;
+  summary.ran = true;
+  const std::string now_text = base::rfc3339(now);
+
+  auto scalers =
+      hooks_.scalers ? hooks_.scalers() : std::vector<std::shared_ptr<const api::Scaler>>{};
+  std::set<std::string> present;
+  std::set<std::string> passed;
+  std::map<std::tuple<std::string, std::string, std::string>,
+           std::vector<std::shared_ptr<const api::Scaler>>>
+      by_target;
+  for (auto& scaler : scalers) {
+    if (!scaler) continue;
+    present.insert(scaler->uid);
+    TargetWorkload target = target_of(*scaler);
+    by_target[{target.namespace_, target.kind, target.name}].push_back(scaler);
+  }
+  for (const auto& [target, group] : by_target) {
+    const api::Scaler* active = api::select_active(group);
+    if (active == nullptr || !any_recommended(*active)) continue;
+    auto [it, inserted] = tracked_.try_emplace(active->uid);
+    if (inserted) {
+      it->second.id = {active->ns, active->name, active->uid};
+      it->second.key = active->key();
+    }
+    ++summary.scalers;
+    passed.insert(active->uid);
+    if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
+  }
+  for (auto it = tracked_.begin(); it != tracked_.end();) {
+    if (present.count(it->first)) {
+      // Still there but not recommended now (it lost a conflict, or has only fixed values):
+      // its gauges would be stale; its history is kept should it come back.
+      if (!passed.count(it->first)) remove_gauges(it->second);
+      ++it;
+      continue;
+    }
+    remove_gauges(it->second);
+    api_.forget_checkpoint(it->second.id);
+    it = tracked_.erase(it);
+  }
+  samples_total_.get().inc(static_cast<double>(summary.samples));
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  pass_seconds_.get().observe(summary.seconds);
+  log::info(kLogger, "recommender pass",
+            {{"scalers", std::to_string(summary.scalers)},
+             {"samples", std::to_string(summary.samples)},
+             {"published", std::to_string(summary.published)},
+             {"failed", std::to_string(summary.failed)},
+             {"requests", std::to_string(summary.requests)},
+             {"seconds", std::to_string(summary.seconds)}});
+  return summary;
+}
+
+bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
+                                  const std::string& now, PassSummary& summary) {
+  if (!tracked.restored) {
+    ++summary.requests;
+    auto loaded = api_.load_checkpoint(tracked.id, options_.aggregate);
+    if (!loaded.ok()) {
+      log::warn(
+          kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
+          {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error().to_string()}});
+      return false;
+    }
+    if (loaded->history) {
+      tracked.history = std::move(*loaded->history);
+      std::uint64_t samples = 0;
+      for (const auto& [name, aggregate] : tracked.history.aggregates()) {
+        samples += aggregate.state().total_samples_count;
+      }
+      log::info(
+          kLogger, "history restored from the checkpoint",
+          {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
+    }
+    tracked.restored = true;
+  }
+  const TargetWorkload target = target_of(scaler);
+  auto inputs = api_.read_inputs(target);
+  summary.requests += inputs.ok() ? static_cast<std::size_t>(inputs->requests) : 1;
+  if (!inputs.ok()) {
+    const SourceErrorKind kind = inputs.error().kind;
+    // A missing target is the reconciler's to report (TargetFound); nothing to recommend.
+    if (kind == SourceErrorKind::kWorkloadNotFound || kind == SourceErrorKind::kUnsupportedKind) {
+      return true;
+    }
+    log::warn(
+        kLogger, "cannot read the scaler's inputs; retried next pass",
+        {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", inputs.error().to_string()}});
+    return false;
+  }
+  auto recommended = [&scaler](std::string_view container) {
+    return is_recommended(scaler, container);
+  };
+  PassStats stats =
+      tracked.history.fold(inputs->metrics, inputs->owned_pods, options_.aggregate, recommended);
+  summary.samples += stats.samples_added;
+  if (stats.oom_kills_counted > 0) {
+    log::info(kLogger, "OOM kills counted",
+              {{"namespace", scaler.ns},
+               {"name", scaler.name},
+               {"kills", std::to_string(stats.oom_kills_counted)}});
+  }
+  for (const auto& error : stats.oom_errors) {
+    log::debug(kLogger, "OOM kill not counted",
+               {{"namespace", scaler.ns}, {"name", scaler.name}, {"reason", error}});
+  }
+  auto range = [&scaler](const std::string& container) {
+    AllowedRange allowed;
+    if (const api::ContainerResources* entry = scaler.entry_for(container)) {
+      allowed.min_allowed = to_resource_map(entry->min_allowed);
+      allowed.max_allowed = to_resource_map(entry->max_allowed);
+    }
+    return allowed;
+  };
+  std::vector<ContainerRecommendation> recs;
+  for (auto& rec :
+       tracked.history.recommendations(options_.aggregate, options_.recommendation, range)) {
+    if (is_recommended(scaler, rec.container_name)) recs.push_back(std::move(rec));
+  }
+  Publication publication;
+  publication.reason = tracked.history.reason();
+  if (publication.reason == ProvidedReason::kRecommended && recs.empty()) {
+    publication.reason = ProvidedReason::kInsufficientHistory;
+  }
+  publication.message = describe(*inputs, stats, publication.reason, target);
+  if (publication.reason == ProvidedReason::kRecommended) {
+    json list = json::array();
+    for (const auto& rec : recs) list.push_back(to_json(rec));
+    publication.recommendation = json{{"containerRecommendations", std::move(list)}};
+    export_gauges(tracked, recs);
+  }
+  if (publish(scaler, publication, now, summary.requests)) {
+    ++summary.published;
+    if (hooks_.on_published) hooks_.on_published(tracked.key);
+  }
+  return true;
+}
+
+bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publication,
+                              const std::string& now, std::size_t& requests) {
+  // The informer's copy first: when it already says this, no request at all.
+  if (!status_update(scaler.status, scaler.generation, publication, now)) return false;
+  for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {
+    ++requests;
+    auto fresh = api_.get_scaler(scaler.ns, scaler.name);
+    if (!fresh.ok()) {
+      if (!kube::is_not_found(fresh.error())) {
+        log::warn(kLogger, "cannot read the scaler to publish its recommendation",
+                  {{"namespace", scaler.ns},
+                   {"name", scaler.name},
+                   {"error", fresh.error().to_string()}});
+      }
+      return false;
+    }
+    const json& metadata = (*fresh)["metadata"];
+    if (metadata.value("uid", "") != scaler.uid) return false;  // another scaler of that name
+    const json status = fresh->value("status", json::object());
+    auto update =
+        status_update(status, metadata.value("generation", std::int64_t{0}), publication, now);
+    if (!update) return false;  // already there (the informer's copy lagged)
+    json patch = {{"metadata", {{"resourceVersion", metadata.value("resourceVersion", "")}}},
+                  {"status", std::move(*update)}};
+    ++requests;
+    auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
+    if (written.ok()) return true;
+    if (!kube::is_conflict(written.error())) {
+      log::warn(kLogger, "cannot write the scaler's recommendation",
+                {{"namespace", scaler.ns},
+                 {"name", scaler.name},
+                 {"error", written.error().to_string()}});
+      return false;
+    }
+  }
+  log::warn(kLogger, "the scaler kept changing while its recommendation was written; next pass",
+            {{"namespace", scaler.ns}, {"name", scaler.name}});
+  return false;
+}
+
+void RecommenderLoop::export_gauges(Tracked& tracked,
+                                    const std::vector<ContainerRecommendation>& recs) {
+  std::set<std::string> rows;
+  for (const auto& rec : recs) {
+    rows.insert(rec.container_name);
+    for (std::size_t b = 0; b < kBounds.size(); ++b) {
+      for (const char* resource : kResources) {
+        const auto* value = find(bound_of(rec, b), resource);
+        if (!value) continue;
+        recommendation_
+            .with(
+                {tracked.id.namespace_, tracked.id.name, rec.container_name, resource, kBounds[b]})
+            .set(base_units(*value));
+      }
+    }
+  }
+  for (const auto& container : tracked.gauge_rows) {
+    if (rows.count(container)) continue;
+    for (const char* bound : kBounds) {
+      for (const char* resource : kResources) {
+        recommendation_.remove(
+            {tracked.id.namespace_, tracked.id.name, container, resource, bound});
+      }
+    }
+  }
+  tracked.gauge_rows = std::move(rows);
+}
+
+void RecommenderLoop::remove_gauges(Tracked& tracked) {
+  export_gauges(tracked, {});
+}
+
+std::size_t RecommenderLoop::save_checkpoints() {
+  if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return 0;
+  std::size_t written = 0;
+  for (auto& [uid, tracked] : tracked_) {
+    if (!tracked.restored || tracked.history.aggregates().empty()) continue;
+    auto saved = api_.save_checkpoint(tracked.id, tracked.history);
+    if (saved.ok()) {
+      ++written;
+    } else if (!kube::is_not_found(saved.error())) {
+      log::warn(kLogger, "cannot write the checkpoint; next interval",
+                {{"namespace", tracked.id.namespace_},
+                 {"name", tracked.id.name},
+                 {"error", saved.error().to_string()}});
+    }
+  }
+  return written;
+}
+
+const ScalerHistory* RecommenderLoop::history(const std::string& uid) const {
+  auto it = tracked_.find(uid);
+  return it == tracked_.end() ? nullptr : &it->second.history;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,143 @@
+// RecommenderLoop: the leader's recommender (DESIGN.md event flow item 5). Every interval, while
+// this replica leads, for each active scaler (one per workload, api::select_active): restores its
+// history from its VerticalScalerCheckpoint the first time (at start or on becoming leader),
+// reads its inputs, folds the samples of its recommended containers (not mode "Off", not fixed
+// values) into its ScalerHistory, computes the recommendations (clamped to minAllowed /
+// maxAllowed), exports them as vscaler_recommendation gauges and publishes them in the scaler's
+// status when they changed (then calls on_published so the reconciler looks). Every checkpoint
+// interval, and when stopped, it writes the checkpoints. Histories of deleted scalers are
+// forgotten. recommender/ knows nothing of controller/: the scalers, the leader check and the
+// enqueue are functions the wiring passes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "api/scaler.h"
+#include "metrics/registry.h"
+#include "recommender/aggregate_options.h"
+#include "recommender/provided_status.h"
+#include "recommender/recommendation.h"
+#include "recommender/recommender_api.h"
+#include "recommender/scaler_history.h"
+
+namespace vscaler::recommender {
+
+/// The workload a scaler targets: the one place that reads the scaler's target fields.
+TargetWorkload target_of(const api::Scaler& scaler);
+
+/// True when `container` of `scaler` is recommended from usage (spec.containers absent, or its
+/// entry is neither mode "Off" nor fixed values).
+bool is_recommended(const api::Scaler& scaler, std::string_view container);
+
+/// How the loop runs.
+struct LoopOptions {
+  /// --recommender-interval; zero: the loop never runs (start() does nothing).
+  std::chrono::milliseconds interval{60'000};
+  /// --checkpoint-interval.
+  std::chrono::milliseconds checkpoint_interval{600'000};
+  AggregateOptions aggregate;            ///< half-lives, aggregation interval
+  RecommendationOptions recommendation;  ///< percentiles, margin, per-pod minimums
+  int status_attempts = 4;  ///< status writes tried on 409 Conflict (re-read each time)
+};
+
+/// What the wiring provides.
+struct LoopHooks {
+  /// The scalers the operator knows now (controller::ScalerStore::snapshot).
+  std::function<std::vector<std::shared_ptr<const api::Scaler>>()> scalers;
+  /// Asked before each leader step ("recommender", "checkpoint"): LeaderSteps::begin. Empty:
+  /// always leading.
+  std::function<bool(std::string_view step)> begin_step;
+  /// True once the scalers are all known (the informer has synced); until then a pass would
+  /// see none, so the first one waits for it (checked every second). Empty: known from the start.
+  std::function<bool()> synced;
+  /// Called with a scaler's key after its status got a new recommendation or reason.
+  std::function<void(const std::string& key)> on_published;
+};
+
+/// What one pass did (for tests, logs and the benchmark).
+struct PassSummary {
+  bool ran = false;           ///< false: not leading, nothing done
+  std::size_t scalers = 0;    ///< active scalers passed over
+  std::size_t samples = 0;    ///< container samples folded in
+  std::size_t published = 0;  ///< status writes made
+  std::size_t failed = 0;     ///< scalers skipped by an API failure (retried next pass)
+  std::size_t requests = 0;   ///< API requests made (list pages counted)
+  double seconds = 0;         ///< wall time
+};
+
+/// The loop (see the file comment). start()/stop()/wake() are thread-safe; run_pass() and
+/// save_checkpoints() are for tests and must not run concurrently with a started loop.
+class RecommenderLoop {
+ public:
+  /// `api` must outlive the loop.
+  RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptions options,
+                  metrics::Registry& registry = metrics::default_registry());
+  ~RecommenderLoop();
+  RecommenderLoop(const RecommenderLoop&) = delete;
+  RecommenderLoop& operator=(const RecommenderLoop&) = delete;
+
+  /// Starts the loop's thread (nothing when the interval is zero).
+  void start();
+  /// Stops the thread, then writes the checkpoints once more if still leading. Idempotent.
+  void stop();
+  /// This replica just became leader: the next pass (run now) restores every history from its
+  /// checkpoint first (the previous leader may have written newer ones). From any thread.
+  void on_started_leading();
+
+  /// One pass now; `now` stamps condition transitions.
+  PassSummary run_pass(
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+  /// Writes every history's checkpoint now (when leading); returns how many were written.
+  std::size_t save_checkpoints();
+
+  /// The in-memory history of the scaler `uid`, nullptr when none (tests, the benchmark).
+  const ScalerHistory* history(const std::string& uid) const;
+
+ private:
+  struct Tracked {
+    ScalerId id;
+    std::string key;
+    ScalerHistory history;
+    bool restored = false;             // the checkpoint was read (or found absent)
+    std::set<std::string> gauge_rows;  // containers with vscaler_recommendation series
+  };
+  bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
+                   PassSummary& summary);
+  bool publish(const api::Scaler& scaler, const Publication& publication, const std::string& now,
+               std::size_t& requests);
+  void export_gauges(Tracked& tracked, const std::vector<ContainerRecommendation>& recs);
+  void remove_gauges(Tracked& tracked);
+  void forget_all();
+  void run();
+
+  RecommenderApi& api_;
+  LoopHooks hooks_;
+  LoopOptions options_;
+  metrics::HistogramFamily& pass_seconds_;
+  metrics::CounterFamily& samples_total_;
+  metrics::GaugeFamily& recommendation_;
+
+  std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
+  bool was_leading_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool reload_ = false;  // set by on_started_leading, consumed by the next pass
+  bool woken_ = false;   // set by on_started_leading, consumed by the thread's wait
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,43 @@
+// The recommender loop's API calls on the kube client.
+#include "recommender/recommender_api.h"
+
+#include <utility>
+
+namespace vscaler::recommender {
+
+KubeRecommenderApi::KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options)
+    : client_(client), source_(client, std::move(source_options)), checkpoints_(client) {}
+
+kube::Result<ScalerInputs, SourceError> KubeRecommenderApi::read_inputs(
+    const TargetWorkload& target) {
+  return source_.read(target);
+}
+
+kube::Result<nlohmann::json, kube::ApiError> KubeRecommenderApi::get_scaler(
+    const std::string& ns, const std::string& name) {
+  return client_.get(kube::resources::kVerticalScalers, ns, name);
+}
+
+kube::Result<nlohmann::json, kube::ApiError> KubeRecommenderApi::patch_scaler_status(
+    const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) {
+  kube::WriteOptions options;
+  options.field_manager = "vscaler";
+  return client_.patch_status(kube::resources::kVerticalScalers, ns, name, kube::PatchType::kMerge,
+                              merge_patch, options);
+}
+
+kube::Result<LoadedCheckpoint, kube::ApiError> KubeRecommenderApi::load_checkpoint(
+    const ScalerId& scaler, const AggregateOptions& options) {
+  return checkpoints_.load(scaler, options);
+}
+
+kube::Result<SaveOutcome, kube::ApiError> KubeRecommenderApi::save_checkpoint(
+    const ScalerId& scaler, const ScalerHistory& history) {
+  return checkpoints_.save(scaler, history);
+}
+
+void KubeRecommenderApi::forget_checkpoint(const ScalerId& scaler) {
+  checkpoints_.forget(scaler);
+}
+
+}  // namespace vscaler::recommender

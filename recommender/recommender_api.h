@@ -1,0 +1,64 @@
+// RecommenderApi: every API call the recommender loop makes (one scaler's inputs, the scaler's
+// status, its checkpoint), behind one interface so that the loop's decisions can be unit-tested
+// with one fake; KubeRecommenderApi implements it with MetricsSource, CheckpointStore and the
+// kube client.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "base/result.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "recommender/checkpoint_store.h"
+#include "recommender/metrics_source.h"
+
+namespace vscaler::recommender {
+
+/// The loop's API calls. Called from the loop's one thread.
+class RecommenderApi {
+ public:
+  virtual ~RecommenderApi() = default;
+  /// One pass's inputs for `target` (MetricsSource::read).
+  virtual kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) = 0;
+  /// GET the VerticalScaler ns/name (fresh, before a status write).
+  virtual kube::Result<nlohmann::json, kube::ApiError> get_scaler(const std::string& ns,
+                                                                  const std::string& name) = 0;
+  /// PATCH the scaler's /status with a JSON merge patch carrying metadata.resourceVersion as a
+  /// precondition (a stale one answers 409 Conflict).
+  virtual kube::Result<nlohmann::json, kube::ApiError> patch_scaler_status(
+      const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) = 0;
+  /// CheckpointStore::load.
+  virtual kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(
+      const ScalerId& scaler, const AggregateOptions& options) = 0;
+  /// CheckpointStore::save.
+  virtual kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
+      const ScalerId& scaler, const ScalerHistory& history) = 0;
+  /// CheckpointStore::forget (the scaler is gone).
+  virtual void forget_checkpoint(const ScalerId& scaler) = 0;
+};
+
+/// The real calls, through one kube client.
+class KubeRecommenderApi final : public RecommenderApi {
+ public:
+  /// Calls through `client` with field manager "vscaler".
+  explicit KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options = {});
+
+  kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) override;
+  kube::Result<nlohmann::json, kube::ApiError> get_scaler(const std::string& ns,
+                                                          const std::string& name) override;
+  kube::Result<nlohmann::json, kube::ApiError> patch_scaler_status(
+      const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) override;
+  kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(
+      const ScalerId& scaler, const AggregateOptions& options) override;
+  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& scaler,
+                                                            const ScalerHistory& history) override;
+  void forget_checkpoint(const ScalerId& scaler) override;
+
+ private:
+  kube::Client client_;
+  MetricsSource source_;
+  CheckpointStore checkpoints_;
+};
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,463 @@
+// The recommender loop with one fake (the API calls: inputs, scaler status, checkpoints) and
+// everything else real (ScalerHistory, the estimator, the checkpoint codec, the status builder,
+// the metrics registry): it restores before it folds, publishes once per change with a
+// resourceVersion precondition (a conflict re-reads), keeps the last recommendation on
+// NoMetrics, folds only recommended containers, drops state when not leading, forgets deleted
+// scalers, and its thread stops cleanly with a last checkpoint.
+#include "recommender/loop.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "kube/errors.h"
+
+using namespace vscaler;
+using namespace vscaler::recommender;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kMi = 1024.0 * 1024.0;
+const TimePoint kT0 = from_millis(1'764'547'200'000);
+
+// The one fake: an API server holding one VerticalScaler per name and their checkpoints, and
+// the inputs each target's read returns.
+class FakeApi final : public RecommenderApi {
+ public:
+  std::map<std::string, ScalerInputs> inputs;  // by target name
+  std::map<std::string, json> scalers;         // by scaler name (the stored object)
+  std::map<std::string, json> checkpoints;     // by scaler name
+  std::vector<std::string> calls;
+  int conflicts_to_inject = 0;
+  int status_writes = 0;
+  std::mutex mutex;
+  std::condition_variable written;
+
+  kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("read " + target.name);
+    auto it = inputs.find(target.name);
+    if (it == inputs.end()) {
+      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound, "not found", std::nullopt});
+    }
+    return it->second;
+  }
+  kube::Result<json, kube::ApiError> get_scaler(const std::string&,
+                                                const std::string& name) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("get " + name);
+    auto it = scalers.find(name);
+    if (it == scalers.end()) return kube::fail(kube::make_error(kube::ErrorKind::kNotFound, name));
+    return it->second;
+  }
+  kube::Result<json, kube::ApiError> patch_scaler_status(const std::string&,
+                                                         const std::string& name,
+                                                         const json& patch) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("patch " + name);
+    json& stored = scalers.at(name);
+    if (conflicts_to_inject > 0) {
+      --conflicts_to_inject;
+      bump(stored);  // someone else wrote meanwhile
+    }
+    if (patch["metadata"]["resourceVersion"] != stored["metadata"]["resourceVersion"]) {
+      return kube::fail(kube::make_error(kube::ErrorKind::kConflict, "stale"));
+    }
+    for (const auto& [key, value] : patch["status"].items()) stored["status"][key] = value;
+    bump(stored);
+    ++status_writes;
+    written.notify_all();
+    return stored;
+  }
+  kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(
+      const ScalerId& id, const AggregateOptions& options) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("load " + id.name);
+    LoadedCheckpoint loaded;
+    auto it = checkpoints.find(id.name);
+    if (it == checkpoints.end()) return loaded;
+    loaded.found = true;
+    auto restored = ScalerHistory::restore(it->second, id.uid, options);
+    if (restored.ok()) {
+      loaded.history = std::move(restored).value();
+    } else {
+      loaded.ignored = restored.error();
+    }
+    return loaded;
+  }
+  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& id,
+                                                            const ScalerHistory& history) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("save " + id.name);
+    bool existed = checkpoints.count(id.name) > 0;
+    checkpoints[id.name] = history.checkpoint(id.namespace_, id.name, id.uid);
+    return existed ? SaveOutcome::kUpdated : SaveOutcome::kCreated;
+  }
+  void forget_checkpoint(const ScalerId& id) override {
+    std::lock_guard lock(mutex);
+    calls.push_back("forget " + id.name);
+  }
+
+  int count(const std::string& prefix) {
+    std::lock_guard lock(mutex);
+    int n = 0;
+    for (const auto& call : calls) n += call.rfind(prefix, 0) == 0 ? 1 : 0;
+    return n;
+  }
+
+ private:
+  static void bump(json& object) {
+    auto& rv = object["metadata"]["resourceVersion"];
+    rv = std::to_string(std::stoi(rv.get<std::string>()) + 1);
+  }
+};
+
+json scaler_object(const std::string& name, const std::string& uid, json containers = nullptr) {
+  json spec = {{"deploymentName", name}, {"updateMode", "Off"}};
+  if (!containers.is_null()) spec["containers"] = std::move(containers);
+  return {{"apiVersion", "scaling.vscaler.dev/v1beta1"},
+          {"kind", "VerticalScaler"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "shop"},
+            {"uid", uid},
+            {"generation", 2},
+            {"resourceVersion", "10"},
+            {"creationTimestamp", "2026-11-29T18:00:00Z"}}},
+          {"spec", spec},
+          {"status",
+           {{"conditions",
+             json::array({{{"type", "TargetFound"}, {"status", "True"}, {"reason", "Found"}}})}}}};
+}
+
+PodInfo pod(const std::string& name) {
+  PodInfo p;
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.containers = {{"app", {}, {}}, {"istio-proxy", {}, {}}};
+  return p;
+}
+
+// Inputs of `pods` pods each using 300m / 400Mi in app (and 10m / 50Mi in the sidecar) at
+// minute `minute`.
+ScalerInputs usage(int pods, int minute, bool with_metrics = true) {
+  ScalerInputs in;
+  for (int i = 0; i < pods; ++i) {
+    std::string name = "web-" + std::to_string(i);
+    in.owned_pods.push_back(pod(name));
+    if (with_metrics) {
+      in.metrics.push_back({"shop",
+                            name,
+                            kT0 + std::chrono::minutes(minute),
+                            Duration(15'000),
+                            {{"app", 0.3, 400 * kMi}, {"istio-proxy", 0.01, 50 * kMi}}});
+    }
+  }
+  in.pods_listed = in.owned_pods.size();
+  return in;
+}
+
+struct Fixture {
+  FakeApi api;
+  metrics::Registry registry;
+  std::vector<std::string> published;
+  bool leading = true;
+  std::mutex scalers_mutex;
+  std::vector<std::shared_ptr<const api::Scaler>> scalers;
+
+  void add_scaler(const json& object) {
+    api.scalers[object["metadata"]["name"]] = object;
+    refresh();
+  }
+  // The informer's view: what the fake API server stores now.
+  void refresh() {
+    std::lock_guard lock(scalers_mutex);
+    scalers.clear();
+    for (const auto& [name, object] : api.scalers) {
+      auto parsed = api::parse_scaler(object);
+      REQUIRE(parsed.ok());
+      scalers.push_back(std::make_shared<const api::Scaler>(std::move(parsed).value()));
+    }
+  }
+  LoopHooks hooks() {
+    LoopHooks h;
+    h.scalers = [this] {
+      std::lock_guard lock(scalers_mutex);
+      return scalers;
+    };
+    h.begin_step = [this](std::string_view) { return leading; };
+    h.on_published = [this](const std::string& key) { published.push_back(key); };
+    return h;
+  }
+  const json& condition(const std::string& name) {
+    for (const auto& c : api.scalers.at(name)["status"]["conditions"]) {
+      if (c["type"] == kRecommendationProvided) return c;
+    }
+    static const json none;
+    return none;
+  }
+  std::string rendered() { return registry.render(); }
+};
+
+}  // namespace
+
+TEST_CASE("a full pass publishes the recommendation once; an unchanged pass writes nothing") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(3, 0);
+  auto first = loop.run_pass();
+  CHECK(first.ran);
+  CHECK(first.scalers == 1);
+  CHECK(first.samples == 6);
+  CHECK(first.published == 1);
+  CHECK(f.published == std::vector<std::string>{"shop/web"});
+  const json& status = f.api.scalers.at("web")["status"];
+  REQUIRE(status["recommendation"]["containerRecommendations"].size() == 2);
+  const json& app = status["recommendation"]["containerRecommendations"][0];
+  CHECK(app["containerName"] == "app");
+  CHECK(app["target"]["cpu"] == "352m");  // p90 bucket end of 300m, + 15 %
+  CHECK(f.condition("web")["status"] == "True");
+  CHECK(f.condition("web")["reason"] == "Recommended");
+  CHECK(f.condition("web")["message"] == "3 pods, 3 with metrics, 6 container samples");
+  CHECK(f.condition("web")["observedGeneration"] == 2);
+  // The reconciler's condition is kept; lastRecommendationUpdateTime is never written.
+  CHECK(status["conditions"][0]["type"] == "TargetFound");
+  CHECK_FALSE(status.contains("lastRecommendationUpdateTime"));
+  CHECK(f.rendered().find("vscaler_recommendation{namespace=\"shop\",verticalscaler=\"web\","
+                          "container=\"app\",resource=\"cpu\",bound=\"target\"} 0.352") !=
+        std::string::npos);
+  CHECK(f.rendered().find("vscaler_recommender_samples_total 6") != std::string::npos);
+
+  // The same samples again (metrics-server not scraped since): nothing changes, no write, and
+  // once the informer's copy has caught up not even a read.
+  f.refresh();
+  int gets = f.api.count("get ");
+  auto second = loop.run_pass();
+  CHECK(second.published == 0);
+  CHECK(f.api.status_writes == 1);
+  CHECK(f.api.count("get ") == gets);
+  CHECK(f.published.size() == 1);
+}
+
+TEST_CASE("a status conflict re-reads the scaler and writes again") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(1, 0);
+  f.api.conflicts_to_inject = 2;
+  CHECK(loop.run_pass().published == 1);
+  CHECK(f.api.count("patch web") == 3);
+  CHECK(f.api.count("get web") == 3);
+  CHECK(f.condition("web")["reason"] == "Recommended");
+}
+
+TEST_CASE("reasons: InsufficientHistory, NoMetrics keeps the recommendation, NoPodsMatched") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  // Two pods, metrics for one: not a full pass yet.
+  ScalerInputs partial = usage(2, 0);
+  partial.metrics.pop_back();
+  f.api.inputs["web"] = partial;
+  (void)loop.run_pass();
+  CHECK(f.condition("web")["reason"] == "InsufficientHistory");
+  CHECK(f.condition("web")["status"] == "False");
+  CHECK_FALSE(f.api.scalers.at("web")["status"].contains("recommendation"));
+
+  f.api.inputs["web"] = usage(2, 1);
+  (void)loop.run_pass();
+  CHECK(f.condition("web")["reason"] == "Recommended");
+  json recommendation = f.api.scalers.at("web")["status"]["recommendation"];
+
+  ScalerInputs down = usage(2, 2, false);
+  down.metrics_error = SourceError{SourceErrorKind::kMetricsUnavailable, "503", std::nullopt};
+  f.api.inputs["web"] = down;
+  f.refresh();
+  (void)loop.run_pass();
+  CHECK(f.condition("web")["reason"] == "NoMetrics");
+  CHECK(f.condition("web")["status"] == "False");
+  CHECK(f.condition("web")["message"] == "2 pods, metrics API unavailable: 503");
+  CHECK(f.api.scalers.at("web")["status"]["recommendation"] == recommendation);
+
+  f.api.inputs["web"] = ScalerInputs{};
+  f.refresh();
+  (void)loop.run_pass();
+  CHECK(f.condition("web")["reason"] == "NoPodsMatched");
+  CHECK(f.condition("web")["message"] == "no pod of Deployment/web (0 matched its selector)");
+  CHECK(f.api.scalers.at("web")["status"]["recommendation"] == recommendation);
+}
+
+TEST_CASE("only recommended containers are folded; minAllowed/maxAllowed clamp") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1",
+                             json::array({{{"name", "istio-proxy"}, {"mode", "Off"}},
+                                          {{"name", "app"},
+                                           {"minAllowed", {{"cpu", "500m"}}},
+                                           {"maxAllowed", {{"memory", "300Mi"}}}}})));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(2, 0);
+  CHECK(loop.run_pass().samples == 2);
+  const json& recs =
+      f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"];
+  REQUIRE(recs.size() == 1);
+  CHECK(recs[0]["containerName"] == "app");
+  CHECK(recs[0]["target"]["cpu"] == "500m");
+  CHECK(recs[0]["uncappedTarget"]["cpu"] == "352m");
+  CHECK(recs[0]["target"]["memory"] == "300Mi");
+  const ScalerHistory* history = loop.history("u1");
+  REQUIRE(history != nullptr);
+  CHECK(history->aggregates().count("istio-proxy") == 0);
+}
+
+TEST_CASE("a scaler with only fixed values or Off containers is not read at all") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1",
+                             json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}})));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(2, 0);
+  CHECK(loop.run_pass().scalers == 0);
+  CHECK(f.api.count("read") == 0);
+}
+
+TEST_CASE("the history is restored from the checkpoint before the first fold, and continues") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  json target;
+  {
+    RecommenderLoop first(f.api, f.hooks(), LoopOptions{}, f.registry);
+    for (int m = 0; m < 5; ++m) {
+      f.api.inputs["web"] = usage(3, m);
+      (void)first.run_pass();
+    }
+    CHECK(first.save_checkpoints() == 1);
+    target = f.api.scalers.at("web")["status"]["recommendation"];
+  }
+  metrics::Registry fresh_registry;
+  RecommenderLoop second(f.api, f.hooks(), LoopOptions{}, fresh_registry);
+  f.api.calls.clear();
+  f.api.inputs["web"] = usage(3, 5);
+  (void)second.run_pass();
+  REQUIRE(f.api.calls.size() >= 2);
+  CHECK(f.api.calls[0] == "load web");
+  CHECK(f.api.calls[1] == "read web");
+  const ScalerHistory* history = second.history("u1");
+  REQUIRE(history != nullptr);
+  CHECK(history->aggregates().at("app").state().total_samples_count == 18);
+  // A restored history counts as having had its full pass: Recommended at once.
+  CHECK(f.condition("web")["reason"] == "Recommended");
+  // A checkpoint of another scaler of the same name (other uid) is ignored, never fatal.
+  f.api.scalers["web"]["metadata"]["uid"] = "u2";
+  f.refresh();
+  (void)second.run_pass();
+  REQUIRE(second.history("u2") != nullptr);
+  CHECK(second.history("u2")->aggregates().at("app").state().total_samples_count == 3);
+  CHECK(second.history("u1") == nullptr);  // the old uid is gone: forgotten
+  CHECK(f.api.count("forget web") == 1);
+}
+
+TEST_CASE("not leading: nothing is read or written, and leading again restores first") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(1, 0);
+  (void)loop.run_pass();
+  CHECK(f.api.count("load") == 1);
+  f.leading = false;
+  f.api.calls.clear();
+  CHECK_FALSE(loop.run_pass().ran);
+  CHECK(loop.save_checkpoints() == 0);
+  CHECK(f.api.calls.empty());
+  CHECK(loop.history("u1") == nullptr);
+  CHECK(f.rendered().find("vscaler_recommendation{") == std::string::npos);
+  f.leading = true;
+  (void)loop.run_pass();
+  CHECK(f.api.count("load") == 1);  // a new term: restored again before folding
+  // on_started_leading (a term that began and ended between two passes) also restores.
+  loop.on_started_leading();
+  (void)loop.run_pass();
+  CHECK(f.api.count("load") == 2);
+}
+
+TEST_CASE("a deleted scaler's history and gauges are forgotten") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(1, 0);
+  (void)loop.run_pass();
+  CHECK(f.rendered().find("verticalscaler=\"web\"") != std::string::npos);
+  // Fixed values only now: no longer recommended, its gauges go (its history stays).
+  f.api.scalers["web"]["spec"]["containers"] =
+      json::array({{{"name", "app"}, {"requests", {{"cpu", "100m"}}}}});
+  f.refresh();
+  (void)loop.run_pass();
+  CHECK(f.rendered().find("verticalscaler=\"web\"") == std::string::npos);
+  CHECK(loop.history("u1") != nullptr);
+  f.api.scalers.clear();
+  f.refresh();
+  (void)loop.run_pass();
+  CHECK(loop.history("u1") == nullptr);
+  CHECK(f.api.count("forget web") == 1);
+  CHECK(f.rendered().find("verticalscaler=\"web\"") == std::string::npos);
+}
+
+TEST_CASE("the loop's thread passes on its interval and stops with a last checkpoint") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.api.inputs["web"] = usage(2, 0);
+  LoopOptions options;
+  options.interval = std::chrono::milliseconds(5);
+  options.checkpoint_interval = std::chrono::hours(1);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.start();
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 1; }));
+  }
+  loop.stop();
+  CHECK(f.api.count("save web") == 1);
+  loop.stop();  // idempotent
+  CHECK(f.api.count("save web") == 1);
+}
+
+TEST_CASE("the first pass waits until the scalers are known; becoming leader passes at once") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.api.inputs["web"] = usage(1, 0);
+  std::atomic<bool> synced{false};
+  LoopHooks hooks = f.hooks();
+  hooks.synced = [&synced] { return synced.load(); };
+  LoopOptions options;
+  options.interval = std::chrono::hours(1);  // only the first pass and wake-ups
+  options.checkpoint_interval = std::chrono::hours(1);
+  RecommenderLoop loop(f.api, std::move(hooks), options, f.registry);
+  loop.start();
+  loop.on_started_leading();  // not synced yet: nothing is read
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(f.api.count("read") == 0);
+  synced = true;
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 1; }));
+  }
+  loop.stop();
+}
+
+TEST_CASE("--recommender-interval 0: the loop never runs") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.api.inputs["web"] = usage(2, 0);
+  LoopOptions options;
+  options.interval = std::chrono::milliseconds(0);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.start();
+  loop.stop();
+  CHECK(f.api.calls.empty());
+}
