@@ -125,6 +125,21 @@ class HealthServer::Impl {
 
   void expose_metrics(const Registry& registry) { registry_.store(&registry); }
 
+  void add_page(const std::string& path, PageHandler handler) {
+    server_.Get(
+        path, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+          QueryParams params(req.params.begin(), req.params.end());
+          Page page = handler(params);
+          res.status = page.status;
+          res.set_header("Cache-Control", "no-store");
+          res.set_header("X-Content-Type-Options", "nosniff");
+          // The pages need nothing from elsewhere: a browser must not load anything for them.
+          res.set_header("Content-Security-Policy",
+                         "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+          res.set_content(page.body, page.content_type.c_str());
+        });
+  }
+
   base::Result<base::Unit> start() {
     std::lock_guard lock(mutex_);
     if (listener_.joinable()) return fail("the server for " + address_ + " was already started");
@@ -242,6 +257,10 @@ void HealthServer::add_readiness_check(std::string name, ReadinessCheck check) {
 
 void HealthServer::expose_metrics(const Registry& registry) {
   impl_->expose_metrics(registry);
+}
+
+void HealthServer::add_page(const std::string& path, PageHandler handler) {
+  impl_->add_page(path, std::move(handler));
 }
 
 base::Result<base::Unit> HealthServer::start() {
