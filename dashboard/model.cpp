@@ -67,10 +67,10 @@ void add_totals(Totals& totals, const ContainerView& container) {
   if (container.requests.cpu) totals.requested_cpu += container.requests.cpu->nanos();
   if (container.requests.memory) totals.requested_memory += container.requests.memory->nanos();
   bool recommended = container.policy == "recommended";
-  const auto& cpu = recommended && container.target.cpu ? container.target.cpu
-                                                        : container.requests.cpu;
-  const auto& memory = recommended && container.target.memory ? container.target.memory
-                                                              : container.requests.memory;
+  const auto& cpu =
+      recommended && container.target.cpu ? container.target.cpu : container.requests.cpu;
+  const auto& memory =
+      recommended && container.target.memory ? container.target.memory : container.requests.memory;
   if (cpu) totals.recommended_cpu += cpu->nanos();
   if (memory) totals.recommended_memory += memory->nanos();
 }
@@ -108,10 +108,15 @@ std::string find_time(const std::string& text) {
     }
     if (!match) continue;
     std::size_t end = i + kShape.size();
-    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 text[end] == '.' || text[end] == 'Z' || text[end] == '+' ||
-                                 text[end] == ':' || text[end] == '-')) {
+    while (end < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
+            text[end] == 'Z' || text[end] == '+' || text[end] == ':' || text[end] == '-')) {
       ++end;
+    }
+    // A sentence's full stop or a dash after the time is not part of it.
+    while (end > i + kShape.size() &&
+           std::string_view(".:-+").find(text[end - 1]) != std::string_view::npos) {
+      --end;
     }
     return text.substr(i, end - i);
   }

@@ -94,7 +94,7 @@ struct NamespaceView {
 
 /// The whole page.
 struct Model {
-  std::string generated_at;  ///< RFC 3339
+  std::string generated_at;               ///< RFC 3339
   std::vector<NamespaceView> namespaces;  ///< by name
   Totals totals;
   std::size_t scaler_count = 0;

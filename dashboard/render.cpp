@@ -49,8 +49,9 @@ std::string signed_class(kube::Int128 value) {
 }
 
 void totals_table(std::string& out, const Totals& totals) {
-  out += "<table class=\"totals\"><tr><th></th><th>requested now</th><th>recommended</th>"
-         "<th>savings (requested &minus; recommended)</th></tr>";
+  out +=
+      "<table class=\"totals\"><tr><th></th><th>requested now</th><th>recommended</th>"
+      "<th>savings (requested &minus; recommended)</th></tr>";
   out += "<tr><td>CPU</td><td>" + format_cpu(totals.requested_cpu) + "</td><td>" +
          format_cpu(totals.recommended_cpu) + "</td><td class=\"" +
          signed_class(totals.savings_cpu()) + "\">" + format_signed_cpu(totals.savings_cpu()) +
@@ -90,16 +91,17 @@ void scaler_html(std::string& out, const ScalerView& scaler, std::int64_t now,
     out += "<div class=\"problem\">" + esc(problem.type) + "=" + esc(problem.status) + " " +
            esc(problem.reason) + ": " + esc(problem.message) + "</div>";
   }
-  out += "<table class=\"c\"><tr><th>container</th><th>values</th><th>requests cpu / memory</th>"
-         "<th>limits</th><th>target</th><th>lowerBound</th><th>upperBound</th>"
-         "<th>uncapped</th><th>target, last hours (<span class=\"legend-cpu\">cpu</span>, "
-         "<span class=\"legend-mem\">memory</span>)</th></tr>";
+  out +=
+      "<table class=\"c\"><tr><th>container</th><th>values</th><th>requests cpu / memory</th>"
+      "<th>limits</th><th>target</th><th>lowerBound</th><th>upperBound</th>"
+      "<th>uncapped</th><th>target, last hours (<span class=\"legend-cpu\">cpu</span>, "
+      "<span class=\"legend-mem\">memory</span>)</th></tr>";
   for (const auto& container : scaler.containers) {
     out += "<tr><td>" + esc(container.name) + "</td><td>" + esc(container.policy) + "</td><td>" +
-           pair_cell(container.requests) + "</td><td>" + pair_cell(container.limits) +
-           "</td><td>" + pair_cell(container.target) + "</td><td>" +
-           pair_cell(container.lower_bound) + "</td><td>" + pair_cell(container.upper_bound) +
-           "</td><td>" + pair_cell(container.uncapped_target) + "</td><td>";
+           pair_cell(container.requests) + "</td><td>" + pair_cell(container.limits) + "</td><td>" +
+           pair_cell(container.target) + "</td><td>" + pair_cell(container.lower_bound) +
+           "</td><td>" + pair_cell(container.upper_bound) + "</td><td>" +
+           pair_cell(container.uncapped_target) + "</td><td>";
     std::string chart = render_chart(container.history, now, window);
     out += chart.empty() ? "&mdash;" : chart;
     out += "</td></tr>";
@@ -146,7 +148,8 @@ std::string render_chart(const std::vector<HistoryPoint>& points, std::int64_t n
   const std::int64_t start = now - window;
   auto x_of = [&](std::int64_t t) {
     t = std::clamp(t, start, now);
-    return kPad + static_cast<double>(t - start) * (kWidth - 2 * kPad) / static_cast<double>(window);
+    return kPad +
+           static_cast<double>(t - start) * (kWidth - 2 * kPad) / static_cast<double>(window);
   };
   std::string out = "<svg class=\"chart\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
                     std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
@@ -192,9 +195,10 @@ std::string render_html(const Model& model, const std::string& only_namespace, s
                         std::int64_t window) {
   std::string out;
   out.reserve(4096 + model.scaler_count * 2048);
-  out += "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-         "<title>vscaler dashboard</title><style>";
+  out +=
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>vscaler dashboard</title><style>";
   out += kStyle;
   out += "</style></head><body><header><h1>vscaler dashboard</h1><p>" +
          std::to_string(model.scaler_count) + " scalers in " +
@@ -219,14 +223,15 @@ std::string render_html(const Model& model, const std::string& only_namespace, s
     out += "</section>";
   }
   if (!shown) {
-    out += only_namespace.empty() ? "<p>No VerticalScaler yet.</p>"
-                                  : "<p>No VerticalScaler in namespace " + esc(only_namespace) +
-                                        ".</p>";
+    out += only_namespace.empty()
+               ? "<p>No VerticalScaler yet.</p>"
+               : "<p>No VerticalScaler in namespace " + esc(only_namespace) + ".</p>";
   }
-  out += "<p><small>Requested and recommended are per pod (one replica of each workload); "
-         "savings below zero mean under-provisioned. Charts: the recommended target over the "
-         "last " +
-         std::to_string(window / 3600) + " h as this replica saw it.</small></p></main></body></html>";
+  out +=
+      "<p><small>Requested and recommended are per pod (one replica of each workload); "
+      "savings below zero mean under-provisioned. Charts: the recommended target over the "
+      "last " +
+      std::to_string(window / 3600) + " h as this replica saw it.</small></p></main></body></html>";
   return out;
 }
 
