@@ -166,3 +166,36 @@ TEST_CASE("health: stop right after start never hangs, and the server starts aga
   REQUIRE(healthz);
   CHECK(healthz->status == 200);
 }
+
+TEST_CASE("health: a page handler is served with its content type, status and query") {
+  HealthServer server("127.0.0.1:0");
+  server.add_page("/dashboard", [](const vscaler::metrics::QueryParams& params) {
+    auto it = params.find("namespace");
+    std::string ns = it == params.end() ? "all" : it->second;
+    return vscaler::metrics::Page{"text/html; charset=utf-8", "<p>" + ns + "</p>",
+                                  ns == "missing" ? 404 : 200};
+  });
+  server.add_page("/boom", [](const vscaler::metrics::QueryParams&) -> vscaler::metrics::Page {
+    throw std::runtime_error("boom");
+  });
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto page = client.Get("/dashboard");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body == "<p>all</p>");
+  CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
+  CHECK(page->get_header_value("Content-Security-Policy").starts_with("default-src 'none'"));
+  page = client.Get("/dashboard?namespace=shop");
+  REQUIRE(page);
+  CHECK(page->body == "<p>shop</p>");
+  page = client.Get("/dashboard?namespace=missing");
+  REQUIRE(page);
+  CHECK(page->status == 404);
+  auto boom = client.Get("/boom");
+  REQUIRE(boom);
+  CHECK(boom->status == 500);
+  auto post = client.Post("/dashboard", "x", "text/plain");
+  REQUIRE(post);
+  CHECK(post->status == 405);
+}
