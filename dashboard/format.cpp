@@ -61,6 +61,7 @@ std::string format_cpu(kube::Int128 nanos) {
   // Millicores, rounded away from zero as the API server rounds.
   kube::Int128 millis = (magnitude(nanos) + 999'999) / 1'000'000;
   if (nanos < 0) millis = -millis;
+  if (millis == 0) return "0";
   if (magnitude(millis) < 1000) return std::to_string(static_cast<long long>(millis)) + "m";
   return trimmed(static_cast<double>(millis) / 1000.0, 2);
 }

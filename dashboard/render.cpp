@@ -26,7 +26,7 @@ section.ns{background:#fff;border:1px solid #d0d5dd;border-radius:6px;padding:8p
 table.c{border-collapse:collapse;margin-top:6px;width:100%}table.c th,table.c td{border-bottom:1px solid #e4e7ec;padding:3px 8px;text-align:left;white-space:nowrap}
 table.c th{font-size:12px;color:#475467;font-weight:600}
 .pos{color:#067647}.neg{color:#b42318}.warn{color:#b54708}.problem{color:#b42318}
-svg .cpu{stroke:#1d4ed8}svg .mem{stroke:#c11574}svg polyline{fill:none;stroke-width:1.5}
+svg .bg{fill:#f2f4f7}svg .cpu{stroke:#1d4ed8}svg .mem{stroke:#c11574}svg polyline{fill:none;stroke-width:1.5}
 .legend-cpu{color:#1d4ed8}.legend-mem{color:#c11574}
 )";
 
@@ -153,7 +153,8 @@ std::string render_chart(const std::vector<HistoryPoint>& points, std::int64_t n
   };
   std::string out = "<svg class=\"chart\" width=\"" + std::to_string(kWidth) + "\" height=\"" +
                     std::to_string(kHeight) + "\" viewBox=\"0 0 " + std::to_string(kWidth) + " " +
-                    std::to_string(kHeight) + "\" role=\"img\">";
+                    std::to_string(kHeight) + "\" role=\"img\"><rect class=\"bg\" width=\"" +
+                    std::to_string(kWidth) + "\" height=\"" + std::to_string(kHeight) + "\"/>";
   std::string title;
   for (int series = 0; series < 2; ++series) {
     auto value = [&](const HistoryPoint& p) { return series == 0 ? p.cpu : p.memory; };
@@ -169,8 +170,9 @@ std::string render_chart(const std::vector<HistoryPoint>& points, std::int64_t n
     for (const auto& p : points) {
       auto v = value(p);
       if (!v) continue;
+      // The maximum at 80 % of the height: a flat line stays visible below the top edge.
       double y = kHeight - kPad -
-                 static_cast<double>(*v) / static_cast<double>(top) * (kHeight - 2 * kPad);
+                 static_cast<double>(*v) / static_cast<double>(top) * 0.8 * (kHeight - 2 * kPad);
       double x = x_of(p.time);
       if (last_y) {
         std::snprintf(buffer, sizeof buffer, "%.1f,%.1f ", x, *last_y);

@@ -37,12 +37,11 @@ inline nlohmann::json status_with(const std::string& container, nlohmann::json r
       {"target", {{"ref", "Deployment/web"}}},
       {"containers", nlohmann::json::array({{{"name", container}, {"requests", requests}}})},
       {"recommendation",
-       {{"containerRecommendations",
-         nlohmann::json::array({{{"containerName", container},
-                                 {"target", target},
-                                 {"lowerBound", target},
-                                 {"upperBound", target},
-                                 {"uncappedTarget", target}}})}}}};
+       {{"containerRecommendations", nlohmann::json::array({{{"containerName", container},
+                                                             {"target", target},
+                                                             {"lowerBound", target},
+                                                             {"upperBound", target},
+                                                             {"uncappedTarget", target}}})}}}};
 }
 
 }  // namespace vscaler::dashboard::testing

@@ -64,8 +64,7 @@ TEST_CASE("dashboard model: namespaces and scalers sorted, values beside the rec
 TEST_CASE("dashboard model: fixed values count as neither saving nor missing") {
   json spec{{"deploymentName", "web"},
             {"containers", json::array({{{"name", "app"}, {"requests", {{"cpu", "250m"}}}}})}};
-  auto fixed = scaler("shop", "web", spec,
-                      status_with("app", {{"cpu", "250m"}}, {{"cpu", "50m"}}));
+  auto fixed = scaler("shop", "web", spec, status_with("app", {{"cpu", "250m"}}, {{"cpu", "50m"}}));
   auto model = build_model({fixed}, History(), "now");
   const auto& app = model.namespaces[0].scalers[0].containers[0];
   CHECK(app.policy == "fixed");
@@ -88,8 +87,8 @@ TEST_CASE("dashboard model: last change from status, deferral with its time, pro
         {"status", "False"},
         {"reason", "NotFound"},
         {"message", "Deployment web not found"}}});
-  auto model = build_model({scaler("shop", "web", {{"deploymentName", "web"}}, status)},
-                           History(), "now");
+  auto model =
+      build_model({scaler("shop", "web", {{"deploymentName", "web"}}, status)}, History(), "now");
   const auto& web = model.namespaces[0].scalers[0];
   REQUIRE(web.last_change);
   CHECK(web.last_change->time == "2026-12-01T10:00:00Z");
@@ -120,8 +119,7 @@ TEST_CASE("dashboard model: a scaler without status shows its target from the sp
 
 TEST_CASE("dashboard model: find_time picks the RFC 3339 time out of a message") {
   CHECK(find_time("applies at 2026-12-01T10:10:00Z.") == "2026-12-01T10:10:00Z");
-  CHECK(find_time("not before 2026-12-01T10:10:00.5+01:00, then") ==
-        "2026-12-01T10:10:00.5+01:00");
+  CHECK(find_time("not before 2026-12-01T10:10:00.5+01:00, then") == "2026-12-01T10:10:00.5+01:00");
   CHECK(find_time("applies at the next template change") == "");
   CHECK(find_time("2026-12-01T10:10:0") == "");
 }

@@ -28,7 +28,7 @@ TEST_CASE("dashboard format: escaping and amounts") {
   CHECK(format_cpu(1'000'000'000) == "1");
   CHECK(format_cpu(1'500'000'000) == "1.5");
   CHECK(format_cpu(1) == "1m");  // rounded up to a millicore
-  CHECK(format_cpu(0) == "0m");
+  CHECK(format_cpu(0) == "0");
   CHECK(format_signed_cpu(-300'000'000) == "-300m");
   CHECK(format_signed_cpu(2'250'000'000) == "+2.25");
   vscaler::kube::Int128 mi = vscaler::kube::Int128(1024 * 1024) * 1'000'000'000;
@@ -59,7 +59,7 @@ TEST_CASE("dashboard html: scalers, values, totals; names and messages escaped")
   CHECK(page.find("Deployment/web") != std::string::npos);
   CHECK(page.find("500m / 512Mi") != std::string::npos);  // requests now
   CHECK(page.find("200m / 256Mi") != std::string::npos);  // target
-  CHECK(page.find("+290m") != std::string::npos);  // the savings, signed (side asks 10m)
+  CHECK(page.find("+290m") != std::string::npos);         // the savings, signed (side asks 10m)
   CHECK(page.find("+256Mi") != std::string::npos);
   CHECK(page.find("Conflict") != std::string::npos);
   // Escaped, never raw.
