@@ -59,7 +59,7 @@ Model Dashboard::model_at(std::int64_t now) {
   auto scalers = source_();
   std::lock_guard lock(history_mutex_);
   history_.observe(scalers, now);
-  return build_model(scalers, history_, base::rfc3339_seconds(now));
+  return build_model(scalers, history_, base::rfc3339_seconds(now), &views_);
 }
 
 Model Dashboard::model() {
@@ -73,7 +73,7 @@ std::string Dashboard::html(const std::string& only_namespace) {
 }
 
 std::string Dashboard::json(const std::string& only_namespace) {
-  return render_json(model(), only_namespace).dump(1);
+  return render_json(model(), only_namespace).dump();
 }
 
 }  // namespace vscaler::dashboard

@@ -58,6 +58,7 @@ class Dashboard {
   DashboardOptions options_;
   std::mutex history_mutex_;
   History history_;
+  ViewCache views_;  // under history_mutex_
   std::mutex thread_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

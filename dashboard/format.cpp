@@ -32,7 +32,15 @@ std::string with_sign(kube::Int128 nanos, std::string text) {
 
 std::string html_escape(std::string_view text) {
   std::string out;
-  out.reserve(text.size() + 16);
+  append_escaped(out, text);
+  return out;
+}
+
+void append_escaped(std::string& out, std::string_view text) {
+  if (text.find_first_of("&<>\"'") == std::string_view::npos) {
+    out.append(text);
+    return;
+  }
   for (char c : text) {
     switch (c) {
       case '&':
@@ -54,7 +62,6 @@ std::string html_escape(std::string_view text) {
         out += c;
     }
   }
-  return out;
 }
 
 std::string format_cpu(kube::Int128 nanos) {

@@ -12,6 +12,8 @@ namespace vscaler::dashboard {
 
 /// `text` with & < > " ' replaced by entities: safe in HTML text and in quoted attributes.
 std::string html_escape(std::string_view text);
+/// Appends html_escape(text) to `out` (a text without special characters is appended as it is).
+void append_escaped(std::string& out, std::string_view text);
 /// A CPU amount of `nanos` nanocores: "250m", "1", "1.5" (cores), rounded to millicores.
 std::string format_cpu(kube::Int128 nanos);
 /// A memory amount of `nanos` nanobytes: "512Mi", "1.25Gi", "900Ki", "100" (bytes).

@@ -33,6 +33,17 @@ bool has_fixed(const api::Scaler& scaler) {
   return false;
 }
 
+// Drops what is older than the window, but keeps the newest of those: the chart's line starts
+// from the value that held when the window began.
+bool drop_old(std::deque<HistoryPoint>& ring, std::int64_t window_start) {
+  bool dropped = false;
+  while (ring.size() > 1 && ring[1].time <= window_start) {
+    ring.pop_front();
+    dropped = true;
+  }
+  return dropped;
+}
+
 }  // namespace
 
 std::map<std::string, HistoryPoint, std::less<>> recommended_targets(const json& status,
@@ -69,6 +80,17 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
     inserted = true;
   }
   track.seen = observation_;
+  if (!inserted && track.resource_version == scaler.resource_version) {
+    // The same object as last time: nothing to fold in, but the window still moves.
+    bool dropped = false;
+    for (auto& [name, ring] : track.points) {
+      dropped = drop_old(ring, now - options_.window.count()) || dropped;
+    }
+    if (dropped) track.version = ++next_version_;
+    return;
+  }
+  track.resource_version = scaler.resource_version;
+  track.version = ++next_version_;
   const json& status = scaler.status;
   std::string containers =
       status.is_object() && status.contains("containers") ? status["containers"].dump() : "";
@@ -100,9 +122,7 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
       ring.push_back(point);
     }
     while (ring.size() > options_.points_per_container) ring.pop_front();
-    // Drop what is older than the window, but keep the newest of those: the chart's line starts
-    // from the value that held when the window began.
-    while (ring.size() > 1 && ring[1].time <= window_start) ring.pop_front();
+    drop_old(ring, window_start);
   }
 }
 
@@ -112,6 +132,11 @@ std::vector<HistoryPoint> History::points(std::string_view key, std::string_view
   auto ring = it->second.points.find(container);
   if (ring == it->second.points.end()) return {};
   return {ring->second.begin(), ring->second.end()};
+}
+
+std::uint64_t History::version(std::string_view key) const {
+  auto it = tracks_.find(std::string(key));
+  return it == tracks_.end() ? 0 : it->second.version;
 }
 
 const ObservedChange* History::last_change(std::string_view key) const {

@@ -55,6 +55,9 @@ class History {
   std::vector<HistoryPoint> points(std::string_view key, std::string_view container) const;
   /// The last change observed for `key`, nullptr before any.
   const ObservedChange* last_change(std::string_view key) const;
+  /// A number that moves whenever what History holds for `key` changes (0: not tracked), so a
+  /// view built from it can be reused while it stays.
+  std::uint64_t version(std::string_view key) const;
   /// How many scalers are tracked.
   std::size_t size() const { return tracks_.size(); }
   const HistoryOptions& options() const { return options_; }
@@ -62,6 +65,8 @@ class History {
  private:
   struct Track {
     std::string uid;
+    std::string resource_version;  ///< of the scaler last folded in: unchanged means skip
+    std::uint64_t version = 0;
     std::string containers;  ///< status.containers as JSON text, to see it change
     std::string last_scale_time;
     std::string last_recommendation_time;
@@ -74,6 +79,7 @@ class History {
   HistoryOptions options_;
   std::unordered_map<std::string, Track> tracks_;
   std::uint64_t observation_ = 0;
+  std::uint64_t next_version_ = 0;
 };
 
 /// The target of each container in status.recommendation (name -> point at `now`).

@@ -183,8 +183,28 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
   return view;
 }
 
+std::shared_ptr<const ScalerView> ViewCache::get(const api::Scaler& scaler,
+                                                 const History& history) {
+  std::string key = scaler.key();
+  std::uint64_t history_version = history.version(key);
+  Entry& entry = entries_[std::move(key)];
+  if (!entry.view || entry.resource_version != scaler.resource_version ||
+      entry.history_version != history_version) {
+    entry.view = std::make_shared<const ScalerView>(build_scaler_view(scaler, history));
+    entry.resource_version = scaler.resource_version;
+    entry.history_version = history_version;
+  }
+  entry.used = true;
+  return entry.view;
+}
+
+void ViewCache::sweep() {
+  std::erase_if(entries_, [](const auto& item) { return !item.second.used; });
+  for (auto& [key, entry] : entries_) entry.used = false;
+}
+
 Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers,
-                  const History& history, const std::string& now) {
+                  const History& history, const std::string& now, ViewCache* cache) {
   Model model;
   model.generated_at = now;
   std::map<std::string_view, std::vector<const api::Scaler*>> by_namespace;
@@ -199,13 +219,16 @@ Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers
     view.name = std::string(ns);
     view.scalers.reserve(members.size());
     for (const api::Scaler* scaler : members) {
-      view.scalers.push_back(build_scaler_view(*scaler, history));
-      view.totals.add(view.scalers.back().totals);
+      view.scalers.push_back(cache != nullptr ? cache->get(*scaler, history)
+                                              : std::make_shared<const ScalerView>(
+                                                    build_scaler_view(*scaler, history)));
+      view.totals.add(view.scalers.back()->totals);
     }
     model.totals.add(view.totals);
     model.scaler_count += view.scalers.size();
     model.namespaces.push_back(std::move(view));
   }
+  if (cache != nullptr) cache->sweep();
   return model;
 }
 

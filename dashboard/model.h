@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "api/scaler.h"
@@ -88,7 +89,7 @@ struct ScalerView {
 /// One namespace: its scalers (by name) and their totals.
 struct NamespaceView {
   std::string name;
-  std::vector<ScalerView> scalers;
+  std::vector<std::shared_ptr<const ScalerView>> scalers;
   Totals totals;
 };
 
@@ -100,10 +101,32 @@ struct Model {
   std::size_t scaler_count = 0;
 };
 
+/// Scaler views kept from one page build to the next: a view is reused while its scaler's
+/// resourceVersion and its History::version stay (most scalers do not change between two page
+/// views). Not thread-safe: the owner locks.
+class ViewCache {
+ public:
+  /// The view of `scaler`, built or reused.
+  std::shared_ptr<const ScalerView> get(const api::Scaler& scaler, const History& history);
+  /// Forgets the views not asked for since the last call (scalers that are gone).
+  void sweep();
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    std::string resource_version;
+    std::uint64_t history_version = 0;
+    std::shared_ptr<const ScalerView> view;
+    bool used = false;
+  };
+  std::unordered_map<std::string, Entry> entries_;
+};
+
 /// Builds the page from `scalers` (any order) and `history` (may know scalers that are gone:
-/// they are not shown). `now` is RFC 3339. Pure: no I/O, no clock.
+/// they are not shown). `now` is RFC 3339. `cache` (optional) reuses unchanged views. No I/O,
+/// no clock.
 Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers,
-                  const History& history, const std::string& now);
+                  const History& history, const std::string& now, ViewCache* cache = nullptr);
 
 /// The view of one scaler (build_model applies it to each).
 ScalerView build_scaler_view(const api::Scaler& scaler, const History& history);

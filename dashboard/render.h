@@ -19,6 +19,10 @@ std::string render_html(const Model& model, const std::string& only_namespace, s
 /// bytes).
 nlohmann::json render_json(const Model& model, const std::string& only_namespace);
 
+/// Appends the chart of `points` (as render_chart) to `out`; nothing when there are none.
+void append_chart(std::string& out, const std::vector<HistoryPoint>& points, std::int64_t now,
+                  std::int64_t window);
+
 /// The inline SVG chart of `points` (cpu and memory targets, each scaled to its own maximum)
 /// between now - window and now; "" when there are no points.
 std::string render_chart(const std::vector<HistoryPoint>& points, std::int64_t now,

@@ -12,7 +12,8 @@ namespace vscaler::dashboard::testing {
 
 /// A parsed scaler ns/name with `spec` and `status` (uid "uid-<name>").
 inline std::shared_ptr<const api::Scaler> scaler(const std::string& ns, const std::string& name,
-                                                 nlohmann::json spec, nlohmann::json status) {
+                                                 nlohmann::json spec, nlohmann::json status,
+                                                 const std::string& resource_version = "1") {
   nlohmann::json object{{"apiVersion", "scaling.vscaler.dev/v1beta1"},
                         {"kind", "VerticalScaler"},
                         {"metadata",
@@ -20,7 +21,7 @@ inline std::shared_ptr<const api::Scaler> scaler(const std::string& ns, const st
                           {"namespace", ns},
                           {"uid", "uid-" + name},
                           {"generation", 1},
-                          {"resourceVersion", "1"},
+                          {"resourceVersion", resource_version},
                           {"creationTimestamp", "2026-11-29T18:00:00Z"}}},
                         {"spec", std::move(spec)},
                         {"status", std::move(status)}};
@@ -30,7 +31,7 @@ inline std::shared_ptr<const api::Scaler> scaler(const std::string& ns, const st
 }
 
 /// A status: the template carries `requests` for container `container`, and the recommender
-/// recommends `target` (lower/upper bound at half and twice... as given).
+/// recommends `target` (the bounds and the uncapped target equal to it).
 inline nlohmann::json status_with(const std::string& container, nlohmann::json requests,
                                   nlohmann::json target) {
   return nlohmann::json{

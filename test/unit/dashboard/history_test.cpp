@@ -17,9 +17,11 @@ TEST_CASE("history: a point per changed target, bounded, within the window") {
   options.points_per_container = 3;
   options.window = std::chrono::seconds(1000);
   History history(options);
-  auto at = [](const char* cpu) {
+  int version = 0;  // each write of the status is a new resourceVersion
+  auto at = [&version](const char* cpu) {
     return scaler("shop", "web", {{"deploymentName", "web"}},
-                  status_with("app", {{"cpu", "1"}}, {{"cpu", cpu}, {"memory", "1Gi"}}));
+                  status_with("app", {{"cpu", "1"}}, {{"cpu", cpu}, {"memory", "1Gi"}}),
+                  std::to_string(++version));
   };
   history.observe({at("100m")}, 100);
   history.observe({at("100m")}, 200);  // unchanged: no new point
@@ -56,21 +58,23 @@ TEST_CASE("history: the cause of a change of the template's resources") {
   status["lastScaleTime"] = "2026-12-01T09:00:00Z";
   status["lastRecommendationUpdateTime"] = "2026-12-01T09:00:00Z";
   json spec{{"deploymentName", "web"}};
-  history.observe({scaler("shop", "web", spec, status)}, 100);
+  int version = 0;
+  auto next = [&version] { return std::to_string(++version); };
+  history.observe({scaler("shop", "web", spec, status, next())}, 100);
   CHECK(history.last_change("shop/web") == nullptr);  // nothing seen changing yet
 
   // vscaler patched the template to follow the recommendation.
   status["containers"][0]["requests"]["cpu"] = "200m";
   status["lastScaleTime"] = "2026-12-01T10:00:00Z";
   status["lastRecommendationUpdateTime"] = "2026-12-01T10:00:00Z";
-  history.observe({scaler("shop", "web", spec, status)}, 200);
+  history.observe({scaler("shop", "web", spec, status, next())}, 200);
   REQUIRE(history.last_change("shop/web") != nullptr);
   CHECK(history.last_change("shop/web")->cause == "bounds");
   CHECK(history.last_change("shop/web")->time == "2026-12-01T10:00:00Z");
 
   // The template changed without a write of vscaler's: the admission hook set it.
   status["containers"][0]["requests"]["cpu"] = "250m";
-  history.observe({scaler("shop", "web", spec, status)}, 1'764'590'400);
+  history.observe({scaler("shop", "web", spec, status, next())}, 1'764'590'400);
   CHECK(history.last_change("shop/web")->cause == "admission");
   CHECK(history.last_change("shop/web")->time == "2025-12-01T12:00:00Z");
 
@@ -79,7 +83,24 @@ TEST_CASE("history: the cause of a change of the template's resources") {
              {"containers", json::array({{{"name", "app"}, {"requests", {{"cpu", "1"}}}}})}};
   status["containers"][0]["requests"]["cpu"] = "1";
   status["lastScaleTime"] = "2026-12-01T11:00:00Z";
-  history.observe({scaler("shop", "web", fixed, status)}, 400);
+  history.observe({scaler("shop", "web", fixed, status, next())}, 400);
   CHECK(history.last_change("shop/web")->cause == "fixed value");
   CHECK(history.last_change("shop/web")->time == "2026-12-01T11:00:00Z");
+}
+
+TEST_CASE("history: an unchanged object (same resourceVersion) is not folded in again") {
+  History history;
+  json spec{{"deploymentName", "web"}};
+  auto first = scaler("shop", "web", spec, status_with("app", {{"cpu", "1"}}, {{"cpu", "1"}}), "7");
+  history.observe({first}, 100);
+  auto version = history.version("shop/web");
+  CHECK(version != 0);
+  history.observe({first}, 200);
+  CHECK(history.version("shop/web") == version);
+  CHECK(history.points("shop/web", "app").size() == 1);
+  auto second =
+      scaler("shop", "web", spec, status_with("app", {{"cpu", "1"}}, {{"cpu", "2"}}), "8");
+  history.observe({second}, 300);
+  CHECK(history.version("shop/web") != version);
+  CHECK(history.points("shop/web", "app").size() == 2);
 }

@@ -110,6 +110,8 @@ TEST_CASE("dashboard chart: a step line per resource up to now, nothing without 
   std::string svg = render_chart(points, 1000, 100);
   CHECK(svg.starts_with("<svg"));
   CHECK(svg.find("class=\"cpu\"") != std::string::npos);
+  // cpu 100 then 200 (the top, at 80 % of the plot) at x 2 and 80, held until now (x 158).
+  CHECK(svg.find("<path class=\"cpu\" d=\"M2,22H80V9H158\"/>") != std::string::npos);
   CHECK(svg.find("class=\"mem\"") != std::string::npos);
   CHECK(svg.find("<script") == std::string::npos);
 }
