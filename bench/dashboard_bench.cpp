@@ -44,29 +44,28 @@ std::shared_ptr<const vscaler::api::Scaler> make_scaler(int i, int round) {
                                {"uncappedTarget", {{"cpu", cpu}, {"memory", memory}}}});
   }
   std::string name = "scaler-" + std::to_string(i);
-  json object{
-      {"apiVersion", "scaling.vscaler.dev/v1beta1"},
-      {"kind", "VerticalScaler"},
-      {"metadata",
-       {{"name", name},
-        {"namespace", "team-" + std::to_string(i % kNamespaces)},
-        {"uid", "uid-" + std::to_string(i)},
-        {"generation", 1},
-        {"resourceVersion", std::to_string(round + 1)},
-        {"creationTimestamp", "2026-11-29T18:00:00Z"}}},
-      {"spec", {{"deploymentName", name}}},
-      {"status",
-       {{"target", {{"ref", "Deployment/" + name}}},
-        {"containers", containers},
-        {"recommendation", {{"containerRecommendations", recommendations}}},
-        {"lastScaleTime", "2026-12-01T10:00:00Z"},
-        {"lastRecommendationUpdateTime", "2026-12-01T10:00:00Z"},
-        {"conditions",
-         json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "UpToDate"}},
-                      {{"type", "Scaled"},
-                       {"status", i % 10 == 0 ? "False" : "True"},
-                       {"reason", i % 10 == 0 ? "Deferred" : "Applied"},
-                       {"message", "next change allowed at 2026-12-01T10:10:00Z"}}})}}}};
+  json object{{"apiVersion", "scaling.vscaler.dev/v1beta1"},
+              {"kind", "VerticalScaler"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "team-" + std::to_string(i % kNamespaces)},
+                {"uid", "uid-" + std::to_string(i)},
+                {"generation", 1},
+                {"resourceVersion", std::to_string(round + 1)},
+                {"creationTimestamp", "2026-11-29T18:00:00Z"}}},
+              {"spec", {{"deploymentName", name}}},
+              {"status",
+               {{"target", {{"ref", "Deployment/" + name}}},
+                {"containers", containers},
+                {"recommendation", {{"containerRecommendations", recommendations}}},
+                {"lastScaleTime", "2026-12-01T10:00:00Z"},
+                {"lastRecommendationUpdateTime", "2026-12-01T10:00:00Z"},
+                {"conditions",
+                 json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "UpToDate"}},
+                              {{"type", "Scaled"},
+                               {"status", i % 10 == 0 ? "False" : "True"},
+                               {"reason", i % 10 == 0 ? "Deferred" : "Applied"},
+                               {"message", "next change allowed at 2026-12-01T10:10:00Z"}}})}}}};
   auto parsed = vscaler::api::parse_scaler(object);
   if (!parsed.ok()) {
     std::fprintf(stderr, "dashboard_bench: %s\n", parsed.error().c_str());

@@ -207,9 +207,10 @@ std::string render_html(const Model& model, const std::string& only_namespace, s
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       "<title>vscaler dashboard</title><style>");
   html.raw(kStyle).raw("</style></head><body><header><h1>vscaler dashboard</h1><p>");
-  html.number(static_cast<long long>(model.scaler_count)).raw(" scalers in ");
-  html.number(static_cast<long long>(model.namespaces.size()))
-      .raw(" namespaces &middot; generated ");
+  html.number(static_cast<long long>(model.scaler_count));
+  html.raw(model.scaler_count == 1 ? " scaler in " : " scalers in ");
+  html.number(static_cast<long long>(model.namespaces.size()));
+  html.raw(model.namespaces.size() == 1 ? " namespace" : " namespaces").raw(" &middot; generated ");
   html.text(model.generated_at);
   html.raw(
       " &middot; <a style=\"color:#fff\" href=\"dashboard.json\">JSON</a></p></header><main>"
@@ -226,7 +227,7 @@ std::string render_html(const Model& model, const std::string& only_namespace, s
     shown = true;
     html.raw("<section class=\"ns\" id=\"ns-").text(ns.name).raw("\"><h2>Namespace ");
     html.text(ns.name).raw(" <small>(").number(static_cast<long long>(ns.scalers.size()));
-    html.raw(" scalers)</small></h2>");
+    html.raw(ns.scalers.size() == 1 ? " scaler)</small></h2>" : " scalers)</small></h2>");
     totals_table(html, ns.totals);
     for (const auto& scaler : ns.scalers) scaler_html(html, out, *scaler, now, window);
     html.raw("</section>");
