@@ -64,7 +64,7 @@ assert any(c["type"] == "Reviewed" for c in s["api"]["conditions"])'
 }
 eventually 30 shown
 
-dom=$(mktemp /tmp/vscaler-dashboard-dom.XXXXXX)
+dom=$WORK_DIR/dashboard.html  # removed with the operator's work dir at exit
 start=$SECONDS
 "$ROOT/scripts/browser.sh" dom "$base/dashboard?namespace=$ns" >"$dom" || fail "chromium did not render the page"
 echo "ok: chromium rendered the page in $((SECONDS - start))s"
@@ -99,5 +99,4 @@ BROWSER_LOG=/dev/null "$ROOT/scripts/browser.sh" screenshot "$base/dashboard?nam
   fail "no screenshot"
 [ "$(head -c 8 "$artifact" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$artifact is not a PNG"
 echo "ok: screenshot $artifact ($(stat -c %s "$artifact") bytes, $((SECONDS - start))s)"
-rm -f "$dom"
 echo "PASS"
