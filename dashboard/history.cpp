@@ -25,6 +25,10 @@ std::optional<kube::Int128> quantity_at(const json& resources, const char* key) 
   return parsed->nanos();
 }
 
+std::uint64_t hash(std::string_view text) {
+  return std::hash<std::string_view>{}(text);
+}
+
 // True when any container the scaler names has fixed values.
 bool has_fixed(const api::Scaler& scaler) {
   for (const auto& entry : scaler.containers) {
@@ -92,16 +96,17 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
   track.resource_version = scaler.resource_version;
   track.version = ++next_version_;
   const json& status = scaler.status;
-  std::string containers =
-      status.is_object() && status.contains("containers") ? status["containers"].dump() : "";
+  bool reported = status.is_object() && status.contains("containers");
+  std::uint64_t containers = reported ? hash(status["containers"].dump()) : 0;
   std::string scale_time = string_at(status, "lastScaleTime");
   std::string recommendation_time = string_at(status, "lastRecommendationUpdateTime");
-  bool first_report = track.containers.empty() && scale_time == track.last_scale_time;
+  std::uint64_t scale_hash = hash(scale_time), recommendation_hash = hash(recommendation_time);
+  bool first_report = !track.reported && scale_hash == track.last_scale_time;
   if (!inserted && containers != track.containers && !first_report) {
     ObservedChange change;
-    if (recommendation_time != track.last_recommendation_time && !recommendation_time.empty()) {
+    if (recommendation_hash != track.last_recommendation_time && !recommendation_time.empty()) {
       change = {recommendation_time, "bounds"};
-    } else if (scale_time != track.last_scale_time && !scale_time.empty()) {
+    } else if (scale_hash != track.last_scale_time && !scale_time.empty()) {
       change = {scale_time, has_fixed(scaler) ? "fixed value" : "patch"};
     } else {
       // The template changed and vscaler did not write it: the admission hook set the values in
@@ -111,9 +116,10 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
     track.change = std::move(change);
   }
   track.uid = scaler.uid;
-  track.containers = std::move(containers);
-  track.last_scale_time = std::move(scale_time);
-  track.last_recommendation_time = std::move(recommendation_time);
+  track.containers = containers;
+  track.reported = reported;
+  track.last_scale_time = scale_hash;
+  track.last_recommendation_time = recommendation_hash;
 
   auto window_start = now - options_.window.count();
   for (auto& [name, point] : recommended_targets(status, now)) {
@@ -127,7 +133,7 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
 }
 
 std::vector<HistoryPoint> History::points(std::string_view key, std::string_view container) const {
-  auto it = tracks_.find(std::string(key));
+  auto it = tracks_.find(key);
   if (it == tracks_.end()) return {};
   auto ring = it->second.points.find(container);
   if (ring == it->second.points.end()) return {};
@@ -135,12 +141,12 @@ std::vector<HistoryPoint> History::points(std::string_view key, std::string_view
 }
 
 std::uint64_t History::version(std::string_view key) const {
-  auto it = tracks_.find(std::string(key));
+  auto it = tracks_.find(key);
   return it == tracks_.end() ? 0 : it->second.version;
 }
 
 const ObservedChange* History::last_change(std::string_view key) const {
-  auto it = tracks_.find(std::string(key));
+  auto it = tracks_.find(key);
   if (it == tracks_.end() || !it->second.change) return nullptr;
   return &*it->second.change;
 }

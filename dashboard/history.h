@@ -67,9 +67,12 @@ class History {
     std::string uid;
     std::string resource_version;  ///< of the scaler last folded in: unchanged means skip
     std::uint64_t version = 0;
-    std::string containers;  ///< status.containers as JSON text, to see it change
-    std::string last_scale_time;
-    std::string last_recommendation_time;
+    // Hashes of status.containers (as JSON text), lastScaleTime and lastRecommendationUpdateTime:
+    // enough to see them change, at 8 bytes each per scaler.
+    std::uint64_t containers = 0;
+    std::uint64_t last_scale_time = 0;
+    std::uint64_t last_recommendation_time = 0;
+    bool reported = false;  ///< status.containers was present
     std::map<std::string, std::deque<HistoryPoint>, std::less<>> points;
     std::optional<ObservedChange> change;
     std::uint64_t seen = 0;  ///< the observation that last saw it
@@ -77,7 +80,13 @@ class History {
   void observe_one(const api::Scaler& scaler, std::int64_t now);
 
   HistoryOptions options_;
-  std::unordered_map<std::string, Track> tracks_;
+  struct KeyHash {  // lookups by string_view, without a copy of the key
+    using is_transparent = void;
+    std::size_t operator()(std::string_view key) const {
+      return std::hash<std::string_view>{}(key);
+    }
+  };
+  std::unordered_map<std::string, Track, KeyHash, std::equal_to<>> tracks_;
   std::uint64_t observation_ = 0;
   std::uint64_t next_version_ = 0;
 };

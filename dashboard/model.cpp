@@ -25,15 +25,14 @@ std::string string_at(const json& object, const char* key) {
 
 std::optional<kube::Quantity> quantity_at(const json& resources, const char* key) {
   const json& value = member(resources, key);
-  std::string text;
+  kube::Result<kube::Quantity> parsed = base::fail("not a quantity");
   if (value.is_string()) {
-    text = value.get<std::string>();
+    parsed = kube::Quantity::parse(value.get_ref<const std::string&>());
   } else if (value.is_number_integer()) {
-    text = std::to_string(value.get<std::int64_t>());
+    parsed = kube::Quantity::parse(std::to_string(value.get<std::int64_t>()));
   } else {
     return std::nullopt;
   }
-  auto parsed = kube::Quantity::parse(text);
   if (!parsed.ok()) return std::nullopt;
   return *parsed;
 }
