@@ -87,6 +87,18 @@ std::optional<ChangeView> change_from_status(const api::Scaler& scaler) {
   return ChangeView{scale_time, fixed ? "fixed value" : "patch"};
 }
 
+// "Kind/name" from the spec, for a scaler not reconciled yet. Written for both forms of
+// api::Scaler (a `target` TargetRef, or the older `deployment_name`) so this folder builds on
+// either side of that change; once merged, `scaler.target.ref()` alone will do.
+template <typename S>
+std::string spec_target(const S& scaler) {
+  if constexpr (requires { scaler.target.ref(); }) {
+    return scaler.target.ref();
+  } else {
+    return "Deployment/" + scaler.deployment_name;
+  }
+}
+
 }  // namespace
 
 void Totals::add(const Totals& other) {
@@ -128,7 +140,7 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
   view.ns = scaler.ns;
   view.name = scaler.name;
   view.target = string_at(member(status, "target"), "ref");
-  if (view.target.empty()) view.target = "Deployment/" + scaler.deployment_name;
+  if (view.target.empty()) view.target = spec_target(scaler);
   view.mode = std::string(api::to_string(scaler.update_mode));
   view.last_recommendation_update_time = string_at(status, "lastRecommendationUpdateTime");
 
