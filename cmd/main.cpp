@@ -15,6 +15,7 @@
 #include "cmd/options.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
+#include "dashboard/routes.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "metrics/health_server.h"
@@ -171,8 +172,12 @@ int run(const cmd::Options& options) {
   metrics::HealthServer health(options.health_addr);
   health.add_readiness_check("informer-synced", [&manager] { return manager.synced(); });
   health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
+  // /dashboard and /dashboard.json beside /metrics, from the scalers in memory (declared first:
+  // it outlives the server that calls it).
+  dashboard::Dashboard board([&manager] { return manager.store().snapshot(); });
   metrics::HealthServer metrics_server(options.metrics_addr);
   metrics_server.expose_metrics(registry);
+  dashboard::serve(metrics_server, board);
 
   manager.start();
   if (auto started = server.start(); !started.ok()) {
@@ -213,6 +218,7 @@ int run(const cmd::Options& options) {
   (*leadership)->stop();
   health.stop();
   metrics_server.stop();
+  board.stop();
   certs.stop();
   log::info(kLogger, "stopped");
   return 0;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -56,7 +57,17 @@ class HealthServer::Impl {
     // Probes and scrapes are a handful of small GETs: a small pool, one request per connection
     // (the kubelet's prober does not reuse connections anyway), and short timeouts. A refused
     // body therefore never becomes the next request.
-    server_.new_task_queue = [] { return new httplib::ThreadPool(8); };
+    // httplib calls the factory from listen_after_bind() right after it marks itself running, so
+    // the call is its "ready" signal: from then on stop() shuts the listener down (before it,
+    // stop() would be a no-op and the join would hang). start() waits for it.
+    server_.new_task_queue = [this] {
+      {
+        std::lock_guard lock(state_mutex_);
+        running_ = true;
+      }
+      state_changed_.notify_all();
+      return new httplib::ThreadPool(8);
+    };
     server_.set_socket_options(listen_socket_options);
     server_.set_tcp_nodelay(true);
     server_.set_keep_alive_max_count(1);
@@ -114,6 +125,21 @@ class HealthServer::Impl {
 
   void expose_metrics(const Registry& registry) { registry_.store(&registry); }
 
+  void add_page(const std::string& path, PageHandler handler) {
+    server_.Get(
+        path, [handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+          QueryParams params(req.params.begin(), req.params.end());
+          Page page = handler(params);
+          res.status = page.status;
+          res.set_header("Cache-Control", "no-store");
+          res.set_header("X-Content-Type-Options", "nosniff");
+          // The pages need nothing from elsewhere: a browser must not load anything for them.
+          res.set_header("Content-Security-Policy",
+                         "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+          res.set_content(page.body, page.content_type.c_str());
+        });
+  }
+
   base::Result<base::Unit> start() {
     std::lock_guard lock(mutex_);
     if (listener_.joinable()) return fail("the server for " + address_ + " was already started");
@@ -127,13 +153,22 @@ class HealthServer::Impl {
     }
     if (port < 0) return fail("cannot listen on " + address_ + ": " + std::strerror(errno));
     port_.store(port);
-    done_.store(false);
+    {
+      std::lock_guard state(state_mutex_);
+      running_ = false;
+      done_ = false;
+    }
     listener_ = std::thread([this] {
       server_.listen_after_bind();
-      done_.store(true);
+      {
+        std::lock_guard state(state_mutex_);
+        done_ = true;
+      }
+      state_changed_.notify_all();
     });
-    while (!server_.is_running() && !done_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    {
+      std::unique_lock state(state_mutex_);
+      state_changed_.wait(state, [this] { return running_ || done_; });
     }
     log::info(kLogger, "listening",
               {{"address", address_},
@@ -204,7 +239,10 @@ class HealthServer::Impl {
   CounterFamily& errors_;
   httplib::Server server_;
   std::thread listener_;
-  std::atomic<bool> done_{true};
+  std::mutex state_mutex_;  // running_, done_
+  std::condition_variable state_changed_;
+  bool running_ = false;  // the listener loop has started: stop() now ends it
+  bool done_ = true;      // the listener thread has returned
   std::atomic<int> port_{0};
 };
 
@@ -219,6 +257,10 @@ void HealthServer::add_readiness_check(std::string name, ReadinessCheck check) {
 
 void HealthServer::expose_metrics(const Registry& registry) {
   impl_->expose_metrics(registry);
+}
+
+void HealthServer::add_page(const std::string& path, PageHandler handler) {
+  impl_->add_page(path, std::move(handler));
 }
 
 base::Result<base::Unit> HealthServer::start() {

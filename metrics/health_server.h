@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,6 +21,20 @@ namespace vscaler::metrics {
 /// thread-safe (an atomic flag read). An exception counts as not ready, and is logged and counted
 /// (vscaler_health_errors_total{what="readiness_check"}).
 using ReadinessCheck = std::function<bool()>;
+
+/// What a page handler answers: a body of `content_type` with `status`.
+struct Page {
+  std::string content_type = "text/html; charset=utf-8";
+  std::string body;
+  int status = 200;
+};
+
+/// Query parameters of a GET (name -> value; a repeated name keeps every value).
+using QueryParams = std::multimap<std::string, std::string>;
+
+/// A read-only page served beside /metrics (the dashboard); called on the server's threads, so it
+/// must be thread-safe. An exception becomes a 500 and is counted.
+using PageHandler = std::function<Page(const QueryParams& params)>;
 
 /// Serves /healthz, /readyz and, once expose_metrics() is called, /metrics over plain HTTP.
 /// Only GET and HEAD are answered; a request with a body is refused before the body is read.
@@ -38,6 +53,9 @@ class HealthServer {
   void add_readiness_check(std::string name, ReadinessCheck check);
   /// Serves `registry` at /metrics. `registry` must outlive the server. Call before start().
   void expose_metrics(const Registry& registry);
+  /// Serves GET `path` with `handler` (keeps metrics/ unaware of what renders it). Call before
+  /// start().
+  void add_page(const std::string& path, PageHandler handler);
 
   /// Binds and serves on threads of its own; the error says why binding failed.
   base::Result<base::Unit> start();

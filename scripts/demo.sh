@@ -100,6 +100,9 @@ k -n shop get events --field-selector involvedObject.kind=VerticalScaler \
 
 step "9. what vscaler counted"
 curl -fsS http://127.0.0.1:18080/metrics | grep -E '^(vscaler_|controller_runtime_reconcile_total|controller_runtime_webhook_requests_total)' | sed 's/^/   /'
+step "10. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
+echo "   http://127.0.0.1:18080/dashboard?namespace=shop   (every namespace: /dashboard; JSON: /dashboard.json)"
 echo
 echo "Done. Try: KUBECONFIG=$KUBECONFIG $KUBECTL -n shop get vsc,deploy"
+echo "Dashboard: http://127.0.0.1:18080/dashboard"
 echo "Stop everything: make demo-down"

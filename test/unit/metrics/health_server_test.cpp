@@ -147,3 +147,55 @@ TEST_CASE("health: all interfaces, and a port in use reported") {
   HealthServer bad("nonsense");
   CHECK_FALSE(bad.start().ok());
 }
+
+TEST_CASE("health: stop right after start never hangs, and the server starts again") {
+  // start() returns once the listener loop runs, so an immediate stop() always ends it (a stop
+  // that came first would be lost and the join would hang).
+  for (int round = 0; round < 50; ++round) {
+    HealthServer server("127.0.0.1:0");
+    REQUIRE(server.start().ok());
+    server.stop();
+    server.stop();  // idempotent
+  }
+  HealthServer again("127.0.0.1:0");
+  REQUIRE(again.start().ok());
+  again.stop();
+  REQUIRE(again.start().ok());
+  httplib::Client client("127.0.0.1", again.port());
+  auto healthz = client.Get("/healthz");
+  REQUIRE(healthz);
+  CHECK(healthz->status == 200);
+}
+
+TEST_CASE("health: a page handler is served with its content type, status and query") {
+  HealthServer server("127.0.0.1:0");
+  server.add_page("/dashboard", [](const vscaler::metrics::QueryParams& params) {
+    auto it = params.find("namespace");
+    std::string ns = it == params.end() ? "all" : it->second;
+    return vscaler::metrics::Page{"text/html; charset=utf-8", "<p>" + ns + "</p>",
+                                  ns == "missing" ? 404 : 200};
+  });
+  server.add_page("/boom", [](const vscaler::metrics::QueryParams&) -> vscaler::metrics::Page {
+    throw std::runtime_error("boom");
+  });
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  auto page = client.Get("/dashboard");
+  REQUIRE(page);
+  CHECK(page->status == 200);
+  CHECK(page->body == "<p>all</p>");
+  CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
+  CHECK(page->get_header_value("Content-Security-Policy").starts_with("default-src 'none'"));
+  page = client.Get("/dashboard?namespace=shop");
+  REQUIRE(page);
+  CHECK(page->body == "<p>shop</p>");
+  page = client.Get("/dashboard?namespace=missing");
+  REQUIRE(page);
+  CHECK(page->status == 404);
+  auto boom = client.Get("/boom");
+  REQUIRE(boom);
+  CHECK(boom->status == 500);
+  auto post = client.Post("/dashboard", "x", "text/plain");
+  REQUIRE(post);
+  CHECK(post->status == 405);
+}

@@ -1,0 +1,13 @@
+// serve: puts the dashboard's pages on a metrics server and starts its sampler.
+#pragma once
+
+#include "dashboard/dashboard.h"
+#include "metrics/health_server.h"
+
+namespace vscaler::dashboard {
+
+/// Registers GET /dashboard (HTML; ?namespace=NAME for one namespace) and /dashboard.json on
+/// `server` (before its start()) and starts `board`'s sampler. `board` must outlive `server`.
+void serve(metrics::HealthServer& server, Dashboard& board);
+
+}  // namespace vscaler::dashboard
