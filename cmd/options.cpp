@@ -33,6 +33,11 @@ Flags:
   --leader-election-namespace NS
                         where the Lease lives (default: the pod's namespace, from $POD_NAMESPACE
                         or the service account, else vscaler-system)
+  --min-update-interval DUR
+                        least time between two recommendation-driven template patches of one
+                        workload (default 10m)
+  --recommender-interval DUR
+                        how often usage is sampled; 0 turns recommendations off (default 1m)
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -108,6 +113,20 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          if (!period.ok()) return kube::fail("--resync-period: " + period.error());
          if (period->count() < 100) return kube::fail("--resync-period: must be at least 100ms");
          options.resync_period = *period;
+         return kube::Unit{};
+       }},
+      {"--min-update-interval",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto interval = parse_duration(value);
+         if (!interval.ok()) return kube::fail("--min-update-interval: " + interval.error());
+         options.min_update_interval = *interval;
+         return kube::Unit{};
+       }},
+      {"--recommender-interval",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto interval = parse_duration(value);
+         if (!interval.ok()) return kube::fail("--recommender-interval: " + interval.error());
+         options.recommender_interval = *interval;
          return kube::Unit{};
        }},
       {"--log-level",

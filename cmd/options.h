@@ -26,6 +26,11 @@ struct Options {
   bool leader_elect = false;
   /// Where the Lease lives; empty: the pod's namespace (see kube::default_lease_namespace()).
   std::string leader_election_namespace;
+  /// --min-update-interval: least time between two recommendation-driven template patches of
+  /// one workload.
+  std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// --recommender-interval: how often usage is sampled; 0 turns recommendations off.
+  std::chrono::milliseconds recommender_interval{std::chrono::minutes(1)};
   bool help = false;
   bool version = false;
 };

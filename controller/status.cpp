@@ -22,6 +22,7 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
   status["target"] = std::move(target);
   if (report.containers) status["containers"] = *report.containers;
   if (report.scaled_now) status["lastScaleTime"] = now;
+  if (report.recommendation_applied_now) status["lastRecommendationUpdateTime"] = now;
 
   json conditions = status.contains("conditions") && status["conditions"].is_array()
                         ? status["conditions"]

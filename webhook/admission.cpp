@@ -203,7 +203,8 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
     kOperation = 64,
     kDryRun = 128,
     kObject = 256,
-    kOldObject = 512
+    kOldObject = 512,
+    kOptions = 1024
   };
   unsigned seen = 0;
   auto once = [&seen](Seen bit, std::string_view key) -> Result<kube::Unit> {
@@ -250,6 +251,17 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
         out.dry_run = value.get_bool().value_unsafe();
       } else if (value.type() != ElementType::NULL_VALUE) {
         return fail(wrong_type("request.dryRun", "a boolean", value));
+      }
+    } else if (key == "options") {
+      if (!(step = once(kOptions, key))) return fail(std::move(step).error());
+      // CreateOptions / UpdateOptions / DeleteOptions; only fieldManager is read, and a value of
+      // an unexpected type is ignored (it decides nothing but skipping vscaler's own writes).
+      if (value.type() == ElementType::OBJECT) {
+        simdjson::dom::element manager;
+        if (!value.get_object().value_unsafe().at_key("fieldManager").get(manager) &&
+            manager.type() == ElementType::STRING) {
+          out.field_manager = std::string(manager.get_string().value_unsafe());
+        }
       }
     } else if (key == "object") {
       if (!(step = once(kObject, key))) return fail(std::move(step).error());

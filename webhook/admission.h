@@ -44,7 +44,7 @@ struct GroupVersionResource {
 };
 
 /// The parts of an AdmissionReview request vscaler's handlers read. Deliberately absent:
-/// userInfo and options, which nothing in vscaler may trust or needs.
+/// userInfo, which nothing in vscaler may trust; of options only the field manager.
 struct AdmissionRequest {
   /// Echoed in the response; the API server matches answers by it. Never empty.
   std::string uid;
@@ -60,6 +60,8 @@ struct AdmissionRequest {
   Operation operation = Operation::kCreate;
   /// True for `--dry-run=server` requests: no side effects allowed.
   bool dry_run = false;
+  /// request.options.fieldManager ("" when absent): vscaler's own writes say "vscaler".
+  std::string field_manager;
   /// request.object: null on DELETE. Whole, or projected (see Projection).
   nlohmann::json object;
   /// request.oldObject: null on CREATE and CONNECT. Whole, or projected.

@@ -3,17 +3,60 @@
 #include "api/resources.h"
 #include "base/log.h"
 #include "kube/object_meta.h"
+#include "recommender/desired.h"
 
 namespace vscaler::webhook {
 namespace {
 
 using nlohmann::json;
 
+/// The field manager of vscaler's own writes (controller::kFieldManager).
+constexpr std::string_view kOwnFieldManager = "vscaler";
+
+/// What the admission patch sets for `scaler` (Auto or Initial) on a CREATE or UPDATE.
+struct AdmissionValues {
+  api::DesiredResources desired;  ///< per container, in place of the declared values
+  bool recommended = false;       ///< some container's values come from a recommendation
+};
+
+AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request) {
+  AdmissionValues values;
+  if (request.operation == Operation::kUpdate &&
+      api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object)) {
+    // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
+    // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
+    // declared values (which is what vscaler made the template carry).
+    values.desired = api::controlled_values_of(scaler, request.old_object);
+    if (scaler.update_mode == api::UpdateMode::kAuto) {
+      std::erase_if(values.desired, [&scaler](const auto& item) {
+        const api::ContainerResources* entry = scaler.entry_for(item.first);
+        return entry != nullptr && entry->fixed();
+      });
+    }
+    return values;
+  }
+  // A CREATE or a real template change: the write rolls out anyway, so it carries the latest
+  // values (Initial's only chance, Auto's fast path).
+  auto status =
+      scaler.status.is_object() ? scaler.status.find("recommendation") : scaler.status.end();
+  if (!scaler.status.is_object() || status == scaler.status.end()) return values;
+  auto recommendations = recommender::parse_recommendation(*status);
+  if (!recommendations.ok()) return values;  // the reconciler logs it
+  auto containers = recommender::recommended_containers(scaler, request.object, *recommendations);
+  values.desired = std::move(containers.desired);
+  values.recommended = !values.desired.empty();
+  return values;
+}
+
 }  // namespace
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
-                                     controller::HintSink& hints, metrics::Counter& enqueued)
-    : store_(store), hints_(hints), enqueued_(enqueued) {}
+                                     controller::HintSink& hints, metrics::Counter& enqueued,
+                                     metrics::Counter* recommendation_applied)
+    : store_(store),
+      hints_(hints),
+      enqueued_(enqueued),
+      recommendation_applied_(recommendation_applied) {}
 
 const Projection& DeploymentHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -22,8 +65,7 @@ const Projection& DeploymentHandler::projection() {
       "/metadata/uid",
       "/metadata/generation",
       "/metadata/deletionTimestamp",
-      "/spec/template/spec/containers/*/name",
-      "/spec/template/spec/containers/*/resources",
+      "/spec/template",
   });
   return projection;
 }
@@ -39,6 +81,8 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
   std::string name = kube::meta_string(named, "name");
   if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
+  // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
+  if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
   std::string ns = kube::meta_string(named, "namespace");
   if (ns.empty()) ns = request.namespace_name;
 
@@ -61,16 +105,27 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       return AdmissionResponse::allow();
   }
   AdmissionResponse response;
-  bool auto_patch =
-      active->update_mode == api::UpdateMode::kAuto && request.operation != Operation::kDelete;
-  if (auto_patch) {
-    api::ResourcePlan plan = api::plan_resources(*active, request.object);
+  bool admits = active->update_mode == api::UpdateMode::kAuto ||
+                active->update_mode == api::UpdateMode::kInitial;
+  if (admits && request.operation != Operation::kDelete) {
+    AdmissionValues values = admission_values(*active, request);
+    api::ResourcePlan plan = api::plan_resources(*active, request.object, &values.desired);
     if (!plan.invalid.empty()) {
       // A patch yielding an invalid object would make the API server reject the user's write.
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied: " + plan.invalid);
     } else {
       if (plan.changed()) response.patch = api::admission_json_patch(plan);
+      bool recommended_changed = false;
+      for (const auto& container : plan.containers) {
+        recommended_changed =
+            recommended_changed ||
+            (container.changed && values.recommended && values.desired.contains(container.name) &&
+             active->entry_for(container.name)->recommended());
+      }
+      if (recommended_changed && !request.dry_run && recommendation_applied_ != nullptr) {
+        recommendation_applied_->inc();
+      }
       for (const auto& container : plan.containers) {
         for (const auto& overridden : container.overridden) {
           response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +

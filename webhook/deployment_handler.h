@@ -1,7 +1,11 @@
 // The Deployment admission hook, vscaler's fast path (DESIGN.md event flow item 2). For every
 // Deployment CREATE, UPDATE and DELETE it finds the active scaler in the in-memory index (no API
-// call), enqueues it with a persistence hint, and in Auto mode returns a JSONPatch that sets the
-// declared resources in the same write. It never denies a write.
+// call), enqueues it with a persistence hint, and in Auto and Initial mode returns a JSONPatch
+// that sets the scaler's values in the same write: fixed values, and the recommendation's target
+// for recommended containers. Initial applies only to writes that change the template outside
+// the controlled keys; in both modes a write that only resets controlled keys (a Helm upgrade)
+// gets back what oldObject carried, so it stays a no-op. vscaler's own writes (field manager
+// "vscaler") are skipped. It never denies a write.
 #pragma once
 
 #include "controller/hint_sink.h"
@@ -16,11 +20,14 @@ class DeploymentHandler {
  public:
   /// `hints` receives each matched scaler's key and expectation; `enqueued` counts them
   /// (vscaler_webhook_enqueued_total).
+  /// `recommendation_applied` (may be null) counts admissions that applied a recommendation
+  /// (vscaler_recommendation_applied_total{trigger="admission"}).
   DeploymentHandler(const controller::ScalerStore& store, controller::HintSink& hints,
-                    metrics::Counter& enqueued);
+                    metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr);
 
-  /// The parts of object/oldObject the handler reads: metadata and the containers' names and
-  /// resources (patch paths keep array positions).
+  /// The parts of object/oldObject the handler reads: metadata and the pod template (the
+  /// containers' resources, and the rest to tell a template change from a resources reset;
+  /// patch paths keep array positions).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.
@@ -30,6 +37,7 @@ class DeploymentHandler {
   const controller::ScalerStore& store_;
   controller::HintSink& hints_;
   metrics::Counter& enqueued_;
+  metrics::Counter* recommendation_applied_;
 };
 
 }  // namespace vscaler::webhook

@@ -274,6 +274,7 @@ rules() {
 rules "$ns" >"$work/rules.txt"
 cat >"$work/want.txt" <<'EOF'
 deployments.apps                                []                                     []               [get list patch]
+horizontalpodautoscalers.autoscaling            []                                     []               [get list]
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch]
@@ -282,7 +283,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments get/list/patch, verticalscalers get/list/watch, status get/update/patch, events create/patch"
+echo "ok: auth can-i --list in $ns is exactly deployments get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]

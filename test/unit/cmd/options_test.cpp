@@ -68,3 +68,24 @@ TEST_CASE("leader election flags") {
   CHECK(parse_options({"--leader-election-namespace="}).error() ==
         "--leader-election-namespace: must not be empty");
 }
+
+TEST_CASE("--min-update-interval: default 10m, a Go duration") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->min_update_interval == std::chrono::minutes(10));
+  auto options = parse_options({"--min-update-interval", "30s"});
+  REQUIRE(options.ok());
+  CHECK(options->min_update_interval == std::chrono::seconds(30));
+  CHECK(
+      parse_options({"--min-update-interval", "soon"}).error().rfind("--min-update-interval:", 0) ==
+      0);
+}
+
+TEST_CASE("--recommender-interval: default 1m, 0 turns recommendations off") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->recommender_interval == std::chrono::minutes(1));
+  auto off = parse_options({"--recommender-interval=0"});
+  REQUIRE(off.ok());
+  CHECK(off->recommender_interval.count() == 0);
+}
