@@ -24,8 +24,8 @@ struct RecommendationStep {
   RecommendationStep(RecommendationStep&&) = default;
 
   std::vector<recommender::ContainerRecommendation> recommendations;  ///< from status
-  recommender::RecommendedContainers containers;  ///< per recommended container
-  recommender::UpdateDecision decision;           ///< the bounds rule and rate limit
+  recommender::RecommendedContainers containers;                      ///< per recommended container
+  recommender::UpdateDecision decision;  ///< the bounds rule and rate limit
   std::string error;  ///< status.recommendation did not parse (then nothing is recommended)
 };
 

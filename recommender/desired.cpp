@@ -87,8 +87,8 @@ RecommendedContainers recommended_containers(
     applied.recommendation = recommendation;
     applied.policy = policy_of(*entry);
     applied.limit_range = limit_range;
-    ContainerResources next = apply_recommendation(applied.current, recommendation->target,
-                                                   applied.policy, limit_range);
+    ContainerResources next =
+        apply_recommendation(applied.current, recommendation->target, applied.policy, limit_range);
     // Only the keys the recommendation sets: requests of controlled resources it has a target
     // for, and their limits when it scales them.
     ResourceMap requests, limits;

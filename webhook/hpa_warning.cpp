@@ -47,10 +47,9 @@ std::vector<std::string> hpa_warnings(const json& list, std::string_view kind,
       }
     }
     if (resources.empty()) continue;
-    warnings.push_back("HorizontalPodAutoscaler " +
-                       text_at(object_at(hpa, "metadata"), "name") + " scales " +
-                       std::string(kind) + " " + std::string(name) + " on " + resources +
-                       ": it and vscaler would fight over the same usage");
+    warnings.push_back("HorizontalPodAutoscaler " + text_at(object_at(hpa, "metadata"), "name") +
+                       " scales " + std::string(kind) + " " + std::string(name) + " on " +
+                       resources + ": it and vscaler would fight over the same usage");
   }
   return warnings;
 }

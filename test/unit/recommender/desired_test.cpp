@@ -59,8 +59,9 @@ TEST_CASE("RequestsAndLimits: requests to the target (not uncappedTarget), limit
   CHECK(out.applied[0].recommendation == &recs[0]);
 }
 
-TEST_CASE("RequestsOnly leaves limits alone (the request capped at the limit); controlledResources "
-          "limits the keys; fixed and Off entries are not recommended") {
+TEST_CASE(
+    "RequestsOnly leaves limits alone (the request capped at the limit); controlledResources "
+    "limits the keys; fixed and Off entries are not recommended") {
   auto recs = recommendations(kRecs);
   auto out = recommended_containers(
       scaler(R"([{"name": "app", "controlledValues": "RequestsOnly", "controlledResources":
