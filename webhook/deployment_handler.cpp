@@ -19,10 +19,19 @@ struct AdmissionValues {
   bool recommended = false;       ///< some container's values come from a recommendation
 };
 
+/// True when an UPDATE changes nothing of the template but cpu/memory requests and limits: by the
+/// digests of the projection when the review carried them, else by comparing the templates.
+bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& request) {
+  if (request.operation != Operation::kUpdate) return false;
+  if (request.object_digest && request.old_object_digest) {
+    return *request.object_digest == *request.old_object_digest;
+  }
+  return api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object);
+}
+
 AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request) {
   AdmissionValues values;
-  if (request.operation == Operation::kUpdate &&
-      api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object)) {
+  if (resets_resources_only(scaler, request)) {
     // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
     // declared values (which is what vscaler made the template carry).
@@ -59,14 +68,27 @@ DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
       recommendation_applied_(recommendation_applied) {}
 
 const Projection& DeploymentHandler::projection() {
-  static const Projection projection = *Projection::parse({
-      "/metadata/name",
-      "/metadata/namespace",
-      "/metadata/uid",
-      "/metadata/generation",
-      "/metadata/deletionTimestamp",
-      "/spec/template",
-  });
+  static const Projection projection = [] {
+    Projection paths = *Projection::parse({
+        "/metadata/name",
+        "/metadata/namespace",
+        "/metadata/uid",
+        "/metadata/generation",
+        "/metadata/deletionTimestamp",
+        "/spec/template/spec/containers/*/name",
+        "/spec/template/spec/containers/*/resources",
+    });
+    // The rest of the template only as a digest: enough to tell a template change from a write
+    // that resets resources only, without converting the whole template (about twice the cost).
+    std::vector<std::vector<std::string>> controlled;
+    for (const char* section : {"requests", "limits"}) {
+      for (const char* resource : {"cpu", "memory"}) {
+        controlled.push_back({"spec", "containers", "*", "resources", section, resource});
+      }
+    }
+    paths.with_digest({"spec", "template"}, std::move(controlled));
+    return paths;
+  }();
   return projection;
 }
 

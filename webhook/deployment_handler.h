@@ -25,9 +25,9 @@ class DeploymentHandler {
   DeploymentHandler(const controller::ScalerStore& store, controller::HintSink& hints,
                     metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr);
 
-  /// The parts of object/oldObject the handler reads: metadata and the pod template (the
-  /// containers' resources, and the rest to tell a template change from a resources reset;
-  /// patch paths keep array positions).
+  /// The parts of object/oldObject the handler reads: metadata, the containers' names and
+  /// resources (patch paths keep array positions), and a digest of the pod template without the
+  /// containers' cpu/memory requests and limits (to tell a template change from a reset).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.

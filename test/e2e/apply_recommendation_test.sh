@@ -19,13 +19,16 @@ CERT_DIR=$WORK_DIR/certs
 WEBHOOK_PORT=$(free_port)
 "$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
 start_operator --resync-period 1h --recommender-interval 0 --min-update-interval 20s
+ns=$(unique_namespace apply-rec)
 cleanup() {
   "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
   stop_operator
+  # Its scalers would keep applying recommendations under the next tests' operators.
+  k delete namespace "$ns" --timeout=90s >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-
-ns=$(unique_namespace apply-rec)
+# applied NAME: how many recommendations vscaler applied with trigger NAME (since it started).
+applied() { metric "vscaler_recommendation_applied_total{trigger=\"$1\"}"; }
 gen() { jp "$ns" "deploy/$1" '{.metadata.generation}'; }
 req() { jp "$ns" "deploy/$1" "{.spec.template.spec.containers[?(@.name==\"$2\")].resources.requests.$3}"; }
 lim() { jp "$ns" "deploy/$1" "{.spec.template.spec.containers[?(@.name==\"$2\")].resources.limits.$3}"; }
@@ -84,6 +87,7 @@ make_scaler "$ns" web web Auto '[{"name":"app","minAllowed":{"cpu":"50m"},"maxAl
 eventually 30 is 150m req web fixed cpu
 k -n "$ns" rollout status deploy/web --timeout=120s >/dev/null || fail "first rollout"
 g0=$(gen web)
+bounds0=$(applied bounds)
 # uncappedTarget (above maxAllowed) is what the recommender computed; the target is what applies.
 recommend web "[$(rec app 300m 250m 500m 3), $(rec worker 400m 300m 600m)]"
 eventually 30 is 300m req web app cpu
@@ -97,7 +101,7 @@ expect_eq "one template patch" "$(gen web)" "$((g0 + 1))"
 eventually 30 is Applied condition "$ns" web Scaled
 [ -n "$(jp "$ns" vsc/web '{.status.lastRecommendationUpdateTime}')" ] || fail "no lastRecommendationUpdateTime"
 expect_eq "RecommendationProvided with the recommender off" "$(condition "$ns" web RecommendationProvided)" "RecommenderDisabled"
-expect_eq "applied_total{trigger=bounds}" "$(metric 'vscaler_recommendation_applied_total{trigger="bounds"}')" "1"
+expect_eq "applied_total{trigger=bounds}" "$(applied bounds)" "$((bounds0 + 1))"
 k -n "$ns" rollout status deploy/web --timeout=120s >/dev/null || fail "the recommendation's rollout"
 expect_eq "ReplicaSets (creation, fixed value, recommendation)" "$(k -n "$ns" get rs -l app=web -o name | wc -l)" "3"
 # The recommendation moves within the bounds: no patch.
@@ -122,7 +126,7 @@ expect_eq "Ready while Deferred" "$(condition "$ns" web Ready status)" "True"
 expect_eq "no patch while deferred" "$(gen web)" "$((g0 + 1))"
 eventually 40 is 800m req web app cpu
 expect_eq "one more patch when the deferral lifted" "$(gen web)" "$((g0 + 2))"
-expect_eq "applied_total{trigger=bounds}" "$(metric 'vscaler_recommendation_applied_total{trigger="bounds"}')" "2"
+expect_eq "applied_total{trigger=bounds}" "$(applied bounds)" "$((bounds0 + 2))"
 recommend web "[$(rec app 300m 200m 400m), $(rec worker 400m 300m 600m)]"
 eventually 20 is Deferred condition "$ns" web Scaled
 sleep 2
@@ -141,11 +145,11 @@ grep -q "next template change" <<<"$(condition "$ns" init Scaled message)" || fa
 sleep 2
 expect_eq "Initial: no patch of its own" "$(gen init)" "$gi"
 expect_eq "Initial: request unchanged" "$(req init app cpu)" "100m"
-admissions=$(metric 'vscaler_recommendation_applied_total{trigger="admission"}')
+admissions=$(applied admission)
 k -n "$ns" set env deploy/init VERSION=2 >/dev/null
 expect_eq "Initial: the template change carries the target" "$(req init app cpu)" "200m"
 expect_eq "Initial: one rollout" "$(gen init)" "$((gi + 1))"
-expect_eq "applied_total{trigger=admission}" "$(metric 'vscaler_recommendation_applied_total{trigger="admission"}')" "$((admissions + 1))"
+expect_eq "applied_total{trigger=admission}" "$(applied admission)" "$((admissions + 1))"
 k -n "$ns" set resources deploy/init -c app --requests=cpu=50m >/dev/null 2>&1
 expect_eq "Initial: a resources-only write gets the old value back" "$(req init app cpu)" "200m"
 expect_eq "Initial: that write is a no-op" "$(gen init)" "$((gi + 1))"
