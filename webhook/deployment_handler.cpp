@@ -57,6 +57,36 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
   return values;
 }
 
+/// True when `overridden` ("requests.cpu=100m", of container `name`) is what oldObject already
+/// carried: the writer did not set it, it only kept it (an image change, say), so overriding it
+/// is no news to warn about.
+bool carried_over(const AdmissionRequest& request, const std::string& name,
+                  const std::string& overridden) {
+  if (request.operation != Operation::kUpdate) return false;
+  auto dot = overridden.find('.');
+  auto equals = overridden.find('=');
+  if (dot == std::string::npos || equals == std::string::npos || equals < dot) return false;
+  std::string section = overridden.substr(0, dot);
+  std::string resource = overridden.substr(dot + 1, equals - dot - 1);
+  std::string value = overridden.substr(equals + 1);
+  const json* containers = &request.old_object;
+  for (const char* key : {"spec", "template", "spec", "containers"}) {
+    if (!containers->is_object() || !containers->contains(key)) return false;
+    containers = &(*containers)[key];
+  }
+  if (!containers->is_array()) return false;
+  for (const json& container : *containers) {
+    if (!container.is_object() || container.value("name", "") != name) continue;
+    const json* at = &container;
+    for (const std::string& key : {std::string("resources"), section, resource}) {
+      if (!at->is_object() || !at->contains(key)) return false;
+      at = &(*at)[key];
+    }
+    return (at->is_string() ? at->get<std::string>() : at->dump()) == value;
+  }
+  return false;
+}
+
 }  // namespace
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
@@ -150,6 +180,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       }
       for (const auto& container : plan.containers) {
         for (const auto& overridden : container.overridden) {
+          if (carried_over(request, container.name, overridden)) continue;
           response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
                                       container.name + " " + overridden);
         }

@@ -275,6 +275,9 @@ TEST_CASE(
     REQUIRE(response.patch.size() == 1);
     CHECK(response.patch[0]["value"]["requests"]["cpu"] == "100m");
     CHECK(response.patch[0]["value"]["limits"]["cpu"] == "500m");
+    // The writer set 200m: vscaler says it overrides it.
+    REQUIRE(response.warnings.size() == 1);
+    CHECK(response.warnings[0] == "vscaler: VerticalScaler web overrides app requests.cpu=200m");
   }
 }
 
@@ -286,6 +289,8 @@ TEST_CASE("Initial: a write that changes the template (an image) gets the latest
   REQUIRE(response.patch.size() == 1);
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
   CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1500m");
+  // 100m/500m were only carried over by the image change: no warning about overriding them.
+  CHECK(response.warnings.empty());
 }
 
 TEST_CASE("Reconcile mode sends no admission patch") {
