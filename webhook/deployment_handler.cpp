@@ -1,5 +1,8 @@
 #include "webhook/deployment_handler.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "api/resources.h"
 #include "base/log.h"
 #include "kube/object_meta.h"
@@ -29,29 +32,37 @@ bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& re
   return api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object);
 }
 
+/// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
+std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
+  if (!scaler.status.is_object()) return {};
+  auto status = scaler.status.find("recommendation");
+  if (status == scaler.status.end()) return {};
+  auto parsed = recommender::parse_recommendation(*status);
+  return parsed.ok() ? std::move(parsed).value()
+                     : std::vector<recommender::ContainerRecommendation>{};
+}
+
 AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request) {
   AdmissionValues values;
+  auto recommendations = recommendations_of(scaler);
   if (resets_resources_only(scaler, request)) {
     // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
-    // declared values (which is what vscaler made the template carry).
+    // declared values (which is what vscaler made the template carry); a recommended container
+    // with no recommendation yet is not vscaler's to hold: the write stands.
     values.desired = api::controlled_values_of(scaler, request.old_object);
-    if (scaler.update_mode == api::UpdateMode::kAuto) {
-      std::erase_if(values.desired, [&scaler](const auto& item) {
-        const api::ContainerResources* entry = scaler.entry_for(item.first);
-        return entry != nullptr && entry->fixed();
-      });
-    }
+    std::erase_if(values.desired, [&](const auto& item) {
+      const api::ContainerResources* entry = scaler.entry_for(item.first);
+      if (entry == nullptr) return true;
+      if (entry->fixed()) return scaler.update_mode == api::UpdateMode::kAuto;
+      return std::none_of(recommendations.begin(), recommendations.end(),
+                          [&item](const auto& r) { return r.container_name == item.first; });
+    });
     return values;
   }
   // A CREATE or a real template change: the write rolls out anyway, so it carries the latest
   // values (Initial's only chance, Auto's fast path).
-  auto status =
-      scaler.status.is_object() ? scaler.status.find("recommendation") : scaler.status.end();
-  if (!scaler.status.is_object() || status == scaler.status.end()) return values;
-  auto recommendations = recommender::parse_recommendation(*status);
-  if (!recommendations.ok()) return values;  // the reconciler logs it
-  auto containers = recommender::recommended_containers(scaler, request.object, *recommendations);
+  auto containers = recommender::recommended_containers(scaler, request.object, recommendations);
   values.desired = std::move(containers.desired);
   values.recommended = !values.desired.empty();
   return values;

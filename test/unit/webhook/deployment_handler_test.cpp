@@ -313,3 +313,11 @@ TEST_CASE("vscaler's own writes (field manager vscaler) are allowed untouched an
   CHECK(response.warnings.empty());
   CHECK_FALSE(f.next().has_value());
 }
+
+TEST_CASE("a resources-only write to a recommended container with no recommendation yet stands") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app"}])");
+  auto response = f.handler.handle(recorded("deployment-update-resources.json"));
+  CHECK(response.patch.is_null());
+  CHECK(response.warnings.empty());
+}
