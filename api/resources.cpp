@@ -1,5 +1,9 @@
 #include "api/resources.h"
 
+#include <initializer_list>
+#include <optional>
+#include <string_view>
+
 namespace vscaler::api {
 namespace {
 
@@ -33,6 +37,7 @@ void apply_section(const ResourceMap& declared, const char* section, ContainerPl
   json& target = plan.merged[section];
   if (!target.is_object()) target = json::object();
   for (const auto& [resource, quantity] : declared) {
+    plan.declared[section][resource] = quantity.to_string();
     auto existing = target.find(resource);
     if (existing != target.end()) {
       auto value = stored_quantity(*existing);
@@ -76,16 +81,19 @@ bool ResourcePlan::changed() const {
   return false;
 }
 
-ResourcePlan plan_resources(const Scaler& scaler, const json& deployment) {
+ResourcePlan plan_resources(const Scaler& scaler, const json& deployment,
+                            const DesiredResources* desired) {
   ResourcePlan plan;
   const json& containers = containers_of(deployment);
+  std::vector<std::string_view> names;  // every container of the template, for `missing`
   for (std::size_t i = 0; i < containers.size(); ++i) {
     const json& container = containers[i];
     if (!container.is_object()) continue;
     auto name = container.find("name");
     if (name == container.end() || !name->is_string()) continue;
+    names.push_back(name->get_ref<const std::string&>());
     const ContainerResources* entry = scaler.entry_for(name->get_ref<const std::string&>());
-    if (entry == nullptr) continue;
+    if (entry == nullptr || entry->off) continue;
     ContainerPlan item;
     item.index = i;
     item.name = name->get<std::string>();
@@ -93,33 +101,30 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& deployment) {
     item.current =
         resources != container.end() && resources->is_object() ? *resources : json::object();
     item.merged = item.current;
-    apply_section(entry->requests, "requests", item);
-    apply_section(entry->limits, "limits", item);
+    const DesiredValues* values = nullptr;
+    if (desired != nullptr) {
+      auto found = desired->find(item.name);
+      if (found != desired->end()) values = &found->second;
+    }
+    apply_section(values ? values->requests : entry->requests, "requests", item);
+    apply_section(values ? values->limits : entry->limits, "limits", item);
     if (plan.invalid.empty()) plan.invalid = check_valid(item);
     plan.containers.push_back(std::move(item));
   }
   for (const auto& entry : scaler.containers) {
     if (entry.name == kWildcard) continue;
     bool found = false;
-    for (const auto& item : plan.containers) found = found || item.name == entry.name;
+    for (std::string_view name : names) found = found || name == entry.name;
     if (!found) plan.missing.push_back(entry.name);
   }
   return plan;
 }
 
-json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan) {
+json strategic_merge_patch(const Scaler& /*scaler*/, const ResourcePlan& plan) {
   json containers = json::array();
   for (const auto& item : plan.containers) {
     if (!item.changed) continue;
-    const ContainerResources* entry = scaler.entry_for(item.name);
-    json resources = json::object();
-    for (const auto& [resource, quantity] : entry->requests) {
-      resources["requests"][resource] = quantity.to_string();
-    }
-    for (const auto& [resource, quantity] : entry->limits) {
-      resources["limits"][resource] = quantity.to_string();
-    }
-    containers.push_back({{"name", item.name}, {"resources", std::move(resources)}});
+    containers.push_back({{"name", item.name}, {"resources", item.declared}});
   }
   return {{"spec", {{"template", {{"spec", {{"containers", std::move(containers)}}}}}}}};
 }
@@ -152,6 +157,122 @@ json status_containers(const ResourcePlan& plan, bool merged) {
     result.push_back(std::move(entry));
   }
   return result;
+}
+
+DesiredResources controlled_values_of(const Scaler& scaler, const json& workload) {
+  DesiredResources out;
+  for (const json& container : containers_of(workload)) {
+    if (!container.is_object() || !container.contains("name") || !container["name"].is_string()) {
+      continue;
+    }
+    const std::string& name = container["name"].get_ref<const std::string&>();
+    const ContainerResources* entry = scaler.entry_for(name);
+    if (entry == nullptr || entry->off) continue;
+    DesiredValues& values = out[name];
+    auto resources = container.find("resources");
+    if (resources == container.end() || !resources->is_object()) continue;
+    auto take = [&](const char* section, ResourceMap& into, auto controlled) {
+      auto stored = resources->find(section);
+      if (stored == resources->end() || !stored->is_object()) return;
+      for (const auto& [resource, value] : stored->items()) {
+        if (!controlled(resource)) continue;
+        if (auto quantity = stored_quantity(value)) into.emplace(resource, *quantity);
+      }
+    };
+    auto recommended = [entry](const std::string& resource) {
+      return (resource == "cpu" && entry->controls_cpu) ||
+             (resource == "memory" && entry->controls_memory);
+    };
+    if (entry->fixed()) {
+      take("requests", values.requests,
+           [entry](const std::string& r) { return entry->requests.contains(r); });
+      take("limits", values.limits,
+           [entry](const std::string& r) { return entry->limits.contains(r); });
+    } else {
+      take("requests", values.requests, recommended);
+      if (entry->controlled_values == ControlledValues::kRequestsAndLimits) {
+        take("limits", values.limits, recommended);
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// `a` and `b` (objects) equal in every member except those in `skip`.
+bool equal_except(const json& a, const json& b, std::initializer_list<std::string_view> skip) {
+  if (!a.is_object() || !b.is_object()) return a == b;
+  auto skipped = [&skip](const std::string& key) {
+    for (std::string_view s : skip) {
+      if (key == s) return true;
+    }
+    return false;
+  };
+  for (const auto& [key, value] : a.items()) {
+    if (skipped(key)) continue;
+    auto other = b.find(key);
+    if (other == b.end() || *other != value) return false;
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!skipped(key) && !a.contains(key)) return false;
+  }
+  return true;
+}
+
+/// A container's resources without the cpu/memory requests and limits (empty maps dropped).
+json uncontrolled_resources(const json& container) {
+  auto resources = container.find("resources");
+  if (resources == container.end() || !resources->is_object()) return json::object();
+  json out = *resources;
+  for (const char* section : {"requests", "limits"}) {
+    auto values = out.find(section);
+    if (values == out.end() || !values->is_object()) continue;
+    values->erase("cpu");
+    values->erase("memory");
+    if (values->empty()) out.erase(section);
+  }
+  return out;
+}
+
+const json& member(const json& object, const char* key) {
+  static const json kNull;
+  if (!object.is_object()) return kNull;
+  auto found = object.find(key);
+  return found == object.end() ? kNull : *found;
+}
+
+}  // namespace
+
+bool templates_equal_ignoring_controlled(const Scaler& scaler, const json& before,
+                                         const json& after) {
+  const json& old_template = member(member(before, "spec"), "template");
+  const json& new_template = member(member(after, "spec"), "template");
+  // Compared level by level, never copied whole: only the resources of matched containers are.
+  if (!equal_except(old_template, new_template, {"spec"})) return false;
+  const json& old_spec = member(old_template, "spec");
+  const json& new_spec = member(new_template, "spec");
+  if (!equal_except(old_spec, new_spec, {"containers"})) return false;
+  const json& old_containers = member(old_spec, "containers");
+  const json& new_containers = member(new_spec, "containers");
+  if (!old_containers.is_array() || !new_containers.is_array() ||
+      old_containers.size() != new_containers.size()) {
+    return old_containers == new_containers;
+  }
+  for (std::size_t i = 0; i < old_containers.size(); ++i) {
+    const json& a = old_containers[i];
+    const json& b = new_containers[i];
+    const json& name = member(b, "name");
+    const ContainerResources* entry =
+        name.is_string() ? scaler.entry_for(name.get_ref<const std::string&>()) : nullptr;
+    if (entry == nullptr || entry->off || member(a, "name") != name) {
+      if (a != b) return false;
+      continue;
+    }
+    if (!equal_except(a, b, {"resources"})) return false;
+    if (uncontrolled_resources(a) != uncontrolled_resources(b)) return false;
+  }
+  return true;
 }
 
 }  // namespace vscaler::api

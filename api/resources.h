@@ -1,10 +1,14 @@
 // What a scaler means for one Deployment's pod template: per container, the resources it has and
 // the resources it must have, whether that is a change, and whether the result is valid. The
-// reconciler (strategic merge patch) and the Auto-mode admission hook (JSONPatch) both build
-// their writes from this one computation, so they can never disagree.
+// reconciler (strategic merge patch) and the admission hook (JSONPatch) both build their writes
+// from this one computation, so they can never disagree. Fixed-value entries set their declared
+// values; the values of recommended containers (or any values a caller decides, such as what
+// oldObject carried) come in from above as DesiredResources: the arithmetic of a recommendation
+// lives in recommender/, which api/ does not depend on.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +17,17 @@
 
 namespace vscaler::api {
 
+/// The keys one container must carry, decided by the caller (a recommendation applied, or the
+/// values oldObject carried). Keys absent here are left as the template has them.
+struct DesiredValues {
+  ResourceMap requests;  ///< resources.requests keys to set
+  ResourceMap limits;    ///< resources.limits keys to set
+};
+
+/// Container name -> its desired values. For a container named here these replace the entry's
+/// declared values; a recommended container not named here is left as it is.
+using DesiredResources = std::map<std::string, DesiredValues, std::less<>>;
+
 /// One matched container of the pod template.
 struct ContainerPlan {
   std::size_t index = 0;  ///< position in spec.template.spec.containers
@@ -20,6 +35,9 @@ struct ContainerPlan {
   nlohmann::json current;  ///< its resources as stored ({} when absent)
   nlohmann::json merged;   ///< `current` with the declared keys set (equal values keep their text)
   bool changed = false;    ///< some declared key differs by value (or is absent)
+  /// The keys this plan sets ({"requests": {...}, "limits": {...}}, quantities as strings): what
+  /// the strategic merge patch writes.
+  nlohmann::json declared = nlohmann::json::object();
   /// Declared keys whose current value differs, as "requests.cpu=500m" (for admission warnings).
   std::vector<std::string> overridden;
 };
@@ -37,13 +55,27 @@ struct ResourcePlan {
 };
 
 /// Computes the plan for `deployment` (an apps/v1 Deployment object; only
-/// spec.template.spec.containers is read). Init containers are never matched.
-ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& deployment);
+/// spec.template.spec.containers is read). Init containers and containers of a mode "Off" entry
+/// are never matched. `desired` (may be null) gives the values of the containers it names, in
+/// place of their entry's declared values.
+ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& deployment,
+                            const DesiredResources* desired = nullptr);
 
 /// The strategic merge patch body that sets only the declared keys of the changed containers:
 /// {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}. Never removes a
 /// key. Call only when plan.changed() and plan.invalid is empty.
 nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
+
+/// The template's resources of every matched container of `workload`, by container name, for
+/// the keys the scaler controls in it (declared keys for fixed entries, cpu/memory requests and
+/// limits it controls for recommended ones): what a write that only resets them gets back.
+DesiredResources controlled_values_of(const Scaler& scaler, const nlohmann::json& workload);
+
+/// True when the two pod templates (spec.template of `before` and `after`) are equal once the
+/// cpu and memory requests and limits of the containers the scaler matches are ignored: a write
+/// that changes only what vscaler controls (a Helm upgrade resetting resources).
+bool templates_equal_ignoring_controlled(const Scaler& scaler, const nlohmann::json& before,
+                                         const nlohmann::json& after);
 
 /// The RFC 6902 patch for admission: one "add" per changed container, setting its whole merged
 /// resources object (an "add" of an existing member replaces it, so it applies whatever the

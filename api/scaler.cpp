@@ -153,11 +153,7 @@ void parse_update_mode(const json& spec, ParsedSpec& parsed, std::vector<std::st
   } else if (text == "Reconcile") {
     parsed.update_mode = UpdateMode::kReconcile;
   } else if (text == "Initial") {
-    // The API has it (the CRD admits it); the operator applies it once its admission patch
-    // can tell a template change from a resources-only write. Until then, refuse it plainly.
-    errors.push_back(
-        "spec.updateMode: Initial is not supported by this version of vscaler yet; "
-        "use Auto, Reconcile or \"Off\"");
+    parsed.update_mode = UpdateMode::kInitial;
   } else if (text == "Off") {
     parsed.update_mode = UpdateMode::kOff;
   } else {
@@ -308,6 +304,8 @@ std::string_view to_string(UpdateMode mode) {
       return "Auto";
     case UpdateMode::kReconcile:
       return "Reconcile";
+    case UpdateMode::kInitial:
+      return "Initial";
     case UpdateMode::kOff:
       return "Off";
   }
@@ -315,6 +313,12 @@ std::string_view to_string(UpdateMode mode) {
 }
 
 const ContainerResources* Scaler::entry_for(std::string_view container) const {
+  static const ContainerResources kFromUsage = [] {
+    ContainerResources entry;
+    entry.name = std::string(kWildcard);
+    return entry;
+  }();
+  if (containers.empty()) return &kFromUsage;
   const ContainerResources* wildcard = nullptr;
   for (const auto& entry : containers) {
     if (entry.name == container) return &entry;

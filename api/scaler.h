@@ -16,9 +16,9 @@
 namespace vscaler::api {
 
 /// spec.updateMode: who writes the scaler's values (see DESIGN.md "Update modes").
-enum class UpdateMode { kAuto, kReconcile, kOff };
+enum class UpdateMode { kAuto, kReconcile, kInitial, kOff };
 
-/// The API text of an update mode ("Auto", "Reconcile", "Off").
+/// The API text of an update mode ("Auto", "Reconcile", "Initial", "Off").
 std::string_view to_string(UpdateMode mode);
 
 /// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable.
@@ -47,6 +47,8 @@ struct ContainerResources {
 
   /// True for an entry of fixed values (no recommendation applies to its container).
   bool fixed() const { return !requests.empty() || !limits.empty(); }
+  /// True for an entry whose container is scaled from usage (neither fixed nor "Off").
+  bool recommended() const { return !off && !fixed(); }
 };
 
 /// The container name that matches every container not named in another entry.
@@ -82,7 +84,9 @@ struct Scaler {
 
   /// "namespace/name": the work queue and index key.
   std::string key() const { return ns + "/" + name; }
-  /// The entry for `container`: its own entry, else the "*" entry, else nullptr.
+  /// The entry for `container`: its own entry, else the "*" entry, else nullptr. With no
+  /// spec.containers at all, every container gets a "*" entry of vscaler's defaults (scaled from
+  /// usage, both resources, RequestsAndLimits).
   const ContainerResources* entry_for(std::string_view container) const;
 };
 

@@ -113,6 +113,8 @@ int run(const cmd::Options& options) {
   manager_options.ns = options.namespace_;
   manager_options.workers = options.workers;
   manager_options.resync_period = options.resync_period;
+  manager_options.reconciler.min_update_interval = options.min_update_interval;
+  manager_options.reconciler.recommender_enabled = options.recommender_interval.count() > 0;
   controller::Manager manager(*client, manager_options, registry);
 
   // The recommender: the leader's loop over the scalers the manager knows; a published
@@ -144,7 +146,14 @@ int run(const cmd::Options& options) {
   auto& enqueued =
       registry.counter("vscaler_webhook_enqueued_total", "Scaler keys the admission hook enqueued")
           .get();
-  webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued);
+  auto& admission_applied = registry
+                                .counter("vscaler_recommendation_applied_total",
+                                         "Recommendations applied to a workload's template, by "
+                                         "trigger (admission, bounds)",
+                                         {"trigger"})
+                                .with({"admission"});
+  webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued,
+                                         &admission_applied);
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 

@@ -44,6 +44,9 @@ Flags:
                         the same for memory peaks (default 24h)
   --memory-aggregation-interval DUR
                         memory keeps one peak per interval of this length (default 24h)
+  --min-update-interval DUR
+                        least time between two recommendation-driven template patches of one
+                        workload (default 10m)
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -147,6 +150,8 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
                                                       "--memory-histogram-decay-half-life", false)},
       {"--memory-aggregation-interval",
        duration(options.memory_aggregation_interval, "--memory-aggregation-interval", false)},
+      {"--min-update-interval",
+       duration(options.min_update_interval, "--min-update-interval", true)},
       {"--log-level",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          if (value != "debug" && value != "info" && value != "warn" && value != "error") {

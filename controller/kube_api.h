@@ -26,6 +26,8 @@ class KubeReconcileApi : public ReconcileApi {
   ApiResult get_scaler(const std::string& ns, const std::string& name) override;
   ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                 const nlohmann::json& merge_patch) override;
+  ApiResult list_horizontal_pod_autoscalers(const std::string& ns,
+                                            std::chrono::milliseconds timeout) override;
   void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                     const std::string& message) override;
 

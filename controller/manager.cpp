@@ -10,6 +10,14 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kLogger = "manager";
 constexpr const char* kControllerName = "verticalscaler";
 
+/// status.recommendation of a stored status (null when absent).
+const json& recommendation_of(const json& status) {
+  static const json kNone;
+  if (!status.is_object()) return kNone;
+  auto found = status.find("recommendation");
+  return found == status.end() ? kNone : *found;
+}
+
 }  // namespace
 
 /// The Prometheus side of the queue, reconciler and resync observers (controller-runtime names).
@@ -55,7 +63,13 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
                                 .counter("vscaler_resync_corrections_total",
                                          "Reconciles from the resync that found real drift (the "
                                          "fast path missed it)")
-                                .get()) {
+                                .get()),
+        recommendation_applied_(registry
+                                    .counter("vscaler_recommendation_applied_total",
+                                             "Recommendations applied to a workload's template, "
+                                             "by trigger (admission, bounds)",
+                                             {"trigger"})
+                                    .with({"bounds"})) {
     // Pre-create the result series so dashboards see zeros rather than gaps.
     for (const char* result : {"success", "error", "requeue", "requeue_after"}) {
       reconcile_total_.with({kControllerName, result});
@@ -68,6 +82,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   void on_queue_latency(double seconds) override { queue_duration_.observe(seconds); }
   void on_work_duration(double seconds) override { work_duration_.observe(seconds); }
   void on_resync_correction() override { resync_corrections_.inc(); }
+  void on_recommendation_applied() override { recommendation_applied_.inc(); }
   void on_enqueued(std::size_t keys) override { resync_enqueued_.inc(static_cast<double>(keys)); }
 
   void on_reconcile(const char* result, double seconds) {
@@ -85,6 +100,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   metrics::Histogram& reconcile_time_;
   metrics::Counter& resync_enqueued_;
   metrics::Counter& resync_corrections_;
+  metrics::Counter& recommendation_applied_;
 };
 
 Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry& registry)
@@ -103,6 +119,10 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
   queue_ = std::make_unique<WorkQueue>(queue_options);
   hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_);
+  // Recommendation-driven patches are leader steps (DESIGN.md "High availability").
+  if (!options_.reconciler.leader_step) {
+    options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };
+  }
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
@@ -188,7 +208,14 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   auto previous = store_.upsert(scaler);
   bool spec_changed = old_object == nullptr || previous == nullptr ||
                       kube::meta_generation(*old_object) != scaler->generation;
-  if (!spec_changed) return;  // status-only (or metadata-only) update: nothing to do
+  if (!spec_changed) {
+    // A new recommendation (the recommender's status write) may be due: reconcile the scaler.
+    // Other status-only (or metadata-only) updates, like the reconciler's own, change nothing.
+    if (recommendation_of(previous->status) != recommendation_of(scaler->status)) {
+      queue_->add(key);
+    }
+    return;
+  }
   // The scaler and everything on its workload (a new or changed scaler can win or lose the
   // one-scaler-per-workload election); with a new target (another name or kind), the old
   // workload's too.
@@ -214,6 +241,10 @@ void Manager::work() {
     switch (outcome.kind) {
       case ReconcileOutcome::Kind::kDone:
         queue_->forget(item->key);
+        // A deferred recommendation: back when the deferral lifts.
+        if (outcome.requeue_after.count() > 0) {
+          queue_->add_after(item->key, outcome.requeue_after, item->priority);
+        }
         metrics_->on_reconcile("success", seconds);
         break;
       case ReconcileOutcome::Kind::kRecheck:

@@ -34,6 +34,12 @@ class ReconcileApi {
   /// metadata.resourceVersion as a precondition (a stale one answers 409 Conflict).
   virtual ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                         const nlohmann::json& merge_patch) = 0;
+  /// LIST autoscaling/v2 HorizontalPodAutoscalers of `ns` within `timeout`, as {"items": [...]}
+  /// (the VerticalScaler hook's warning; the default, for fakes, lists none).
+  virtual ApiResult list_horizontal_pod_autoscalers(const std::string& /*ns*/,
+                                                    std::chrono::milliseconds /*timeout*/) {
+    return nlohmann::json{{"items", nlohmann::json::array()}};
+  }
   /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
   virtual void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                             const std::string& message) = 0;

@@ -5,6 +5,7 @@
 #include "api/resources.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "controller/recommendation_step.h"
 #include "controller/status.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
@@ -162,17 +163,50 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   report.conditions.push_back(
       {condition::kTargetFound, true, reason::kFound, workload + " exists"});
 
-  api::ResourcePlan plan = api::plan_resources(scaler, stored);
+  if (!options_.recommender_enabled) {
+    report.conditions.push_back({condition::kRecommendationProvided, false,
+                                 reason::kRecommenderDisabled,
+                                 "the recommender is off (--recommender-interval 0)"});
+  }
+  const recommender::TimePoint now = wall_now();
+  RecommendationStep recommendation =
+      plan_recommendation(scaler, stored, options_.min_update_interval, now);
+  if (!recommendation.error.empty()) {
+    log::warn(kLogger, "ignoring an unreadable status.recommendation",
+              {{"scaler", key}, {"error", recommendation.error}});
+  }
+  const bool patches = scaler.update_mode == api::UpdateMode::kAuto ||
+                       scaler.update_mode == api::UpdateMode::kReconcile;
+  // A recommendation-driven patch: due by the bounds rule and the rate limit, and a leader step.
+  const bool recommendation_due =
+      patches && recommendation.decision.verdict == recommender::UpdateVerdict::kDue &&
+      (!options_.leader_step || options_.leader_step());
+  const api::DesiredResources* desired =
+      recommendation_due ? &recommendation.containers.desired : nullptr;
+  // What the scaler asks for in full (fixed values and every recommendation applied), and what
+  // this reconcile may write (fixed values, recommendations only when due).
+  api::ResourcePlan wanted =
+      api::plan_resources(scaler, stored, &recommendation.containers.desired);
+  api::ResourcePlan plan = api::plan_resources(scaler, stored, desired);
   ReconcileOutcome outcome;
   Condition scaled{condition::kScaled, false, "", ""};
   bool applied = false;
 
   if (scaler.update_mode == api::UpdateMode::kOff) {
     scaled.reason = reason::kUpdateModeOff;
-    scaled.message = plan.changed() ? "updateMode is Off: the declared resources are not applied"
-                                    : "updateMode is Off; the " + scaler.target.kind +
-                                          " already carries the declared resources";
-    report.containers = api::status_containers(plan, true);
+    scaled.message = wanted.changed() ? "updateMode is Off: the declared resources are not applied"
+                                      : "updateMode is Off; the " + scaler.target.kind +
+                                            " already carries the declared resources";
+    report.containers = api::status_containers(wanted, true);
+  } else if (scaler.update_mode == api::UpdateMode::kInitial) {
+    // Never a rollout of its own: the values ride on the next write that changes the template.
+    report.containers = api::status_containers(plan, false);
+    if (wanted.changed()) {
+      scaled.reason = reason::kDeferred;
+      scaled.message = "updateMode is Initial: this change applies at the next template change";
+    } else {
+      applied = true;
+    }
   } else if (!plan.invalid.empty()) {
     scaled.reason = reason::kInvalidResources;
     scaled.message = plan.invalid + "; nothing was written";
@@ -213,7 +247,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
         return retry(patched.error(), "patch " + workload);
       }
       generation = kube::meta_generation(*patched);
-      api::ResourcePlan after = api::plan_resources(scaler, *patched);
+      api::ResourcePlan after = api::plan_resources(scaler, *patched, desired);
       if (after.changed()) {
         std::lock_guard lock(mutex_);
         mutated_[key] = MutationRecord{scaler.generation, uid, generation};
@@ -231,13 +265,21 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
         report.scaled_now = true;
         report.containers = api::status_containers(after, false);
         if (item.priority == Priority::kLow) metrics_.on_resync_correction();
-        std::string event = "set the declared resources on " + workload;
+        std::string what = "the declared resources";
+        if (recommendation_due) {
+          // The rate-limit clock: the next recommendation-driven patch waits from here.
+          report.recommendation_applied_now = true;
+          metrics_.on_recommendation_applied();
+          what = "the recommendation (" + recommendation.decision.reason + ")";
+        }
+        std::string event = "set " + what + " on " + workload;
         if (kube::updates_only_on_delete(stored)) event += kOnDeleteNote;
         api_.record_event(scaler, false, "Scaled", event);
         log::info(kLogger, "patched workload",
                   {{"scaler", key},
                    {"workload", scaler.target.ref()},
-                   {"generation", std::to_string(generation)}});
+                   {"generation", std::to_string(generation)},
+                   {"recommendation", recommendation_due ? "true" : "false"}});
       }
     }
   } else {
@@ -249,11 +291,31 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     std::lock_guard lock(mutex_);
     mutated_.erase(key);
   }
+  bool has_fixed = false;
+  for (const auto& container : plan.containers) {
+    const api::ContainerResources* entry = scaler.entry_for(container.name);
+    has_fixed = has_fixed || (entry != nullptr && entry->fixed());
+  }
   if (applied && !plan.missing.empty()) {
     scaled.reason = reason::kContainerNotFound;
     scaled.message = "container(s) " + join(plan.missing) + " not found in " + workload +
                      "; the others are applied";
     if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
+  } else if (applied && patches &&
+             recommendation.decision.verdict == recommender::UpdateVerdict::kDeferred) {
+    // The mode working as asked: Ready stays True; the key comes back when the deferral lifts.
+    scaled.reason = reason::kDeferred;
+    scaled.message = "the recommendation (" + recommendation.decision.reason + ") applies at " +
+                     recommender::format_rfc3339(recommendation.decision.not_before) +
+                     ", --min-update-interval after the last recommendation-driven change";
+    outcome.requeue_after = std::max(
+        std::chrono::milliseconds(1'000),
+        std::chrono::duration_cast<milliseconds>(recommendation.decision.not_before - now));
+  } else if (applied && !has_fixed && recommendation.containers.desired.empty() &&
+             !recommendation.containers.awaiting.empty()) {
+    scaled.reason = reason::kAwaitingRecommendation;
+    scaled.message = "waiting for a recommendation for container(s) " +
+                     join(recommendation.containers.awaiting) + "; nothing to apply yet";
   } else if (applied) {
     scaled.status = true;
     scaled.reason = reason::kApplied;
@@ -261,15 +323,20 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
   }
   report.conditions.push_back(scaled);
-  if (scaled.status || (scaler.update_mode == api::UpdateMode::kOff && !plan.changed())) {
+  const bool deferred = scaled.reason == reason::kDeferred;
+  if (scaled.status || deferred ||
+      (scaler.update_mode == api::UpdateMode::kOff && !wanted.changed())) {
     report.conditions.push_back({condition::kReady, true, reason::kUpToDate, scaled.message});
+  } else if (scaled.reason == reason::kAwaitingRecommendation) {
+    report.conditions.push_back({condition::kReady, false, reason::kPending, scaled.message});
   } else {
     report.conditions.push_back({condition::kReady, false, scaled.reason, scaled.message});
   }
   if (!scaled.status && stored_reason(scaler.status, condition::kScaled) != scaled.reason &&
       scaled.reason != reason::kMutatedByAdmission) {
-    api_.record_event(scaler, scaled.reason != reason::kUpdateModeOff, scaled.reason,
-                      scaled.message);
+    const bool warning = scaled.reason != reason::kUpdateModeOff && !deferred &&
+                         scaled.reason != reason::kAwaitingRecommendation;
+    api_.record_event(scaler, warning, scaled.reason, scaled.message);
   }
 
   verified_.set(key, Verified{true, uid, generation});

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -30,6 +31,8 @@ struct ReconcileOutcome {
   std::chrono::milliseconds delay{0};  ///< kRecheck: when; kRetry: server's Retry-After, or 0
   std::string error;                   ///< kRetry: why, for the log
   bool patched = false;                ///< the workload's resources were written
+  /// kDone: reconcile the key again after this (a deferred recommendation becomes due); 0: no.
+  std::chrono::milliseconds requeue_after{0};
 };
 
 /// Counters the reconciler reports (implemented with Prometheus metrics by the wiring).
@@ -38,12 +41,20 @@ class ReconcilerMetrics {
   virtual ~ReconcilerMetrics() = default;
   /// A reconcile that came from the resync found real drift and wrote (the fast path missed it).
   virtual void on_resync_correction() {}
+  /// A recommendation-driven patch of the template was made (trigger "bounds").
+  virtual void on_recommendation_applied() {}
 };
 
 /// Tunables; defaults are the design's.
 struct ReconcilerOptions {
   /// Status writes retried after a 409 (re-read in between) before the reconcile fails.
   int status_conflict_retries = 3;
+  /// --min-update-interval: least time between two recommendation-driven patches of a workload.
+  std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// False with --recommender-interval 0: RecommendationProvided=False, RecommenderDisabled.
+  bool recommender_enabled = true;
+  /// Asked before a recommendation-driven patch (a leader step); empty: always allowed.
+  std::function<bool()> leader_step;
 };
 
 /// Reconciles scalers. Thread-safe: workers call reconcile() concurrently for different keys

@@ -31,6 +31,7 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
   }
   if (report.containers) status["containers"] = *report.containers;
   if (report.scaled_now) status["lastScaleTime"] = now;
+  if (report.recommendation_applied_now) status["lastRecommendationUpdateTime"] = now;
 
   json conditions = status.contains("conditions") && status["conditions"].is_array()
                         ? status["conditions"]

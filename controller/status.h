@@ -20,6 +20,8 @@ inline constexpr const char* kTargetFound = "TargetFound";
 /// TargetFound's twin that earlier versions wrote, still written for Deployment targets.
 inline constexpr const char* kDeploymentFound = "DeploymentFound";
 inline constexpr const char* kScaled = "Scaled";
+/// Written by the recommender; the reconciler sets it only when the recommender is off.
+inline constexpr const char* kRecommendationProvided = "RecommendationProvided";
 inline constexpr const char* kReady = "Ready";
 }  // namespace condition
 namespace reason {
@@ -34,6 +36,12 @@ inline constexpr const char* kPatchFailed = "PatchFailed";
 inline constexpr const char* kUpToDate = "UpToDate";
 inline constexpr const char* kConflict = "Conflict";
 inline constexpr const char* kPending = "Pending";
+/// Scaled=False while a recommendation waits for the mode's rules (Ready stays True).
+inline constexpr const char* kDeferred = "Deferred";
+/// Scaled=False: every controlled container is recommended and none has a recommendation yet.
+inline constexpr const char* kAwaitingRecommendation = "AwaitingRecommendation";
+/// RecommendationProvided=False when --recommender-interval is 0.
+inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason
 
 /// One metav1.Condition as the reconciler decides it (times are filled in by build_status).
@@ -51,16 +59,19 @@ struct StatusReport {
   bool target_found = false;
   /// status.containers; nullopt keeps the stored value (e.g. when the workload was not read).
   std::optional<nlohmann::json> containers;
-  bool scaled_now = false;            ///< the workload was written: lastScaleTime becomes now
+  bool scaled_now = false;  ///< the workload was written: lastScaleTime becomes now
+  /// A recommendation-driven patch was made: lastRecommendationUpdateTime (the rate-limit clock)
+  /// becomes now.
+  bool recommendation_applied_now = false;
   std::vector<Condition> conditions;  ///< conditions to set; others already stored are kept
 };
 
 /// The new status object from the stored one: sets observedGeneration, target, containers,
-/// lastScaleTime (only when scaled_now) and the conditions, keeping each condition's
-/// lastTransitionTime when its status did not change. A Deployment target also gets
-/// status.deployment and DeploymentFound (TargetFound's twin), as earlier versions wrote them;
-/// any other kind drops both (the scaler may have targeted a Deployment before). `now` is
-/// RFC 3339.
+/// lastScaleTime (only when scaled_now), lastRecommendationUpdateTime (only when
+/// recommendation_applied_now) and the conditions, keeping each condition's lastTransitionTime
+/// when its status did not change. A Deployment target also gets status.deployment and
+/// DeploymentFound (TargetFound's twin), as earlier versions wrote them; any other kind drops
+/// both (the scaler may have targeted a Deployment before). `now` is RFC 3339.
 nlohmann::json build_status(const nlohmann::json& stored, int64_t generation,
                             const StatusReport& report, const std::string& now);
 

@@ -216,6 +216,7 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       HttpRequest request;
       request.target = with_query(type.path(ns), query);
       request.accept = std::string(accept);
+      request.timeout = options.timeout;
       auto body = call(request);
       if (!body) {
         // A continue token outlives its snapshot only until etcd compacts it (5 minutes by

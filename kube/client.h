@@ -53,6 +53,8 @@ inline const ResourceType kDeployments{"apps", "v1", "deployments", true};
 inline const ResourceType kStatefulSets{"apps", "v1", "statefulsets", true};
 inline const ResourceType kDaemonSets{"apps", "v1", "daemonsets", true};
 inline const ResourceType kLeases{"coordination.k8s.io", "v1", "leases", true};
+inline const ResourceType kHorizontalPodAutoscalers{"autoscaling", "v2", "horizontalpodautoscalers",
+                                                    true};
 inline const ResourceType kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
                                                      "customresourcedefinitions", false};
 /// The operator's own custom resource (see DESIGN.md).
@@ -98,6 +100,8 @@ struct ListOptions {
   /// An expired continue token (410, after an etcd compaction) restarts the list from the
   /// beginning at most this many times before the Expired error is returned.
   int max_restarts = 3;
+  /// The longest each page's request may take (see HttpRequest::timeout); zero = the default.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// A complete list: every page's items, and the resourceVersion to watch from.

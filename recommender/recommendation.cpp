@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "recommender/json_fields.h"
+
 namespace vscaler::recommender {
 namespace {
 
@@ -105,6 +107,37 @@ nlohmann::json to_json(const ContainerRecommendation& recommendation) {
           {"lowerBound", quantities(recommendation.lower_bound)},
           {"upperBound", quantities(recommendation.upper_bound)},
           {"uncappedTarget", quantities(recommendation.uncapped_target)}};
+}
+
+kube::Result<std::vector<ContainerRecommendation>> parse_recommendation(
+    const nlohmann::json& recommendation) {
+  const std::string path = "status.recommendation.containerRecommendations";
+  std::vector<ContainerRecommendation> out;
+  if (recommendation.is_null()) return out;
+  if (!recommendation.is_object()) return kube::fail("status.recommendation: must be an object");
+  const nlohmann::json* list = child(recommendation, "containerRecommendations");
+  if (list == nullptr || list->is_null()) return out;
+  if (!list->is_array()) return kube::fail(path + ": must be a list");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const nlohmann::json& item = (*list)[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    ContainerRecommendation r;
+    r.container_name = std::string(string_field(item, "containerName"));
+    if (r.container_name.empty()) return kube::fail(at + ".containerName: required");
+    struct Field {
+      const char* name;
+      ResourceMap* into;
+    };
+    for (Field field :
+         {Field{"target", &r.target}, Field{"lowerBound", &r.lower_bound},
+          Field{"upperBound", &r.upper_bound}, Field{"uncappedTarget", &r.uncapped_target}}) {
+      auto values = resource_list(child(item, field.name), at + "." + field.name);
+      if (!values.ok()) return kube::fail(values.error());
+      *field.into = std::move(values).value();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace vscaler::recommender

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "recommender/aggregate_options.h"
 #include "recommender/container_aggregate.h"
@@ -74,6 +75,12 @@ ContainerRecommendation recommend(const std::string& container_name, const Estim
 /// One entry of status.recommendation.containerRecommendations:
 /// {containerName, target, lowerBound, upperBound, uncappedTarget}, quantities as strings.
 nlohmann::json to_json(const ContainerRecommendation& recommendation);
+
+/// The inverse of to_json over a whole status.recommendation ({containerRecommendations: [...]});
+/// null or absent containerRecommendations is an empty list. An error names the field
+/// ("status.recommendation.containerRecommendations[0].target.cpu: ...").
+kube::Result<std::vector<ContainerRecommendation>> parse_recommendation(
+    const nlohmann::json& recommendation);
 
 /// `value` clamped to [min, max] of `resource` in `range` (a missing side does not clamp).
 kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity& value,

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 namespace vscaler::webhook {
@@ -146,6 +147,107 @@ nlohmann::json project(Element element, const Projection::Node& node) {
   }
 }
 
+// ---- subtree digests (Projection::with_digest) ----
+
+using Pattern = std::vector<std::string>;
+
+std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+
+std::uint64_t hash_bytes(std::string_view bytes) {
+  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : bytes) hash = (hash ^ c) * 1099511628211ULL;
+  return hash;
+}
+
+constexpr std::uint64_t kEmptyObject = 0x51ed270b27c3a1f3ULL;
+
+// The patterns still matching below `key` (nullptr key: an array element, matched only by "*");
+// `ignored` says a pattern ends here (the member is left out).
+std::vector<const Pattern*> descend(const std::vector<const Pattern*>& alive, std::size_t depth,
+                                    const std::string_view* key, bool& ignored) {
+  std::vector<const Pattern*> next;
+  for (const Pattern* pattern : alive) {
+    const std::string& token = (*pattern)[depth];
+    if (token != "*" && (key == nullptr || token != *key)) continue;
+    if (pattern->size() == depth + 1) {
+      ignored = true;
+    } else {
+      next.push_back(pattern);
+    }
+  }
+  return next;
+}
+
+// Recursion depth is bounded by ParseOptions::max_depth, enforced before this runs.
+std::uint64_t digest_of(Element element, const std::vector<const Pattern*>& alive,
+                        std::size_t depth) {
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      std::uint64_t sum = 0;  // a sum: member order does not matter
+      bool any = false;
+      simdjson::dom::object members = element.get_object().value_unsafe();
+      for (auto [key, value] : members) {
+        bool ignored = false;
+        auto next = alive.empty() ? alive : descend(alive, depth, &key, ignored);
+        if (ignored) continue;
+        std::uint64_t child = digest_of(value, next, depth + 1);
+        // An object emptied by ignoring its members counts as absent ({} after a reset).
+        if (!next.empty() && child == kEmptyObject && value.type() == ElementType::OBJECT) {
+          continue;
+        }
+        sum += mix(hash_bytes(key), child);
+        any = true;
+      }
+      return any ? mix(1, sum) : kEmptyObject;
+    }
+    case ElementType::ARRAY: {
+      std::uint64_t hash = 2;
+      simdjson::dom::array items = element.get_array().value_unsafe();
+      for (Element item : items) {
+        bool ignored = false;
+        auto next = alive.empty() ? alive : descend(alive, depth, nullptr, ignored);
+        if (!ignored) hash = mix(hash, digest_of(item, next, depth + 1));
+      }
+      return hash;
+    }
+    case ElementType::STRING:
+      return mix(3, hash_bytes(element.get_string().value_unsafe()));
+    case ElementType::INT64:
+      return mix(4, static_cast<std::uint64_t>(element.get_int64().value_unsafe()));
+    case ElementType::UINT64:
+      return mix(5, element.get_uint64().value_unsafe());
+    case ElementType::DOUBLE: {
+      double value = element.get_double().value_unsafe();
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &value, sizeof bits);
+      return mix(6, bits);
+    }
+    case ElementType::BOOL:
+      return mix(7, element.get_bool().value_unsafe() ? 1 : 0);
+    case ElementType::NULL_VALUE:
+      return 8;
+  }
+  return 9;
+}
+
+// The digest of the subtree `spec` names in `element` (an absent subtree has one of its own).
+std::optional<std::uint64_t> digest(Element element, const Projection::Digest* spec) {
+  if (spec == nullptr || element.type() == ElementType::NULL_VALUE) return std::nullopt;
+  for (const std::string& key : spec->path) {
+    if (element.type() != ElementType::OBJECT) return 10;
+    Element next;
+    if (element.get_object().value_unsafe().at_key(key).get(next)) return 10;
+    element = next;
+  }
+  std::vector<const Pattern*> alive;
+  for (const Pattern& pattern : spec->ignored) {
+    if (!pattern.empty()) alive.push_back(&pattern);
+  }
+  return digest_of(element, alive, 0);
+}
+
 nlohmann::json convert(Element element, const ParseOptions& options) {
   if (options.projection == nullptr) return to_json(element);
   return project(element, options.projection->root());
@@ -203,7 +305,8 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
     kOperation = 64,
     kDryRun = 128,
     kObject = 256,
-    kOldObject = 512
+    kOldObject = 512,
+    kOptions = 1024
   };
   unsigned seen = 0;
   auto once = [&seen](Seen bit, std::string_view key) -> Result<kube::Unit> {
@@ -251,12 +354,27 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
       } else if (value.type() != ElementType::NULL_VALUE) {
         return fail(wrong_type("request.dryRun", "a boolean", value));
       }
+    } else if (key == "options") {
+      if (!(step = once(kOptions, key))) return fail(std::move(step).error());
+      // CreateOptions / UpdateOptions / DeleteOptions; only fieldManager is read, and a value of
+      // an unexpected type is ignored (it decides nothing but skipping vscaler's own writes).
+      if (value.type() == ElementType::OBJECT) {
+        simdjson::dom::element manager;
+        if (!value.get_object().value_unsafe().at_key("fieldManager").get(manager) &&
+            manager.type() == ElementType::STRING) {
+          out.field_manager = std::string(manager.get_string().value_unsafe());
+        }
+      }
     } else if (key == "object") {
       if (!(step = once(kObject, key))) return fail(std::move(step).error());
       out.object = convert(value, options);
+      if (options.projection) out.object_digest = digest(value, options.projection->digest());
     } else if (key == "oldObject") {
       if (!(step = once(kOldObject, key))) return fail(std::move(step).error());
       out.old_object = convert(value, options);
+      if (options.projection) {
+        out.old_object_digest = digest(value, options.projection->digest());
+      }
     }
     if (!step) return fail(std::move(step).error());
   }
@@ -335,6 +453,12 @@ std::string_view to_string(Operation operation) {
       return "CONNECT";
   }
   return "UNKNOWN";
+}
+
+Projection& Projection::with_digest(std::vector<std::string> path,
+                                    std::vector<std::vector<std::string>> ignored) {
+  digest_ = std::make_shared<const Digest>(Digest{std::move(path), std::move(ignored)});
+  return *this;
 }
 
 kube::Result<Projection> Projection::parse(const std::vector<std::string>& paths) {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,7 +45,7 @@ struct GroupVersionResource {
 };
 
 /// The parts of an AdmissionReview request vscaler's handlers read. Deliberately absent:
-/// userInfo and options, which nothing in vscaler may trust or needs.
+/// userInfo, which nothing in vscaler may trust; of options only the field manager.
 struct AdmissionRequest {
   /// Echoed in the response; the API server matches answers by it. Never empty.
   std::string uid;
@@ -60,10 +61,16 @@ struct AdmissionRequest {
   Operation operation = Operation::kCreate;
   /// True for `--dry-run=server` requests: no side effects allowed.
   bool dry_run = false;
+  /// request.options.fieldManager ("" when absent): vscaler's own writes say "vscaler".
+  std::string field_manager;
   /// request.object: null on DELETE. Whole, or projected (see Projection).
   nlohmann::json object;
   /// request.oldObject: null on CREATE and CONNECT. Whole, or projected.
   nlohmann::json old_object;
+  /// Digests of object's / oldObject's subtree the projection names (Projection::with_digest);
+  /// nullopt when it names none or the object is absent.
+  std::optional<std::uint64_t> object_digest;
+  std::optional<std::uint64_t> old_object_digest;
   std::chrono::steady_clock::time_point deadline{};  ///< from ?timeout=; {}: unknown
 };
 
@@ -91,8 +98,24 @@ class Projection {
   };
   const Node& root() const { return *root_; }
 
+  /// What with_digest asked for.
+  struct Digest {
+    std::vector<std::string> path;                  ///< plain member names from the root
+    std::vector<std::vector<std::string>> ignored;  ///< relative to `path`; "*" = any
+  };
+  /// Also digests the subtree at `path` (member names, e.g. {"spec", "template"}) of object and
+  /// oldObject into AdmissionRequest::object_digest / old_object_digest, leaving out members
+  /// matched by `ignored` (token lists relative to `path`; "*" matches any array element or
+  /// member) and objects left empty by that. Members' order does not matter. Costs one walk of
+  /// the parsed subtree, no copy: two subtrees can be compared without projecting them.
+  Projection& with_digest(std::vector<std::string> path,
+                          std::vector<std::vector<std::string>> ignored);
+  /// The digest asked for, or nullptr.
+  const Digest* digest() const { return digest_.get(); }
+
  private:
   std::shared_ptr<Node> root_ = std::make_shared<Node>(Node{true, {}, nullptr});
+  std::shared_ptr<const Digest> digest_;
 };
 
 /// Limits and shaping for parse_review.

@@ -1,32 +1,137 @@
 // DeploymentHandler: the workload admission hook (any supported kind), see the header.
 #include "webhook/deployment_handler.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "api/resources.h"
 #include "base/log.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
+#include "recommender/desired.h"
 
 namespace vscaler::webhook {
 namespace {
 
 using nlohmann::json;
 
+/// The field manager of vscaler's own writes (controller::kFieldManager).
+constexpr std::string_view kOwnFieldManager = "vscaler";
+
+/// What the admission patch sets for `scaler` (Auto or Initial) on a CREATE or UPDATE.
+struct AdmissionValues {
+  api::DesiredResources desired;  ///< per container, in place of the declared values
+  bool recommended = false;       ///< some container's values come from a recommendation
+};
+
+/// True when an UPDATE changes nothing of the template but cpu/memory requests and limits: by the
+/// digests of the projection when the review carried them, else by comparing the templates.
+bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& request) {
+  if (request.operation != Operation::kUpdate) return false;
+  if (request.object_digest && request.old_object_digest) {
+    return *request.object_digest == *request.old_object_digest;
+  }
+  return api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object);
+}
+
+/// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
+std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
+  if (!scaler.status.is_object()) return {};
+  auto status = scaler.status.find("recommendation");
+  if (status == scaler.status.end()) return {};
+  auto parsed = recommender::parse_recommendation(*status);
+  return parsed.ok() ? std::move(parsed).value()
+                     : std::vector<recommender::ContainerRecommendation>{};
+}
+
+AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request) {
+  AdmissionValues values;
+  auto recommendations = recommendations_of(scaler);
+  if (resets_resources_only(scaler, request)) {
+    // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
+    // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
+    // declared values (which is what vscaler made the template carry); a recommended container
+    // with no recommendation yet is not vscaler's to hold: the write stands.
+    values.desired = api::controlled_values_of(scaler, request.old_object);
+    std::erase_if(values.desired, [&](const auto& item) {
+      const api::ContainerResources* entry = scaler.entry_for(item.first);
+      if (entry == nullptr) return true;
+      if (entry->fixed()) return scaler.update_mode == api::UpdateMode::kAuto;
+      return std::none_of(recommendations.begin(), recommendations.end(),
+                          [&item](const auto& r) { return r.container_name == item.first; });
+    });
+    return values;
+  }
+  // A CREATE or a real template change: the write rolls out anyway, so it carries the latest
+  // values (Initial's only chance, Auto's fast path).
+  auto containers = recommender::recommended_containers(scaler, request.object, recommendations);
+  values.desired = std::move(containers.desired);
+  values.recommended = !values.desired.empty();
+  return values;
+}
+
+/// True when `overridden` ("requests.cpu=100m", of container `name`) is what oldObject already
+/// carried: the writer did not set it, it only kept it (an image change, say), so overriding it
+/// is no news to warn about.
+bool carried_over(const AdmissionRequest& request, const std::string& name,
+                  const std::string& overridden) {
+  if (request.operation != Operation::kUpdate) return false;
+  auto dot = overridden.find('.');
+  auto equals = overridden.find('=');
+  if (dot == std::string::npos || equals == std::string::npos || equals < dot) return false;
+  std::string section = overridden.substr(0, dot);
+  std::string resource = overridden.substr(dot + 1, equals - dot - 1);
+  std::string value = overridden.substr(equals + 1);
+  const json* containers = &request.old_object;
+  for (const char* key : {"spec", "template", "spec", "containers"}) {
+    if (!containers->is_object() || !containers->contains(key)) return false;
+    containers = &(*containers)[key];
+  }
+  if (!containers->is_array()) return false;
+  for (const json& container : *containers) {
+    if (!container.is_object() || container.value("name", "") != name) continue;
+    const json* at = &container;
+    for (const std::string& key : {std::string("resources"), section, resource}) {
+      if (!at->is_object() || !at->contains(key)) return false;
+      at = &(*at)[key];
+    }
+    return (at->is_string() ? at->get<std::string>() : at->dump()) == value;
+  }
+  return false;
+}
+
 }  // namespace
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
-                                     controller::HintSink& hints, metrics::Counter& enqueued)
-    : store_(store), hints_(hints), enqueued_(enqueued) {}
+                                     controller::HintSink& hints, metrics::Counter& enqueued,
+                                     metrics::Counter* recommendation_applied)
+    : store_(store),
+      hints_(hints),
+      enqueued_(enqueued),
+      recommendation_applied_(recommendation_applied) {}
 
 const Projection& DeploymentHandler::projection() {
-  static const Projection projection = *Projection::parse({
-      "/metadata/name",
-      "/metadata/namespace",
-      "/metadata/uid",
-      "/metadata/generation",
-      "/metadata/deletionTimestamp",
-      "/spec/template/spec/containers/*/name",
-      "/spec/template/spec/containers/*/resources",
-  });
+  static const Projection projection = [] {
+    Projection paths = *Projection::parse({
+        "/metadata/name",
+        "/metadata/namespace",
+        "/metadata/uid",
+        "/metadata/generation",
+        "/metadata/deletionTimestamp",
+        "/spec/template/spec/containers/*/name",
+        "/spec/template/spec/containers/*/resources",
+    });
+    // The rest of the template only as a digest: enough to tell a template change from a write
+    // that resets resources only, without converting the whole template (about twice the cost).
+    std::vector<std::vector<std::string>> controlled;
+    for (const char* section : {"requests", "limits"}) {
+      for (const char* resource : {"cpu", "memory"}) {
+        controlled.push_back({"spec", "containers", "*", "resources", section, resource});
+      }
+    }
+    paths.with_digest({"spec", "template"}, std::move(controlled));
+    return paths;
+  }();
   return projection;
 }
 
@@ -43,6 +148,8 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
   std::string name = kube::meta_string(named, "name");
   if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
+  // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
+  if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
   std::string ns = kube::meta_string(named, "namespace");
   if (ns.empty()) ns = request.namespace_name;
 
@@ -65,18 +172,30 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       return AdmissionResponse::allow();
   }
   AdmissionResponse response;
-  bool auto_patch =
-      active->update_mode == api::UpdateMode::kAuto && request.operation != Operation::kDelete;
-  if (auto_patch) {
-    api::ResourcePlan plan = api::plan_resources(*active, request.object);
+  bool admits = active->update_mode == api::UpdateMode::kAuto ||
+                active->update_mode == api::UpdateMode::kInitial;
+  if (admits && request.operation != Operation::kDelete) {
+    AdmissionValues values = admission_values(*active, request);
+    api::ResourcePlan plan = api::plan_resources(*active, request.object, &values.desired);
     if (!plan.invalid.empty()) {
       // A patch yielding an invalid object would make the API server reject the user's write.
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied: " + plan.invalid);
     } else {
       if (plan.changed()) response.patch = api::admission_json_patch(plan);
+      bool recommended_changed = false;
+      for (const auto& container : plan.containers) {
+        recommended_changed =
+            recommended_changed ||
+            (container.changed && values.recommended && values.desired.contains(container.name) &&
+             active->entry_for(container.name)->recommended());
+      }
+      if (recommended_changed && !request.dry_run && recommendation_applied_ != nullptr) {
+        recommendation_applied_->inc();
+      }
       for (const auto& container : plan.containers) {
         for (const auto& overridden : container.overridden) {
+          if (carried_over(request, container.name, overridden)) continue;
           response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
                                       container.name + " " + overridden);
         }

@@ -1,9 +1,13 @@
 // The workload admission hook, vscaler's fast path (DESIGN.md event flow item 2). For every
 // CREATE, UPDATE and DELETE of a Deployment, StatefulSet or DaemonSet (the kind comes from the
 // review's resource, kube/workloads) it finds the active scaler in the in-memory index
-// (namespace/kind/name, no API call), enqueues it with a persistence hint, and in Auto mode
-// returns a JSONPatch that sets the declared resources in the same write. It never denies a
-// write. One handler serves both paths.
+// (namespace/kind/name, no API call), enqueues it with a persistence hint, and in Auto and
+// Initial mode returns a JSONPatch that sets the scaler's values in the same write: fixed values,
+// and the recommendation's target for recommended containers. Initial applies only to writes
+// that change the template outside the controlled keys; in both modes a write that only resets
+// controlled keys (a Helm upgrade) gets back what oldObject carried, so it stays a no-op.
+// vscaler's own writes (field manager "vscaler") are skipped. It never denies a write. One
+// handler serves both paths.
 #pragma once
 
 #include "controller/hint_sink.h"
@@ -18,11 +22,14 @@ class DeploymentHandler {
  public:
   /// `hints` receives each matched scaler's key and expectation; `enqueued` counts them
   /// (vscaler_webhook_enqueued_total).
+  /// `recommendation_applied` (may be null) counts admissions that applied a recommendation
+  /// (vscaler_recommendation_applied_total{trigger="admission"}).
   DeploymentHandler(const controller::ScalerStore& store, controller::HintSink& hints,
-                    metrics::Counter& enqueued);
+                    metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr);
 
-  /// The parts of object/oldObject the handler reads: metadata and the containers' names and
-  /// resources (patch paths keep array positions).
+  /// The parts of object/oldObject the handler reads: metadata, the containers' names and
+  /// resources (patch paths keep array positions), and a digest of the pod template without the
+  /// containers' cpu/memory requests and limits (to tell a template change from a reset).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.
@@ -32,6 +39,7 @@ class DeploymentHandler {
   const controller::ScalerStore& store_;
   controller::HintSink& hints_;
   metrics::Counter& enqueued_;
+  metrics::Counter* recommendation_applied_;
 };
 
 }  // namespace vscaler::webhook

@@ -2,6 +2,7 @@
 #include "webhook/scaler_handler.h"
 
 #include "api/resources.h"
+#include "webhook/hpa_warning.h"
 
 namespace vscaler::webhook {
 
@@ -81,6 +82,17 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
   }
   for (const auto& missing : plan.missing) {
     response.warnings.push_back(workload + " has no container " + missing);
+  }
+  if (scaler->update_mode == api::UpdateMode::kOff) return response;  // it changes nothing
+  // An HPA on cpu/memory of the same target: one more read, in what is left of the budget; any
+  // failure (RBAC, timeout) only means no warning.
+  budget = lookup_budget(request.deadline);
+  if (budget <= std::chrono::milliseconds::zero()) return response;
+  auto autoscalers = api_.list_horizontal_pod_autoscalers(scaler->ns, budget);
+  if (autoscalers.ok()) {
+    for (auto& warning : hpa_warnings(*autoscalers, scaler->target.kind, scaler->target.name)) {
+      response.warnings.push_back(std::move(warning));
+    }
   }
   return response;
 }

@@ -1,7 +1,7 @@
 // The VerticalScaler validating hook: denies what the CRD schema and CEL cannot say (every error
 // naming its field) and warns, never denies, about the cluster's state: the target workload does
-// not exist yet, another scaler already targets it, or the declared values conflict with the
-// workload's own limits.
+// not exist yet, another scaler already targets it, the declared values conflict with the
+// workload's own limits, or a HorizontalPodAutoscaler scales it on cpu or memory.
 #pragma once
 
 #include <chrono>

@@ -58,9 +58,27 @@ self_signed_certs() {
     -keyout "$1/tls.key" -out "$1/tls.crt" 2>/dev/null
 }
 
-# start_operator [FLAGS...]: runs $VSCALER_BIN against the test cluster on free ports, waits for
-# /readyz and stops it when the test exits. Sets OPERATOR_PID, METRICS_URL, WEBHOOK_PORT,
-# OPERATOR_LOG, CERT_DIR (uses $CERT_DIR when set and holding tls.crt).
+# The user vscaler runs as in the tests and the demo, as in a cluster: its ServiceAccount's name.
+# The webhook configurations' matchConditions exclude it, so vscaler's own patches are never
+# hooked by its own webhook; the tests write as the admin user.
+VSCALER_USER=system:serviceaccount:vscaler-system:vscaler
+
+# operator_kubeconfig: prints a kubeconfig for $VSCALER_USER (test/cluster/operator-kubeconfig.sh:
+# a client certificate of the local cluster's CA, the shipped RBAC bound to it). Without the
+# cluster's CA (another cluster) it prints $KUBECONFIG: vscaler then runs as that user and relies
+# on its webhook skipping writes of its own field manager.
+operator_kubeconfig() {
+  if [ -z "${VSCALER_CLUSTER_DIR:-}" ] || [ ! -f "$VSCALER_CLUSTER_DIR/pki/ca.key" ]; then
+    echo "$KUBECONFIG"
+    return
+  fi
+  "$ROOT/test/cluster/operator-kubeconfig.sh"
+}
+
+# start_operator [FLAGS...]: runs $VSCALER_BIN against the test cluster on free ports as
+# $VSCALER_USER (see operator_kubeconfig), waits for /readyz and stops it when the test exits.
+# Sets OPERATOR_PID, METRICS_URL, WEBHOOK_PORT, OPERATOR_LOG, CERT_DIR (uses $CERT_DIR when set
+# and holding tls.crt).
 start_operator() {
   : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
   WORK_DIR=${WORK_DIR:-$(mktemp -d /tmp/vscaler-e2e.XXXXXX)}
@@ -73,7 +91,9 @@ start_operator() {
   METRICS_URL=http://127.0.0.1:$metrics_port/metrics
   HEALTH_URL=http://127.0.0.1:$health_port
   OPERATOR_LOG=$WORK_DIR/operator.log
-  "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" \
+  local kubeconfig
+  kubeconfig=$(operator_kubeconfig) || fail "no kubeconfig for $VSCALER_USER"
+  "$VSCALER_BIN" --kubeconfig "$kubeconfig" --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" \
     --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
     "$@" >>"$OPERATOR_LOG" 2>&1 &
   OPERATOR_PID=$!

@@ -310,6 +310,7 @@ rules "$ns" >"$work/rules.txt"
 cat >"$work/want.txt" <<'EOF'
 daemonsets.apps                                 []                                     []               [get list patch]
 deployments.apps                                []                                     []               [get list patch]
+horizontalpodautoscalers.autoscaling            []                                     []               [get list]
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 limitranges                                     []                                     []               [list]
@@ -324,7 +325,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, PodMetrics and limitranges list, checkpoints get/list/create/update/delete"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, PodMetrics and limitranges list, checkpoints get/list/create/update/delete"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]

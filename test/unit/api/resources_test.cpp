@@ -151,3 +151,73 @@ TEST_CASE("property: every admission patch applies to its object and yields the 
   }
   CHECK(applied > 500);
 }
+
+TEST_CASE(
+    "desired values replace a container's declared ones; a recommended container without "
+    "any is left as it is; mode Off containers are not matched") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [{"name": "app"},
+      {"name": "fixed", "requests": {"cpu": "1"}}, {"name": "proxy", "mode": "Off"}]})");
+  json object = deployment(R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}},
+      {"name": "fixed"}, {"name": "proxy"}])");
+  auto plan = plan_resources(scaler, object);
+  REQUIRE(plan.containers.size() == 2);
+  CHECK_FALSE(plan.containers[0].changed);
+  CHECK(plan.containers[1].changed);
+  CHECK(plan.missing.empty());
+  DesiredResources desired;
+  desired["app"].requests.emplace("cpu", *vscaler::kube::Quantity::parse("300m"));
+  plan = plan_resources(scaler, object, &desired);
+  CHECK(plan.containers[0].merged["requests"]["cpu"] == "300m");
+  CHECK(strategic_merge_patch(scaler, plan) == json::parse(R"({"spec": {"template": {"spec":
+      {"containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"}}},
+      {"name": "fixed", "resources": {"requests": {"cpu": "1"}}}]}}}})"));
+}
+
+TEST_CASE("no spec.containers: every container is matched as recommended") {
+  auto scaler = scaler_from(R"({"deploymentName": "web"})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "a"}, {"name": "b"}])"));
+  CHECK(plan.containers.size() == 2);
+  CHECK_FALSE(plan.changed());
+}
+
+TEST_CASE("controlled_values_of takes the controlled keys as the template has them") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "controlledValues": "RequestsOnly", "controlledResources": ["cpu"]},
+      {"name": "fixed", "limits": {"memory": "1Gi"}}]})");
+  auto values = controlled_values_of(
+      scaler, deployment(R"([{"name": "app", "resources": {"requests": {"cpu": "1",
+      "memory": "1Gi"}, "limits": {"cpu": "2"}}}, {"name": "fixed", "resources": {"limits":
+      {"memory": "512Mi", "cpu": "1"}}}])"));
+  REQUIRE(values.size() == 2);
+  CHECK(values["app"].requests.size() == 1);
+  CHECK(values["app"].requests.at("cpu").to_string() == "1");
+  CHECK(values["app"].limits.empty());
+  CHECK(values["fixed"].limits.size() == 1);
+  CHECK(values["fixed"].limits.at("memory").to_string() == "512Mi");
+}
+
+TEST_CASE("templates equal once the controlled cpu/memory keys are ignored, and only then") {
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [{"name": "app"},
+      {"name": "proxy", "mode": "Off"}]})");
+  json before = deployment(R"([{"name": "app", "image": "a:1", "resources": {"requests":
+      {"cpu": "1"}, "claims": [{"name": "gpu"}]}}, {"name": "proxy", "resources": {"requests":
+      {"cpu": "5m"}}}])");
+  json reset = before;
+  reset["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m";
+  CHECK(templates_equal_ignoring_controlled(scaler, before, reset));
+  json removed = before;
+  removed["spec"]["template"]["spec"]["containers"][0]["resources"].erase("requests");
+  CHECK(templates_equal_ignoring_controlled(scaler, before, removed));
+  json image = reset;
+  image["spec"]["template"]["spec"]["containers"][0]["image"] = "a:2";
+  CHECK_FALSE(templates_equal_ignoring_controlled(scaler, before, image));
+  json proxy = before;  // an Off container's resources are the user's: a real change
+  proxy["spec"]["template"]["spec"]["containers"][1]["resources"]["requests"]["cpu"] = "6m";
+  CHECK_FALSE(templates_equal_ignoring_controlled(scaler, before, proxy));
+  json label = before;
+  label["spec"]["template"]["metadata"]["labels"]["x"] = "y";
+  CHECK_FALSE(templates_equal_ignoring_controlled(scaler, before, label));
+  json claims = before;
+  claims["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = json::array();
+  CHECK_FALSE(templates_equal_ignoring_controlled(scaler, before, claims));
+}

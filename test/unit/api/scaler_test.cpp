@@ -209,9 +209,13 @@ TEST_CASE("an unquoted Off (the boolean false) is rejected with the hint to quot
         "false; write mode: \"Off\" (quoted)");
 }
 
-TEST_CASE("what this version cannot apply yet is refused plainly, not half-applied") {
-  CHECK(first_error(json::parse(R"({"deploymentName": "web", "updateMode": "Initial"})"))
-            .rfind("spec.updateMode: Initial is not supported by this version", 0) == 0);
+TEST_CASE("updateMode Initial is accepted") {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}, {"updateMode", "Initial"}}}};
+  auto parsed = parse_scaler(object);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->update_mode == UpdateMode::kInitial);
+  CHECK(to_string(parsed->update_mode) == "Initial");
 }
 
 TEST_CASE(

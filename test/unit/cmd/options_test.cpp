@@ -69,6 +69,18 @@ TEST_CASE("leader election flags") {
         "--leader-election-namespace: must not be empty");
 }
 
+TEST_CASE("--min-update-interval: default 10m, a Go duration") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->min_update_interval == std::chrono::minutes(10));
+  auto options = parse_options({"--min-update-interval", "30s"});
+  REQUIRE(options.ok());
+  CHECK(options->min_update_interval == std::chrono::seconds(30));
+  CHECK(
+      parse_options({"--min-update-interval", "soon"}).error().rfind("--min-update-interval:", 0) ==
+      0);
+}
+
 TEST_CASE("the recommender's flags: Go durations, VPA's defaults, 0 turns recommendations off") {
   using std::chrono::hours;
   using std::chrono::minutes;

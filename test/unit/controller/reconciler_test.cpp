@@ -449,3 +449,149 @@ TEST_CASE("a missing StatefulSet: TargetFound=False naming it, nothing written")
         "StatefulSet db does not exist in namespace shop");
   CHECK(f.api.scalers["db"]["status"]["target"]["found"] == false);
 }
+
+// ---- recommendations (status.recommendation, written by the recommender) -------------------
+
+namespace {
+
+/// A recommendation for container `name` in VPA's status shape.
+json recommendation(const char* name, const char* target, const char* lower, const char* upper) {
+  return {{"containerRecommendations",
+           {{{"containerName", name},
+             {"target", {{"cpu", target}}},
+             {"lowerBound", {{"cpu", lower}}},
+             {"upperBound", {{"cpu", upper}}},
+             {"uncappedTarget", {{"cpu", target}}}}}}};
+}
+
+/// Reconciles `name` with `reconciler` (options of the test's own), then refreshes the store.
+ReconcileOutcome run_with(Fixture& f, Reconciler& reconciler, const std::string& name) {
+  WorkItem item;
+  item.key = "shop/" + name;
+  auto outcome = reconciler.reconcile(item);
+  f.refresh(name);
+  return outcome;
+}
+
+void set_recommendation(Fixture& f, const json& value) {
+  f.api.scalers["web"]["status"]["recommendation"] = value;
+  f.refresh("web");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Auto: an applied request below lowerBound is patched to the target once, limits in "
+    "proportion, and the rate-limit clock starts") {
+  Fixture f;
+  struct Counting : ReconcilerMetrics {
+    int applied = 0;
+    void on_recommendation_applied() override { ++applied; }
+  } metrics;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"},
+      "limits": {"cpu": "200m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web"})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  auto outcome = run_with(f, reconciler, "web");
+  CHECK(outcome.patched);
+  CHECK(f.resources("web") ==
+        json::parse(R"({"requests": {"cpu": "300m"}, "limits": {"cpu": "600m"}})"));
+  CHECK(metrics.applied == 1);
+  CHECK(f.api.scalers["web"]["status"].contains("lastRecommendationUpdateTime"));
+  CHECK(f.condition("web", "Scaled") == "Applied");
+  // In bounds now: nothing more, whatever the clock says.
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  // The target moves a little but stays within the bounds: no patch either.
+  set_recommendation(f, recommendation("app", "320m", "250m", "400m"));
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.condition("web", "Scaled") == "Applied");
+}
+
+TEST_CASE(
+    "Auto: out of bounds again within --min-update-interval is Deferred (Ready stays True) "
+    "and requeued for when it lifts") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Reconcile"})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  run_with(f, reconciler, "web");
+  REQUIRE(f.api.deployment_patches == 1);
+  set_recommendation(f, recommendation("app", "1", "900m", "2"));
+  auto outcome = run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.condition("web", "Scaled") == "Deferred");
+  CHECK(f.condition("web", "Scaled", "message").find("applies at 20") != std::string::npos);
+  CHECK(f.condition("web", "Ready", "status") == "True");
+  CHECK(outcome.requeue_after > std::chrono::minutes(9));
+  CHECK(outcome.requeue_after <= std::chrono::minutes(10));
+  // The clock is older than the interval (a previous leader, long ago): due now.
+  f.api.scalers["web"]["status"]["lastRecommendationUpdateTime"] = "2020-01-01T00:00:00Z";
+  f.refresh("web");
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 2);
+  CHECK(f.resources("web")["requests"]["cpu"] == "1");
+}
+
+TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next template change") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Initial",
+      "containers": [{"name": "app"}, {"name": "side", "requests": {"cpu": "1"}}]})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("web", "Scaled") == "Deferred");
+  CHECK(f.condition("web", "Scaled", "message").find("next template change") != std::string::npos);
+  CHECK(f.condition("web", "Ready", "status") == "True");
+}
+
+TEST_CASE("no recommendation yet and nothing fixed: nothing is written, AwaitingRecommendation") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", R"({"deploymentName": "web"})");
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 0);
+  CHECK(f.condition("web", "Scaled") == "AwaitingRecommendation");
+  CHECK(f.condition("web", "Scaled", "status") == "False");
+}
+
+TEST_CASE(
+    "fixed and recommended containers in one scaler; a follower makes no recommendation "
+    "patch; --recommender-interval 0 says RecommenderDisabled") {
+  Fixture f;
+  ReconcilerOptions options;
+  bool leading = false;
+  options.leader_step = [&leading] { return leading; };
+  options.recommender_enabled = false;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics, options};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}},
+      {"name": "fixed", "resources": {"requests": {"cpu": "1"}}},
+      {"name": "proxy", "resources": {"requests": {"cpu": "5m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "containers": [{"name": "app"},
+      {"name": "fixed", "requests": {"cpu": "500m"}}, {"name": "proxy", "mode": "Off"}]})");
+  json recs = recommendation("app", "300m", "250m", "400m");
+  json proxy = recs["containerRecommendations"][0];
+  proxy["containerName"] = "proxy";
+  recs["containerRecommendations"].push_back(proxy);
+  set_recommendation(f, recs);
+  run_with(f, reconciler, "web");
+  // The fixed value is applied by any replica; the recommendation waits for the leader.
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.resources("web", 0)["requests"]["cpu"] == "100m");
+  CHECK(f.resources("web", 1)["requests"]["cpu"] == "500m");
+  CHECK(f.condition("web", "RecommendationProvided") == "RecommenderDisabled");
+  leading = true;
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 2);
+  CHECK(f.resources("web", 0)["requests"]["cpu"] == "300m");
+  CHECK(f.resources("web", 1)["requests"]["cpu"] == "500m");
+  CHECK(f.resources("web", 2)["requests"]["cpu"] == "5m");  // mode Off: left alone
+  json containers = f.api.scalers["web"]["status"]["containers"];
+  CHECK(containers.size() == 2);
+}

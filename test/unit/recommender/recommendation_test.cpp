@@ -144,3 +144,23 @@ TEST_CASE("the status entry has VPA's shape") {
   CHECK(json.contains("upperBound"));
   CHECK(json["uncappedTarget"]["cpu"] == "352m");
 }
+
+TEST_CASE("parse_recommendation reads back what to_json wrote and names a bad field") {
+  ContainerRecommendation r;
+  r.container_name = "app";
+  r.target = {{kCpu, q("312m")}, {kMemory, q("410Mi")}};
+  r.lower_bound = {{kCpu, q("100m")}, {kMemory, q("300Mi")}};
+  r.upper_bound = {{kCpu, q("2")}, {kMemory, q("1Gi")}};
+  r.uncapped_target = {{kCpu, q("500m")}, {kMemory, q("410Mi")}};
+  nlohmann::json status = {{"containerRecommendations", {to_json(r)}}};
+  auto parsed = parse_recommendation(status);
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->size() == 1);
+  CHECK((*parsed)[0] == r);
+  CHECK(parse_recommendation(nlohmann::json())->empty());
+  CHECK(parse_recommendation(nlohmann::json::object())->empty());
+  status["containerRecommendations"][0]["target"]["cpu"] = "lots";
+  auto bad = parse_recommendation(status);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().rfind("status.recommendation.containerRecommendations[0].target.cpu", 0) == 0);
+}

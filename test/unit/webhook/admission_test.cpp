@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::base64_encode;
@@ -404,4 +405,59 @@ TEST_CASE("codec: JSON patches are checked before they can break a user's write"
 TEST_CASE("codec: JSON pointer tokens are escaped") {
   CHECK(json_pointer_escape("app.kubernetes.io/name") == "app.kubernetes.io~1name");
   CHECK(json_pointer_escape("a~b/c") == "a~0b~1c");
+}
+
+TEST_CASE(
+    "codec: a digest tells a template change from a change of ignored members only; "
+    "options.fieldManager is read") {
+  auto projection = Projection::parse({"/metadata/name"});
+  REQUIRE(projection.ok());
+  projection->with_digest({"spec", "template"},
+                          {{"spec", "containers", "*", "resources", "requests", "cpu"}});
+  ParseOptions options;
+  options.projection = &*projection;
+  auto digests = [&options](const json& before, const json& after) {
+    json review = minimal_review();
+    review["request"]["operation"] = "UPDATE";
+    review["request"]["options"] = {{"fieldManager", "helm"}};
+    review["request"]["oldObject"] = before;
+    review["request"]["object"] = after;
+    auto parsed = parse_review(review.dump(), options);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->field_manager == "helm");
+    REQUIRE(parsed->object_digest.has_value());
+    REQUIRE(parsed->old_object_digest.has_value());
+    return std::pair{*parsed->old_object_digest, *parsed->object_digest};
+  };
+  json before = json::parse(R"({"metadata": {"name": "web"}, "spec": {"template": {"spec":
+      {"containers": [{"name": "app", "image": "a:1", "resources": {"requests": {"cpu": "1",
+      "memory": "1Gi"}}}]}}}})");
+  auto same = [&](const json& after) {
+    auto [a, b] = digests(before, after);
+    return a == b;
+  };
+  json cpu = before;
+  cpu["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2";
+  CHECK(same(cpu));
+  json reordered = json::parse(R"({"spec": {"template": {"spec": {"containers": [{"resources":
+      {"requests": {"memory": "1Gi", "cpu": "5"}}, "image": "a:1", "name": "app"}]}}},
+      "metadata": {"name": "other"}})");
+  CHECK(same(reordered));  // member order and parts outside the subtree do not matter
+  json memory = before;
+  memory["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "2Gi";
+  CHECK_FALSE(same(memory));
+  json image = before;
+  image["spec"]["template"]["spec"]["containers"][0]["image"] = "a:2";
+  CHECK_FALSE(same(image));
+  json only_cpu = json::parse(R"({"spec": {"template": {"spec": {"containers": [{"name": "app",
+      "resources": {"requests": {"cpu": "1"}}}]}}}})");
+  json no_resources = json::parse(R"({"spec": {"template": {"spec": {"containers":
+      [{"name": "app"}]}}}})");
+  auto [a, b] = digests(only_cpu, no_resources);
+  CHECK(a == b);  // emptied by the ignored member: the same as absent
+  // Without a digest in the projection, none is computed.
+  ParseOptions plain;
+  auto parsed = parse_review(minimal_review().dump(), plain);
+  REQUIRE(parsed.ok());
+  CHECK_FALSE(parsed->object_digest.has_value());
 }

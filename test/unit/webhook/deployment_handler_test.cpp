@@ -319,3 +319,104 @@ TEST_CASE("a review of an unsupported kind or a subresource is allowed untouched
   CHECK(response.patch.is_null());
   CHECK(f.queue.len() == 0);
 }
+
+// ---- recommendations at admission ---------------------------------------------------------
+
+namespace {
+
+/// A scaler of `mode` whose container app is recommended, with a recommendation of cpu 300m.
+void add_recommended(controller::ScalerStore& store, const char* mode) {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "record"}}},
+                 {"spec", {{"deploymentName", "web"}, {"updateMode", mode}}},
+                 {"status", json::parse(R"({"recommendation": {"containerRecommendations": [
+      {"containerName": "app", "target": {"cpu": "300m"}, "lowerBound": {"cpu": "250m"},
+       "upperBound": {"cpu": "400m"}, "uncappedTarget": {"cpu": "300m"}}]}})")}};
+  object["spec"]["containers"] = json::parse(R"([{"name": "app"}, {"name": "sidecar",
+      "mode": "Off"}])");
+  auto scaler = api::parse_scaler(object);
+  REQUIRE(scaler.ok());
+  store.upsert(std::make_shared<const api::Scaler>(*scaler));
+}
+
+/// The same recording with the Deployment named `name` (the recordings name it web or big).
+AdmissionRequest renamed(AdmissionRequest request, const char* name) {
+  for (json* object : {&request.object, &request.old_object}) {
+    if (object->is_object()) (*object)["metadata"]["name"] = name;
+  }
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("Auto: a CREATE gets the recommendation's target, limits in proportion, and is counted") {
+  Fixture f;
+  metrics::Counter applied;
+  DeploymentHandler handler{f.store, f.hints, f.enqueued, &applied};
+  add_recommended(f.store, "Auto");
+  auto response = handler.handle(recorded("deployment-create.json"));
+  REQUIRE(response.patch.is_array());
+  REQUIRE(response.patch.size() == 1);  // the sidecar is mode Off
+  CHECK(response.patch[0]["value"] == json::parse(R"({"requests": {"cpu": "300m",
+      "memory": "64Mi"}, "limits": {"cpu": "1500m", "memory": "128Mi"}})"));
+  CHECK(applied.value() == 1);
+}
+
+TEST_CASE(
+    "Auto and Initial: a write that only resets controlled keys gets back what oldObject "
+    "carried, not the target") {
+  for (const char* mode : {"Auto", "Initial"}) {
+    CAPTURE(mode);
+    Fixture f;
+    add_recommended(f.store, mode);
+    // kubectl set resources: requests.cpu 100m -> 200m, nothing else.
+    auto response = f.handler.handle(recorded("deployment-update-resources.json"));
+    REQUIRE(response.patch.is_array());
+    REQUIRE(response.patch.size() == 1);
+    CHECK(response.patch[0]["value"]["requests"]["cpu"] == "100m");
+    CHECK(response.patch[0]["value"]["limits"]["cpu"] == "500m");
+    // The writer set 200m: vscaler says it overrides it.
+    REQUIRE(response.warnings.size() == 1);
+    CHECK(response.warnings[0] == "vscaler: VerticalScaler web overrides app requests.cpu=200m");
+  }
+}
+
+TEST_CASE("Initial: a write that changes the template (an image) gets the latest target") {
+  Fixture f;
+  add_recommended(f.store, "Initial");
+  auto response = f.handler.handle(renamed(recorded("deployment-update-20k.json"), "web"));
+  REQUIRE(response.patch.is_array());
+  REQUIRE(response.patch.size() == 1);
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
+  CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1500m");
+  // 100m/500m were only carried over by the image change: no warning about overriding them.
+  CHECK(response.warnings.empty());
+}
+
+TEST_CASE("Reconcile mode sends no admission patch") {
+  Fixture f;
+  add_recommended(f.store, "Reconcile");
+  auto response = f.handler.handle(recorded("deployment-create.json"));
+  CHECK(response.patch.is_null());
+  CHECK(f.next().has_value());  // still hinted
+}
+
+TEST_CASE("vscaler's own writes (field manager vscaler) are allowed untouched and not hinted") {
+  Fixture f;
+  add_recommended(f.store, "Auto");
+  AdmissionRequest request = recorded("deployment-update-resources.json");
+  CHECK(request.field_manager == "kubectl-set");
+  request.field_manager = "vscaler";
+  auto response = f.handler.handle(request);
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
+  CHECK(response.warnings.empty());
+  CHECK_FALSE(f.next().has_value());
+}
+
+TEST_CASE("a resources-only write to a recommended container with no recommendation yet stands") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app"}])");
+  auto response = f.handler.handle(recorded("deployment-update-resources.json"));
+  CHECK(response.patch.is_null());
+  CHECK(response.warnings.empty());
+}

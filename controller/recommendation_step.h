@@ -1,0 +1,41 @@
+// What a scaler's recommendation (status.recommendation, written by the recommender) means for one
+// reconcile of its workload: the values it gives each recommended container and whether a
+// recommendation-driven patch is due now, deferred, or not needed (DESIGN.md "When to apply a
+// recommendation"; the rule itself is recommender::decide_update).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/scaler.h"
+#include "recommender/desired.h"
+#include "recommender/time.h"
+#include "recommender/update_rule.h"
+
+namespace vscaler::controller {
+
+/// The recommendation's side of one reconcile. Not copyable: `containers` points into
+/// `recommendations`.
+struct RecommendationStep {
+  RecommendationStep() = default;
+  RecommendationStep(const RecommendationStep&) = delete;
+  RecommendationStep& operator=(const RecommendationStep&) = delete;
+  RecommendationStep(RecommendationStep&&) = default;
+
+  std::vector<recommender::ContainerRecommendation> recommendations;  ///< from status
+  recommender::RecommendedContainers containers;                      ///< per recommended container
+  recommender::UpdateDecision decision;  ///< the bounds rule and rate limit
+  std::string error;  ///< status.recommendation did not parse (then nothing is recommended)
+};
+
+/// Reads the scaler's status (recommendation, lastRecommendationUpdateTime) against `workload`'s
+/// template and decides with `min_update_interval` at `now`.
+RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann::json& workload,
+                                       recommender::Duration min_update_interval,
+                                       recommender::TimePoint now);
+
+/// The wall clock at the recommender's resolution.
+recommender::TimePoint wall_now();
+
+}  // namespace vscaler::controller

@@ -1,0 +1,109 @@
+// Entry -> policy, template JSON -> resource maps, target -> desired keys.
+#include "recommender/desired.h"
+
+namespace vscaler::recommender {
+namespace {
+
+using nlohmann::json;
+
+ResourceMap to_recommender(const api::ResourceMap& map) {
+  return ResourceMap(map.begin(), map.end());
+}
+
+api::ResourceMap to_api(const ResourceMap& map) {
+  return api::ResourceMap(map.begin(), map.end());
+}
+
+/// Parses the cpu/memory members of one requests/limits object.
+ResourceMap section_of(const json& resources, const char* section) {
+  ResourceMap out;
+  auto values = resources.find(section);
+  if (values == resources.end() || !values->is_object()) return out;
+  for (const char* resource : {kCpu, kMemory}) {
+    auto value = values->find(resource);
+    if (value == values->end()) continue;
+    auto parsed = value->is_string() ? kube::Quantity::parse(value->get_ref<const std::string&>())
+                                     : kube::Quantity::parse(value->dump());
+    if (parsed.ok()) out.emplace(resource, *parsed);
+  }
+  return out;
+}
+
+const json& template_containers(const json& workload) {
+  static const json kEmpty = json::array();
+  const json* node = &workload;
+  for (const char* key : {"spec", "template", "spec", "containers"}) {
+    if (!node->is_object()) return kEmpty;
+    auto found = node->find(key);
+    if (found == node->end()) return kEmpty;
+    node = &*found;
+  }
+  return node->is_array() ? *node : kEmpty;
+}
+
+}  // namespace
+
+ContainerPolicy policy_of(const api::ContainerResources& entry) {
+  ContainerPolicy policy;
+  policy.control_cpu = entry.controls_cpu;
+  policy.control_memory = entry.controls_memory;
+  policy.controlled_values = entry.controlled_values == api::ControlledValues::kRequestsOnly
+                                 ? ControlledValues::kRequestsOnly
+                                 : ControlledValues::kRequestsAndLimits;
+  policy.range.min_allowed = to_recommender(entry.min_allowed);
+  policy.range.max_allowed = to_recommender(entry.max_allowed);
+  return policy;
+}
+
+ContainerResources resources_of(const json& resources) {
+  if (!resources.is_object()) return {};
+  return {section_of(resources, "requests"), section_of(resources, "limits")};
+}
+
+RecommendedContainers recommended_containers(
+    const api::Scaler& scaler, const json& workload,
+    const std::vector<ContainerRecommendation>& recommendations,
+    const LimitRangeItem* limit_range) {
+  RecommendedContainers out;
+  for (const json& container : template_containers(workload)) {
+    if (!container.is_object()) continue;
+    auto name = container.find("name");
+    if (name == container.end() || !name->is_string()) continue;
+    const std::string& container_name = name->get_ref<const std::string&>();
+    const api::ContainerResources* entry = scaler.entry_for(container_name);
+    if (entry == nullptr || !entry->recommended()) continue;
+    const ContainerRecommendation* recommendation = nullptr;
+    for (const auto& r : recommendations) {
+      if (r.container_name == container_name) recommendation = &r;
+    }
+    if (recommendation == nullptr) {
+      out.awaiting.push_back(container_name);
+      continue;
+    }
+    AppliedContainer applied;
+    applied.name = container_name;
+    auto resources = container.find("resources");
+    applied.current = resources_of(resources == container.end() ? json() : *resources);
+    applied.recommendation = recommendation;
+    applied.policy = policy_of(*entry);
+    applied.limit_range = limit_range;
+    ContainerResources next =
+        apply_recommendation(applied.current, recommendation->target, applied.policy, limit_range);
+    // Only the keys the recommendation sets: requests of controlled resources it has a target
+    // for, and their limits when it scales them.
+    ResourceMap requests, limits;
+    for (const auto& [resource, value] : recommendation->target) {
+      if (!applied.policy.controls(resource)) continue;
+      if (const auto* request = find(next.requests, resource)) requests.emplace(resource, *request);
+      if (applied.policy.controlled_values == ControlledValues::kRequestsAndLimits &&
+          find(applied.current.limits, resource) != nullptr) {
+        if (const auto* limit = find(next.limits, resource)) limits.emplace(resource, *limit);
+      }
+    }
+    out.desired[container_name] = api::DesiredValues{to_api(requests), to_api(limits)};
+    out.applied.push_back(std::move(applied));
+  }
+  return out;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,90 @@
+// recommended_containers: which containers a recommendation applies to and the keys it sets, the
+// spec entry's policy mapped onto the recommender's (RequestsOnly, controlledResources, the
+// min/max clamp is the recommender's: the target is applied as written).
+#include "recommender/desired.h"
+
+#include <doctest/doctest.h>
+
+using nlohmann::json;
+using namespace vscaler;
+using namespace vscaler::recommender;
+
+namespace {
+
+api::Scaler scaler(const char* containers) {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}}}};
+  if (containers != nullptr) object["spec"]["containers"] = json::parse(containers);
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+json workload(const char* containers) {
+  json object;
+  object["spec"]["template"]["spec"]["containers"] = json::parse(containers);
+  return object;
+}
+
+std::vector<ContainerRecommendation> recommendations(const char* status) {
+  auto parsed = parse_recommendation(json::parse(status));
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+const char* kRecs = R"({"containerRecommendations": [
+  {"containerName": "app", "target": {"cpu": "300m", "memory": "200Mi"},
+   "lowerBound": {"cpu": "250m", "memory": "150Mi"}, "upperBound": {"cpu": "400m", "memory": "300Mi"},
+   "uncappedTarget": {"cpu": "5", "memory": "200Mi"}},
+  {"containerName": "side", "target": {"cpu": "50m"}, "lowerBound": {"cpu": "10m"},
+   "upperBound": {"cpu": "90m"}, "uncappedTarget": {"cpu": "50m"}}]})";
+
+}  // namespace
+
+TEST_CASE("RequestsAndLimits: requests to the target (not uncappedTarget), limits in proportion") {
+  auto recs = recommendations(kRecs);
+  auto out = recommended_containers(
+      scaler(nullptr),
+      workload(R"([{"name": "app", "resources": {"requests": {"cpu": "100m", "memory": "100Mi"},
+      "limits": {"cpu": "200m"}}}, {"name": "other"}])"),
+      recs);
+  REQUIRE(out.desired.size() == 1);
+  const auto& app = out.desired.at("app");
+  CHECK(app.requests.at("cpu").to_string() == "300m");
+  CHECK(app.requests.at("memory").to_string() == "200Mi");
+  CHECK(app.limits.at("cpu").to_string() == "600m");
+  CHECK_FALSE(app.limits.contains("memory"));  // no limit to scale: none is added
+  CHECK(out.awaiting == std::vector<std::string>{"other"});
+  REQUIRE(out.applied.size() == 1);
+  CHECK(out.applied[0].recommendation == &recs[0]);
+}
+
+TEST_CASE(
+    "RequestsOnly leaves limits alone (the request capped at the limit); controlledResources "
+    "limits the keys; fixed and Off entries are not recommended") {
+  auto recs = recommendations(kRecs);
+  auto out = recommended_containers(
+      scaler(R"([{"name": "app", "controlledValues": "RequestsOnly", "controlledResources":
+      ["cpu"]}, {"name": "side", "requests": {"cpu": "1"}}, {"name": "*", "mode": "Off"}])"),
+      workload(R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}, "limits":
+      {"cpu": "250m"}}}, {"name": "side"}, {"name": "x"}])"),
+      recs);
+  REQUIRE(out.desired.size() == 1);
+  const auto& app = out.desired.at("app");
+  CHECK(app.requests.size() == 1);
+  CHECK(app.requests.at("cpu").to_string() == "250m");
+  CHECK(app.limits.empty());
+  CHECK(out.awaiting.empty());
+}
+
+TEST_CASE("the policy maps controlledValues and the allowed range") {
+  api::ContainerResources entry;
+  entry.controlled_values = api::ControlledValues::kRequestsOnly;
+  entry.controls_memory = false;
+  entry.min_allowed.emplace("cpu", *kube::Quantity::parse("50m"));
+  auto policy = policy_of(entry);
+  CHECK(policy.controlled_values == ControlledValues::kRequestsOnly);
+  CHECK(policy.controls("cpu"));
+  CHECK_FALSE(policy.controls("memory"));
+  CHECK(policy.range.min_allowed.at("cpu").to_string() == "50m");
+}
