@@ -40,8 +40,9 @@ step "1. the local control plane"
 k version 2>/dev/null | sed 's/^/   /'
 
 step "2. the VerticalScaler CRD, a serving certificate and the url-based webhook configurations"
-k apply -f "$root/manifests/crd/verticalscalers.yaml" | sed 's/^/   /'
-k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vscaler.dev >/dev/null
+k apply -f "$root/manifests/crd/verticalscalers.yaml" -f "$root/manifests/crd/verticalscalercheckpoints.yaml" | sed 's/^/   /'
+k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vscaler.dev \
+  crd/verticalscalercheckpoints.scaling.vscaler.dev >/dev/null
 port=9443
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -55,7 +56,7 @@ operator_kubeconfig=$("$root/test/cluster/operator-kubeconfig.sh")
 echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubeconfig)"
 setsid "$root/build/vscaler" --kubeconfig "$operator_kubeconfig" --webhook-port "$port" \
   --cert-dir "$demo_dir/certs" --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 \
-  --resync-period 30s > "$demo_dir/vscaler.log" 2>&1 < /dev/null &
+  --resync-period 30s --recommender-interval 15s > "$demo_dir/vscaler.log" 2>&1 < /dev/null &
 echo $! > "$demo_dir/vscaler.pid"
 for _ in $(seq 1 150); do
   curl -fsS http://127.0.0.1:18081/readyz >/dev/null 2>&1 && break
@@ -102,9 +103,68 @@ k -n shop get events --field-selector involvedObject.kind=VerticalScaler \
   -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message 2>/dev/null | sed 's/^/   /'
 
 
-step "9. what vscaler counted"
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every second until it succeeds.
+wait_for() {
+  local limit=$1 what=$2
+  shift 2
+  for _ in $(seq 1 "$limit"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done
+  echo "   (gave up waiting $limit s for $what; see $demo_dir/vscaler.log)"
+  return 1
+}
+condition_true() {
+  [ "$(k -n shop get vsc "$1" -o jsonpath="{.status.conditions[?(@.type==\"$2\")].status}")" = True ]
+}
+api_requests() { k -n shop get deploy api -o jsonpath='{.spec.template.spec.containers[0].resources.requests}'; }
+requests_changed() { [ "$(api_requests)" != "$1" ]; }
+
+if k get apiservice v1beta1.metrics.k8s.io >/dev/null 2>&1; then
+  step "9. recommendations from usage: the seed's two-line scaler, spec: {deploymentName: api}"
+  # kwok reports the usage this row says (test/cluster/usage.py), without touching the pods.
+  usage=$(k get clusterresourceusage vscaler-usage -o json | python3 "$root/test/cluster/usage.py" set shop api app 300m 400Mi)
+  k replace -f - >/dev/null <<<"$usage"
+  echo "   simulated usage of each api pod: 300m CPU, 400Mi memory"
+  k -n shop apply -f - <<'YAML' | sed 's/^/   /'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+        resources: {requests: {cpu: 10m, memory: 32Mi}}
+---
+apiVersion: scaling.vscaler.dev/v1beta1
+kind: VerticalScaler
+metadata: {name: api}
+spec: {deploymentName: api}
+YAML
+  before=$(api_requests)
+  echo "   the template asks for $before"
+  k -n shop rollout status deploy/api --timeout=120s | sed 's/^/   /'
+  if wait_for 90 "metrics-server to report the pods" k -n shop top pods -l app=api --no-headers; then
+    echo "   kubectl top pods:"
+    k -n shop top pods -l app=api | sed 's/^/     /'
+  fi
+  if wait_for 150 "the first recommendation" condition_true api RecommendationProvided; then
+    echo "   status.recommendation (VerticalPodAutoscaler's shape):"
+    k -n shop get vsc api -o jsonpath='{range .status.recommendation.containerRecommendations[*]}     {.containerName}: target {.target}, lowerBound {.lowerBound}, upperBound {.upperBound}{"\n"}{end}'
+    if wait_for 60 "the template patch" requests_changed "$before"; then
+      echo "   the request lay below lowerBound: one template patch, one rollout; now $(api_requests)"
+      k -n shop rollout status deploy/api --timeout=120s | sed 's/^/   /'
+      k -n shop get rs -l app=api | sed 's/^/   /'
+    fi
+  fi
+  k -n shop get vsc | sed 's/^/   /'
+fi
+
+step "10. what vscaler counted"
 curl -fsS http://127.0.0.1:18080/metrics | grep -E '^(vscaler_|controller_runtime_reconcile_total|controller_runtime_webhook_requests_total)' | sed 's/^/   /'
-step "10. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
+step "11. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
 echo "   http://127.0.0.1:18080/dashboard?namespace=shop   (every namespace: /dashboard; JSON: /dashboard.json)"
 echo
 echo "Done. Try: KUBECONFIG=$KUBECONFIG $KUBECTL -n shop get vsc,deploy"
