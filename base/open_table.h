@@ -88,12 +88,8 @@ class OpenTable {
   /// hands the old array back in `storage`: a caller can allocate and free outside its lock.
   void rehash(std::vector<Slot>& storage) {
     storage.swap(slots_);
-    size_t mask = slots_.size() - 1;
     for (const Slot& slot : storage) {
-      if (!slot.item) continue;
-      size_t i = slot.hash & mask;
-      while (slots_[i].item) i = (i + 1) & mask;
-      slots_[i] = slot;
+      if (slot.item) slots_[empty_slot(slot.hash)] = slot;
     }
   }
 
@@ -101,11 +97,28 @@ class OpenTable {
   /// table first when full().
   void insert(uint64_t hash, T* item) {
     if (full()) resize(slots_.size() * 2);
+    slots_[empty_slot(hash)] = Slot{hash, item};
+    ++count_;
+  }
+
+  /// The item with hash `hash` for which `match(const T&)` holds; when there is none, adds the
+  /// one `make()` returns (doubling the table first when full()) and returns it. One probe.
+  template <typename Match, typename Make>
+  T* find_or_insert(uint64_t hash, Match&& match, Make&& make) {
     size_t mask = slots_.size() - 1;
     size_t i = hash & mask;
-    while (slots_[i].item) i = (i + 1) & mask;
+    for (; slots_[i].item; i = (i + 1) & mask) {
+      const Slot& slot = slots_[i];
+      if (slot.hash == hash && match(static_cast<const T&>(*slot.item))) return slot.item;
+    }
+    if (full()) {
+      resize(slots_.size() * 2);
+      i = empty_slot(hash);
+    }
+    T* item = make();
     slots_[i] = Slot{hash, item};
     ++count_;
+    return item;
   }
 
   /// Removes `item` (inserted with `hash`) by backward shift; returns false when it is absent.
@@ -150,6 +163,13 @@ class OpenTable {
   size_t capacity() const { return slots_.size(); }
 
  private:
+  size_t empty_slot(uint64_t hash) const {
+    size_t mask = slots_.size() - 1;
+    size_t i = hash & mask;
+    while (slots_[i].item) i = (i + 1) & mask;
+    return i;
+  }
+
   void resize(size_t slots) {
     std::vector<Slot> storage(slots);
     rehash(storage);

@@ -60,11 +60,10 @@ void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget&
   }
   std::unique_lock lock(shard.mutex);
   if (!spare.empty()) shard.targets.rehash(spare);
-  Target* found = find_locked(shard, h, target.ns, target.kind, target.name);
-  if (!found) {
-    found = fresh.release();
-    shard.targets.insert(h, found);  // never grows here: the table has room for one more
-  }
+  // Never grows here: the table has room for one more.
+  Target* found = shard.targets.find_or_insert(
+      h, [&](const Target& t) { return same_target(t, target.ns, target.kind, target.name); },
+      [&] { return fresh.release(); });
   std::vector<std::string>& keys = found->scalers;
   auto pos = std::lower_bound(keys.begin(), keys.end(), key);
   // Allocates under the lock only for a second scaler on one workload (a Conflict, rare).

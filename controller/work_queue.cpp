@@ -2,8 +2,8 @@
 // no allocation in steady state); intrusive FIFO lists per priority; and a heap of delayed adds
 // that getters fire themselves (no timer thread): a blocked getter sleeps until the earliest timer,
 // and a busy one fires due timers at its next get(), when it could take the key anyway. The clock
-// is read only where a time is needed: once per add that queues a key, plus get/done when a
-// metrics observer wants durations (a clock read costs about as much as the rest of an add).
+// is read only where a time is needed, and outside the lock where it can be: once per add, plus
+// get/done when a metrics observer wants durations.
 #include "controller/work_queue.h"
 
 #include <algorithm>
@@ -61,19 +61,21 @@ WorkQueue::Entry* WorkQueue::find_locked(std::string_view key, uint64_t h) const
 }
 
 WorkQueue::Entry* WorkQueue::find_or_create_locked(std::string_view key, uint64_t h) {
-  if (Entry* entry = find_locked(key, h)) return entry;
-  Entry* entry = free_;
-  if (entry) {
-    free_ = entry->next;
-    --free_count_;
-    entry->next = nullptr;
-  } else {
-    entry = new Entry;
-  }
-  entry->key.assign(key);  // a recycled entry reuses its string's buffer
-  entry->hash = h;
-  entries_.insert(h, entry);
-  return entry;
+  return entries_.find_or_insert(
+      h, [key](const Entry& entry) { return entry.key == key; },
+      [&] {
+        Entry* entry = free_;
+        if (entry) {
+          free_ = entry->next;
+          --free_count_;
+          entry->next = nullptr;
+        } else {
+          entry = new Entry;
+        }
+        entry->key.assign(key);  // a recycled entry reuses its string's buffer
+        entry->hash = h;
+        return entry;
+      });
 }
 
 void WorkQueue::erase_if_idle_locked(Entry* entry) {
@@ -168,12 +170,15 @@ void WorkQueue::notify(Wake wake) {
 }
 
 void WorkQueue::add(std::string_view key, Priority priority) {
-  uint64_t h = hash(key);  // before locking: the critical section is what workers contend on
+  // Hash and clock before locking: the critical section is what workers contend on, and a clock
+  // read costs about as much as the rest of it.
+  uint64_t h = hash(key);
+  Clock::time_point now = Clock::now();
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    enqueue_locked(find_or_create_locked(key, h), priority, kUnknown, wake);
+    enqueue_locked(find_or_create_locked(key, h), priority, now, wake);
   }
   notify(wake);
 }

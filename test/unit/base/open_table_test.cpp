@@ -58,15 +58,22 @@ Item* find(const OpenTable<Item>& table, std::string_view key, uint64_t hash) {
 
 }  // namespace
 
-TEST_CASE("items whose probe runs collide and wrap around the end are all found") {
-  OpenTable<Item> table(8);
+// An 8-slot table whose probe run wraps: a, b and c have home slot 6 and sit at 6, 7 and
+// (wrapped) 0; d has home slot 0 and goes to 1.
+struct WrappedRun {
+  OpenTable<Item> table{8};
   Items items;
-  // Home slot 6 for all three: they sit at 6, 7 and (wrapped) 0; a fourth with home 0 goes to 1.
   Item* a = items.make("a", 6);
   Item* b = items.make("b", 14);
   Item* c = items.make("c", 22);
   Item* d = items.make("d", 8);
-  for (Item* item : {a, b, c, d}) table.insert(item->hash, item);
+  WrappedRun() {
+    for (Item* item : {a, b, c, d}) table.insert(item->hash, item);
+  }
+};
+
+TEST_CASE_FIXTURE(WrappedRun,
+                  "items whose probe runs collide and wrap around the end are all found") {
   CHECK(table.size() == 4);
   CHECK(table.capacity() == 8);
   CHECK(find(table, "a", 6) == a);
@@ -78,14 +85,8 @@ TEST_CASE("items whose probe runs collide and wrap around the end are all found"
   CHECK(find(table, "x", 3) == nullptr);   // an empty home slot
 }
 
-TEST_CASE("erasing the head of a wrapped run shifts the rest back, all still found") {
-  OpenTable<Item> table(8);
-  Items items;
-  Item* a = items.make("a", 6);
-  Item* b = items.make("b", 14);
-  Item* c = items.make("c", 22);
-  Item* d = items.make("d", 8);
-  for (Item* item : {a, b, c, d}) table.insert(item->hash, item);
+TEST_CASE_FIXTURE(WrappedRun,
+                  "erasing the head of a wrapped run shifts the rest back, all still found") {
   CHECK(table.erase(a->hash, a));
   CHECK(table.size() == 3);
   CHECK(find(table, "a", 6) == nullptr);
@@ -95,7 +96,7 @@ TEST_CASE("erasing the head of a wrapped run shifts the rest back, all still fou
   // Erasing what is not there changes nothing.
   CHECK_FALSE(table.erase(a->hash, a));
   CHECK(table.size() == 3);
-  // d's home slot 0 held c; after c leaves, d must still be found (it may move to its home).
+  // d moved to its home slot when a left; c's leaving must not lose it.
   CHECK(table.erase(c->hash, c));
   CHECK(find(table, "d", 8) == d);
   CHECK(find(table, "b", 14) == b);
@@ -153,6 +154,34 @@ TEST_CASE("the table doubles before it would be more than half full") {
   }
   CHECK(table.capacity() == 2048);
   for (Item* item : all) REQUIRE(find(table, item->key, item->hash) == item);
+}
+
+TEST_CASE("find_or_insert makes an item only when none matches, growing when full") {
+  OpenTable<Item> table(4);
+  Items items;
+  int made = 0;
+  auto get = [&](const std::string& key, uint64_t hash) {
+    return table.find_or_insert(
+        hash, [&key](const Item& item) { return item.key == key; },
+        [&] {
+          ++made;
+          return items.make(key, hash);
+        });
+  };
+  Item* a = get("a", 1);
+  CHECK(made == 1);
+  CHECK(get("a", 1) == a);
+  CHECK(made == 1);
+  Item* b = get("b", 1);  // same hash, another key: a second item in a's run
+  CHECK(made == 2);
+  CHECK(b != a);
+  CHECK(table.capacity() == 4);
+  Item* c = get("c", 2);  // the third item doubles the table first
+  CHECK(table.capacity() == 8);
+  CHECK(table.size() == 3);
+  CHECK(find(table, "a", 1) == a);
+  CHECK(find(table, "b", 1) == b);
+  CHECK(find(table, "c", 2) == c);
 }
 
 TEST_CASE("rehash moves every item and hands the old array back") {
