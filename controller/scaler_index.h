@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/open_table.h"
+
 namespace vscaler::controller {
 
 /// A workload a scaler targets: its namespace, kind and name.
@@ -74,6 +76,7 @@ class ScalerIndex {
   // reader count is one contended cache line) and the writer blocks only 1/64 of the readers.
   static constexpr unsigned kShardBits = 6;
   static constexpr unsigned kShardShift = 64 - kShardBits;  // shard from the top bits of a hash
+  static constexpr size_t kInitialSlots = 16;
 
   /// One workload that scalers target.
   struct Target {
@@ -82,17 +85,12 @@ class ScalerIndex {
     size_t kind_size;                  // the kind's length, after the namespace's '/'
     std::vector<std::string> scalers;  // sorted; almost always one (more is a Conflict)
   };
-  /// A slot of a shard's open-addressing table (linear probing, backward-shift deletion). The
-  /// hash sits beside the pointer, so a miss (most workload writes in a cluster) touches no
-  /// Target, usually one cache line.
-  struct Slot {
-    uint64_t hash = 0;
-    Target* target = nullptr;  // null: empty
-  };
+  /// A shard's table (base/open_table.h) owns its Targets. Its slots keep the hash beside the
+  /// pointer, so a miss (most workload writes in a cluster) touches no Target, usually one cache
+  /// line.
   struct alignas(64) Shard {
     mutable std::shared_mutex mutex;
-    std::vector<Slot> slots;  // a power of two in size, at most half full; owns the Targets
-    size_t count = 0;
+    base::OpenTable<Target> targets{kInitialSlots};
   };
   struct KeyHash {
     using is_transparent = void;
@@ -102,8 +100,8 @@ class ScalerIndex {
   uint64_t hash(std::string_view ns, std::string_view kind, std::string_view name) const;
   static bool same_target(const Target& target, std::string_view ns, std::string_view kind,
                           std::string_view name);
-  static const Target* find_locked(const Shard& shard, uint64_t hash, std::string_view ns,
-                                   std::string_view kind, std::string_view name);
+  static Target* find_locked(const Shard& shard, uint64_t hash, std::string_view ns,
+                             std::string_view kind, std::string_view name);
   void insert_locked(std::string_view scaler_key, const ScalerTarget& target);
   void erase_locked(std::string_view scaler_key, const ScalerTarget& target);
 

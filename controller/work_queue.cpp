@@ -2,15 +2,13 @@
 // no allocation in steady state); intrusive FIFO lists per priority; and a heap of delayed adds
 // that getters fire themselves (no timer thread): a blocked getter sleeps until the earliest timer,
 // and a busy one fires due timers at its next get(), when it could take the key anyway. The clock
-// is read only where a time is needed: once per add that queues a key, plus get/done when a
-// metrics observer wants durations (a clock read costs about as much as the rest of an add).
+// is read only where a time is needed, and outside the lock where it can be: once per add, plus
+// get/done when a metrics observer wants durations.
 #include "controller/work_queue.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <random>
 
 namespace vscaler::controller {
 namespace {
@@ -37,105 +35,47 @@ bool later(const T& a, const T& b) {
   return a.at != b.at ? a.at > b.at : a.seq > b.seq;
 }
 
-uint64_t load64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 }  // namespace
 
 WorkQueue::WorkQueue(WorkQueueOptions options)
     : options_(std::move(options)),
       metrics_(options_.metrics.get()),
-      seed_((uint64_t{std::random_device{}()} << 32) ^ std::random_device{}()),
-      slots_(kInitialSlots) {}
+      seed_(base::random_hash_seed()),
+      entries_(kInitialSlots) {}
 
 WorkQueue::~WorkQueue() {
   shutdown();
-  for (Slot& slot : slots_) delete slot.entry;
+  entries_.for_each([](Entry* entry) { delete entry; });
   while (Entry* entry = free_) {
     free_ = entry->next;
     delete entry;
   }
 }
 
-// 8 bytes at a time with multiply-xorshift rounds and a murmur3-style finish: a few ns for a
-// "namespace/name" key, well mixed in the low bits that pick a slot.
 uint64_t WorkQueue::hash(std::string_view key) const {
-  uint64_t h = seed_ ^ (key.size() * 0x9e3779b97f4a7c15ULL);
-  const char* p = key.data();
-  size_t n = key.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    h = (h ^ load64(p)) * 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 31;
-  }
-  if (n > 0) {
-    uint64_t tail = 0;
-    for (size_t i = 0; i < n; ++i) tail |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
-    h = (h ^ tail) * 0x94d049bb133111ebULL;
-    h ^= h >> 29;
-  }
-  h ^= h >> 32;
-  h *= 0xd6e8feb86659fd93ULL;
-  h ^= h >> 32;
-  return h;
-}
-
-size_t WorkQueue::probe(std::string_view key, uint64_t h, bool& found) const {
-  size_t mask = slots_.size() - 1;
-  for (size_t i = h & mask;; i = (i + 1) & mask) {
-    const Slot& slot = slots_[i];
-    if (!slot.entry) {
-      found = false;
-      return i;
-    }
-    if (slot.hash == h && slot.entry->key == key) {
-      found = true;
-      return i;
-    }
-  }
+  return base::hash_finish(base::hash_bytes(seed_, key));
 }
 
 WorkQueue::Entry* WorkQueue::find_locked(std::string_view key, uint64_t h) const {
-  bool found = false;
-  size_t i = probe(key, h, found);
-  return found ? slots_[i].entry : nullptr;
-}
-
-void WorkQueue::resize_locked(size_t slots) {
-  std::vector<Slot> old(slots);
-  old.swap(slots_);
-  size_t mask = slots_.size() - 1;
-  for (const Slot& slot : old) {
-    if (!slot.entry) continue;
-    size_t i = slot.hash & mask;
-    while (slots_[i].entry) i = (i + 1) & mask;
-    slots_[i] = slot;
-  }
+  return entries_.find(h, [key](const Entry& entry) { return entry.key == key; });
 }
 
 WorkQueue::Entry* WorkQueue::find_or_create_locked(std::string_view key, uint64_t h) {
-  bool found = false;
-  size_t i = probe(key, h, found);
-  if (found) return slots_[i].entry;
-  if ((count_ + 1) * 2 > slots_.size()) {
-    resize_locked(slots_.size() * 2);
-    i = probe(key, h, found);
-  }
-  Entry* entry = free_;
-  if (entry) {
-    free_ = entry->next;
-    --free_count_;
-    entry->next = nullptr;
-  } else {
-    entry = new Entry;
-  }
-  entry->key.assign(key);  // a recycled entry reuses its string's buffer
-  entry->hash = h;
-  slots_[i] = Slot{h, entry};
-  ++count_;
-  return entry;
+  return entries_.find_or_insert(
+      h, [key](const Entry& entry) { return entry.key == key; },
+      [&] {
+        Entry* entry = free_;
+        if (entry) {
+          free_ = entry->next;
+          --free_count_;
+          entry->next = nullptr;
+        } else {
+          entry = new Entry;
+        }
+        entry->key.assign(key);  // a recycled entry reuses its string's buffer
+        entry->hash = h;
+        return entry;
+      });
 }
 
 void WorkQueue::erase_if_idle_locked(Entry* entry) {
@@ -143,24 +83,8 @@ void WorkQueue::erase_if_idle_locked(Entry* entry) {
       entry->delayed_until != Clock::time_point::max()) {
     return;
   }
-  size_t mask = slots_.size() - 1;
-  size_t hole = entry->hash & mask;
-  while (slots_[hole].entry != entry) hole = (hole + 1) & mask;
-  // Backward-shift deletion: pull later members of the probe run into the hole, so lookups
-  // never need tombstones.
-  for (size_t j = (hole + 1) & mask; slots_[j].entry; j = (j + 1) & mask) {
-    size_t home = slots_[j].hash & mask;
-    bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-    if (movable) {
-      slots_[hole] = slots_[j];
-      hole = j;
-    }
-  }
-  slots_[hole] = Slot{};
-  --count_;
-  // Give back the table of a past burst (a full resync) once it is mostly empty; the gap between
-  // growing at 1/2 and shrinking at 1/8 keeps a steady load from resizing back and forth.
-  if (slots_.size() > kInitialSlots && count_ * 8 < slots_.size()) resize_locked(slots_.size() / 2);
+  entries_.erase(entry->hash, entry);
+  entries_.shrink(kInitialSlots);  // the table of a past burst (a full resync) goes back
   if (free_count_ >= kMaxFreeEntries) {
     delete entry;
     return;
@@ -246,12 +170,15 @@ void WorkQueue::notify(Wake wake) {
 }
 
 void WorkQueue::add(std::string_view key, Priority priority) {
-  uint64_t h = hash(key);  // before locking: the critical section is what workers contend on
+  // Hash and clock before locking: the critical section is what workers contend on, and a clock
+  // read costs about as much as the rest of it.
+  uint64_t h = hash(key);
+  Clock::time_point now = Clock::now();
   Wake wake = Wake::kNone;
   {
     std::lock_guard lock(mutex_);
     if (shutting_down_.load(std::memory_order_relaxed)) return;
-    enqueue_locked(find_or_create_locked(key, h), priority, kUnknown, wake);
+    enqueue_locked(find_or_create_locked(key, h), priority, now, wake);
   }
   notify(wake);
 }

@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/open_table.h"
 #include "controller/adaptive_mutex.h"
 
 namespace vscaler::controller {
@@ -159,13 +160,6 @@ class WorkQueue {
     bool dirty = false;       // added while processing: requeue at done()
   };
 
-  /// One slot of the open-addressing table of entries (linear probing, backward-shift deletion,
-  /// so no tombstones): the hash is kept beside the pointer so probes rarely touch an Entry.
-  struct Slot {
-    uint64_t hash = 0;
-    Entry* entry = nullptr;  // null: empty
-  };
-
   /// An intrusive FIFO of waiting entries: O(1) push, pop and removal (for promotion).
   struct List {
     Entry* head = nullptr;
@@ -181,10 +175,8 @@ class WorkQueue {
   };
 
   uint64_t hash(std::string_view key) const;
-  size_t probe(std::string_view key, uint64_t hash, bool& found) const;
   Entry* find_locked(std::string_view key, uint64_t hash) const;
   Entry* find_or_create_locked(std::string_view key, uint64_t hash);
-  void resize_locked(size_t slots);
   void erase_if_idle_locked(Entry* entry);
   /// Which getters to wake once the lock is released (waking under the lock would make them block
   /// on it straight away).
@@ -211,10 +203,9 @@ class WorkQueue {
 
   mutable AdaptiveMutex mutex_;
   AdaptiveCondition ready_cv_;
-  std::vector<Slot> slots_;    // a power of two in size, at most half full
-  size_t count_ = 0;           // entries in slots_
-  List ready_[2];              // indexed by Priority
-  std::vector<Timer> timers_;  // a min-heap on (at, seq)
+  base::OpenTable<Entry> entries_;  // every live entry (owned), by key
+  List ready_[2];                   // indexed by Priority
+  std::vector<Timer> timers_;       // a min-heap on (at, seq)
   // Recycled entries (their strings keep their buffers), so a steady flow of keys allocates
   // nothing; capped so a resync burst does not pin memory.
   Entry* free_ = nullptr;
