@@ -269,7 +269,7 @@ for workload in deployments.apps statefulsets.apps daemonsets.apps; do
 done
 expect_can "$ns" no patch deployments.apps/scale
 expect_can "$ns" no patch statefulsets.apps/scale
-expect_can "$ns" no get replicasets.apps
+expect_can "$ns" no patch replicasets.apps  # read by the recommender (owner chains), never written
 for verb in get list watch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in create update patch delete; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in get update patch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev/status; done
