@@ -81,8 +81,14 @@ std::size_t Expectations::size() const {
   return entries_.size();
 }
 
-QueueingHintSink::QueueingHintSink(Expectations& expectations, WorkQueue& queue)
-    : expectations_(expectations), queue_(queue) {}
+QueueingHintSink::QueueingHintSink(Expectations& expectations, WorkQueue& queue,
+                                   UnclaimedCreates* unclaimed)
+    : expectations_(expectations), queue_(queue), unclaimed_(unclaimed) {}
+
+void QueueingHintSink::unclaimed_create(std::string_view ns, std::string_view kind,
+                                        std::string_view name) {
+  if (unclaimed_ != nullptr) unclaimed_->record(UnclaimedCreates::key(ns, kind, name));
+}
 
 void QueueingHintSink::hint(std::string_view scaler_key, const Expectation& expectation) {
   expectations_.expect(scaler_key, expectation);

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "controller/hint_sink.h"
+#include "controller/unclaimed_creates.h"
 
 namespace vscaler::controller {
 
@@ -89,13 +90,16 @@ class Expectations {
 /// the key at high priority (in that order, so the worker that takes it sees the expectation).
 class QueueingHintSink final : public HintSink {
  public:
-  /// Both must outlive the sink.
-  QueueingHintSink(Expectations& expectations, WorkQueue& queue);
+  /// All must outlive the sink; `unclaimed` (may be null) keeps unclaimed CREATEs.
+  QueueingHintSink(Expectations& expectations, WorkQueue& queue,
+                   UnclaimedCreates* unclaimed = nullptr);
   void hint(std::string_view scaler_key, const Expectation& expectation) override;
+  void unclaimed_create(std::string_view ns, std::string_view kind, std::string_view name) override;
 
  private:
   Expectations& expectations_;
   WorkQueue& queue_;
+  UnclaimedCreates* unclaimed_;
 };
 
 }  // namespace vscaler::controller

@@ -39,6 +39,11 @@ class HintSink {
   /// Scaler `scaler_key` ("namespace/name") must be reconciled soon; `expectation` (possibly
   /// empty) says what the write that caused it will make visible.
   virtual void hint(std::string_view scaler_key, const Expectation& expectation) = 0;
+  /// A CREATE of workload `kind` `name` in `ns` was admitted and no scaler targets it (yet): a
+  /// scaler that arrives just after it is hinted then (see UnclaimedCreates). No-op by default.
+  virtual void unclaimed_create(std::string_view ns, std::string_view kind, std::string_view name) {
+    (void)ns, (void)kind, (void)name;
+  }
 };
 
 }  // namespace vscaler::controller

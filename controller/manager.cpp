@@ -118,7 +118,7 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   // The queue calls its observer; the manager owns it and outlives the queue.
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
   queue_ = std::make_unique<WorkQueue>(queue_options);
-  hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_);
+  hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_, &unclaimed_);
   // Recommendation-driven patches are leader steps (DESIGN.md "High availability").
   if (!options_.reconciler.leader_step) {
     options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };
@@ -220,6 +220,14 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   // one-scaler-per-workload election); with a new target (another name or kind), the old
   // workload's too.
   enqueue_target(scaler->ns, scaler->target);
+  // Its workload's CREATE was admitted before this scaler reached the index: the workload must
+  // exist, so the reconciler re-checks until it is stored instead of reading "not found".
+  if (unclaimed_.take(
+          UnclaimedCreates::key(scaler->ns, scaler->target.kind, scaler->target.name))) {
+    Expectation created;
+    created.must_exist = true;
+    hints_->hint(key, created);
+  }
   queue_->add(key);
   if (previous && previous->target != scaler->target) {
     enqueue_target(previous->ns, previous->target);

@@ -81,6 +81,8 @@ class Manager {
   VerifiedState verified_;
   std::unique_ptr<WorkQueue> queue_;
   Expectations expectations_;
+  /// CREATEs the hook admitted before their scaler reached the index.
+  UnclaimedCreates unclaimed_;
   std::unique_ptr<QueueingHintSink> hints_;
   /// Events, posted and aggregated off the workers' path.
   KubeEventWriter event_writer_;

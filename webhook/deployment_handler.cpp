@@ -155,7 +155,11 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
 
   auto scalers = store_.targeting(ns, kind, name);
   const api::Scaler* active = api::select_active(scalers);
-  if (active == nullptr) return AdmissionResponse::allow();
+  if (active == nullptr) {
+    // A scaler created just before may not have reached the index yet: say so (no I/O).
+    if (request.operation == Operation::kCreate) hints_.unclaimed_create(ns, kind, name);
+    return AdmissionResponse::allow();
+  }
 
   controller::Expectation hint;
   switch (request.operation) {
