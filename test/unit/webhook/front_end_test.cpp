@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/unit/webhook/started_server.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/connection_limiter.h"
 #include "webhook/http.h"
@@ -35,36 +36,8 @@ namespace http = vscaler::webhook::http;
 namespace {
 
 // A started server answering POST /allow, with its own registry and options.
-struct Server {
-  TestCa ca;
-  TempDir dir;
-  Registry registry;
-  std::unique_ptr<CertWatcher> certs;
-  std::unique_ptr<AdmissionServer> server;
-
-  explicit Server(const std::function<void(AdmissionServerOptions&)>& tweak) {
-    PemPair pair = ca.issue(7);
-    write_file(dir.file("tls.crt"), pair.cert);
-    write_file(dir.file("tls.key"), pair.key);
-    CertWatcherOptions cert_options;
-    cert_options.cert_dir = dir.path();
-    cert_options.registry = &registry;
-    certs = std::make_unique<CertWatcher>(cert_options);
-    certs->start();
-    REQUIRE(certs->loaded());
-    AdmissionServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.registry = &registry;
-    tweak(options);
-    server = std::make_unique<AdmissionServer>(*certs, options);
-    server->handle("/allow", [](const AdmissionRequest&) { return AdmissionResponse::allow(); });
-    REQUIRE(server->start().ok());
-  }
-  ~Server() {
-    server->stop();
-    certs->stop();
-  }
+struct Server : vscaler::testing::StartedServer {
+  using StartedServer::StartedServer;
 
   double metric(const std::string& sample) const {
     auto text = registry.render();

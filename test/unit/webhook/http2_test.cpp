@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "test/unit/webhook/started_server.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/server.h"
 
@@ -35,41 +36,19 @@ std::string read_data(const std::string& name) {
   return text.str();
 }
 
-// A started server on loopback answering /mutate-deployments with "allowed".
-struct Server {
-  TestCa ca;
-  TempDir dir;
-  Registry registry;
-  std::unique_ptr<CertWatcher> certs;
-  std::unique_ptr<AdmissionServer> server;
-
+// A started server on loopback answering /mutate-deployments with "allowed", and the files
+// curl reads (the CA, a recorded review).
+struct Server : vscaler::testing::StartedServer {
   explicit Server(std::size_t max_body_bytes = 7 * 1024 * 1024,
-                  std::chrono::milliseconds request_timeout = std::chrono::milliseconds(10000)) {
-    PemPair pair = ca.issue(3);
-    write_file(dir.file("tls.crt"), pair.cert);
-    write_file(dir.file("tls.key"), pair.key);
+                  std::chrono::milliseconds request_timeout = std::chrono::milliseconds(10000))
+      : StartedServer(
+            [&](AdmissionServerOptions& options) {
+              options.max_body_bytes = max_body_bytes;
+              options.request_timeout = request_timeout;
+            },
+            {"/mutate-deployments"}) {
     write_file(dir.file("ca.crt"), ca.cert_pem());
     write_file(dir.file("review.json"), read_data("deployment-update-review.json"));
-    CertWatcherOptions cert_options;
-    cert_options.cert_dir = dir.path();
-    cert_options.registry = &registry;
-    certs = std::make_unique<CertWatcher>(cert_options);
-    certs->start();
-    REQUIRE(certs->loaded());
-    AdmissionServerOptions options;
-    options.host = "127.0.0.1";
-    options.port = 0;
-    options.registry = &registry;
-    options.max_body_bytes = max_body_bytes;
-    options.request_timeout = request_timeout;
-    server = std::make_unique<AdmissionServer>(*certs, options);
-    server->handle("/mutate-deployments",
-                   [](const AdmissionRequest&) { return AdmissionResponse::allow(); });
-    REQUIRE(server->start().ok());
-  }
-  ~Server() {
-    server->stop();
-    certs->stop();
   }
 
   std::string url() const {
