@@ -37,7 +37,7 @@ table_rows() {
       if (x >= 100) return sprintf("%.0f", x)
       return sprintf("%.1f", x)
     }
-    FNR == NR { peer[$1] = $3; next }
+    FILENAME == ARGV[1] { peer[$1] = $3; next }  # not FNR == NR: the peer file may be empty
     {
       if ($1 in peer && peer[$1] > 0) {
         printf "| %s | %s | %s | %.2f |\n", $2, show($3), show(peer[$1]), $3 / peer[$1]
@@ -46,3 +46,6 @@ table_rows() {
       }
     }' "$2" "$1"
 }
+
+# value KEY FILE: the value of a "key<TAB>value" line of vsbench's output.
+value() { awk -F'\t' -v key="$1" '$1 == key {print $2}' "$2"; }

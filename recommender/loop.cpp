@@ -13,6 +13,8 @@ namespace {
 
 using nlohmann::json;
 constexpr std::string_view kLogger = "recommender";
+/// Scalers in one namespace from which a pass lists the namespace once instead of per scaler.
+constexpr std::size_t kSharedNamespaceScalers = 3;
 constexpr std::array<const char*, 4> kBounds = {"target", "lowerBound", "upperBound",
                                                 "uncappedTarget"};
 constexpr std::array<const char*, 2> kResources = {kCpu, kMemory};
@@ -202,9 +204,23 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     TargetWorkload target = target_of(*scaler);
     by_target[{target.namespace_, target.kind, target.name}].push_back(scaler);
   }
+  std::vector<const api::Scaler*> actives;
+  std::map<std::string, std::size_t> per_namespace;
   for (const auto& [target, group] : by_target) {
     const api::Scaler* active = api::select_active(group);
     if (active == nullptr || !any_recommended(*active)) continue;
+    actives.push_back(active);
+    ++per_namespace[active->ns];
+  }
+  // Where a namespace holds several scalers, listing its pods, ReplicaSets, PodMetrics and
+  // LimitRanges once costs less than four lists per scaler; with one or two, the lists by
+  // selector read less of a namespace that may hold many other pods.
+  std::set<std::string> shared;
+  for (const auto& [ns, count] : per_namespace) {
+    if (count >= kSharedNamespaceScalers) shared.insert(ns);
+  }
+  api_.begin_pass(std::move(shared));
+  for (const api::Scaler* active : actives) {
     auto [it, inserted] = tracked_.try_emplace(active->uid);
     if (inserted) {
       it->second.id = {active->ns, active->name, active->uid};
@@ -214,6 +230,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     passed.insert(active->uid);
     if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
   }
+  api_.end_pass();
   for (auto it = tracked_.begin(); it != tracked_.end();) {
     if (present.count(it->first)) {
       // Still there but not recommended now (it lost a conflict, or has only fixed values):
@@ -327,27 +344,35 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
 
 bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publication,
                               const std::string& now, std::size_t& requests) {
-  // The informer's copy first: when it already says this, no request at all.
-  if (!status_update(scaler.status, scaler.generation, publication, now)) return false;
+  // The informer's copy first: when it already says this, no request at all. Otherwise the
+  // first write rests on that copy, its resourceVersion the precondition: it is usually
+  // current, and a GET per published scaler is saved. A 409 means it lagged: each retry reads
+  // the scaler fresh.
+  auto update = status_update(scaler.status, scaler.generation, publication, now);
+  if (!update) return false;
+  std::string resource_version = scaler.resource_version;
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {
-    ++requests;
-    auto fresh = api_.get_scaler(scaler.ns, scaler.name);
-    if (!fresh.ok()) {
-      if (!kube::is_not_found(fresh.error())) {
-        log::warn(kLogger, "cannot read the scaler to publish its recommendation",
-                  {{"namespace", scaler.ns},
-                   {"name", scaler.name},
-                   {"error", fresh.error().to_string()}});
+    if (attempt > 0) {
+      ++requests;
+      auto fresh = api_.get_scaler(scaler.ns, scaler.name);
+      if (!fresh.ok()) {
+        if (!kube::is_not_found(fresh.error())) {
+          log::warn(kLogger, "cannot read the scaler to publish its recommendation",
+                    {{"namespace", scaler.ns},
+                     {"name", scaler.name},
+                     {"error", fresh.error().to_string()}});
+        }
+        return false;
       }
-      return false;
+      const json& metadata = (*fresh)["metadata"];
+      if (metadata.value("uid", "") != scaler.uid) return false;  // another scaler of that name
+      const json status = fresh->value("status", json::object());
+      update =
+          status_update(status, metadata.value("generation", std::int64_t{0}), publication, now);
+      if (!update) return false;  // already there (the informer's copy lagged)
+      resource_version = metadata.value("resourceVersion", "");
     }
-    const json& metadata = (*fresh)["metadata"];
-    if (metadata.value("uid", "") != scaler.uid) return false;  // another scaler of that name
-    const json status = fresh->value("status", json::object());
-    auto update =
-        status_update(status, metadata.value("generation", std::int64_t{0}), publication, now);
-    if (!update) return false;  // already there (the informer's copy lagged)
-    json patch = {{"metadata", {{"resourceVersion", metadata.value("resourceVersion", "")}}},
+    json patch = {{"metadata", {{"resourceVersion", resource_version}}},
                   {"status", std::move(*update)}};
     ++requests;
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);

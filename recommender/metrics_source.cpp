@@ -1,6 +1,9 @@
-// The metrics source's requests: one GET and four lists per Deployment scaler.
+// The metrics source's requests: one GET and four lists per Deployment scaler, or one GET per
+// scaler and four lists per namespace a pass shares.
 #include "recommender/metrics_source.h"
 
+#include <set>
+#include <string_view>
 #include <utility>
 
 #include "recommender/limit_range.h"
@@ -58,7 +61,8 @@ bool is_metrics_unavailable(const kube::ApiError& error) {
 MetricsSource::MetricsSource(kube::Client client, MetricsSourceOptions options)
     : client_(std::move(client)), options_(std::move(options)) {}
 
-kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload& target) const {
+kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload& target,
+                                                            PassReads* pass) const {
   const kube::ResourceType* type = workload_resource(target.kind);
   if (!type) {
     return kube::fail(SourceError{
@@ -83,50 +87,93 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   if (!workload.ok()) return kube::fail(invalid(workload_what, workload.error()));
   inputs.workload = std::move(workload).value();
 
-  kube::ListOptions by_selector;
-  by_selector.label_selector = inputs.workload.selector;
-  by_selector.limit = options_.page_limit;
+  if (pass == nullptr || !pass->shared(ns)) {
+    auto lists = read_lists(ns, inputs.workload.selector, target.kind == "Deployment");
+    if (!lists.ok()) return kube::fail(lists.error());
+    inputs.requests += lists->requests;
+    inputs.pods_listed = lists->pods.size();
+    inputs.owned_pods =
+        owned_pods(std::move(lists->pods), lists->replica_sets, inputs.workload.ref);
+    inputs.metrics = std::move(lists->metrics);
+    inputs.metrics_error = std::move(lists->metrics_error);
+    inputs.limit_range = std::move(lists->limit_range);
+    inputs.skipped = std::move(lists->skipped);
+    return inputs;
+  }
 
-  const std::string pods_what = "list pods in " + ns + " by " + inputs.workload.selector;
+  const auto* shared = pass->find(ns);
+  if (shared == nullptr) {
+    shared = &pass->keep(ns, read_lists(ns, "", true));
+    // The namespace's lists are charged to the scaler whose read made them.
+    if (shared->ok()) {
+      inputs.requests += (*shared)->requests;
+      inputs.skipped = (*shared)->skipped;
+    }
+  }
+  if (!shared->ok()) return kube::fail(shared->error());
+  const WorkloadLists& lists = shared->value();
+  std::vector<PodInfo> selected;
+  for (const auto& pod : lists.pods) {
+    if (matches(inputs.workload.label_selector, pod.labels)) selected.push_back(pod);
+  }
+  inputs.pods_listed = selected.size();
+  inputs.owned_pods = owned_pods(std::move(selected), lists.replica_sets, inputs.workload.ref);
+  std::set<std::string_view> owned_names;
+  for (const auto& pod : inputs.owned_pods) owned_names.insert(pod.name);
+  for (const auto& usage : lists.metrics) {
+    if (owned_names.count(usage.name)) inputs.metrics.push_back(usage);
+  }
+  inputs.metrics_error = lists.metrics_error;
+  inputs.limit_range = lists.limit_range;
+  return inputs;
+}
+
+kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::string& ns,
+                                                                   const std::string& selector,
+                                                                   bool replica_sets) const {
+  WorkloadLists lists;
+  kube::ListOptions by_selector;
+  by_selector.label_selector = selector;
+  by_selector.limit = options_.page_limit;
+  const std::string scope = selector.empty() ? " in " + ns : " in " + ns + " by " + selector;
+
+  const std::string pods_what = "list pods" + scope;
   kube::ListOptions pod_options = by_selector;
   pod_options.transform = drop_managed_fields;
   auto pods = client_.list(kube::resources::kPods, ns, pod_options);
   if (!pods.ok()) return kube::fail(api_failure(pods_what, pods.error()));
-  inputs.requests += pods->pages;
+  lists.requests += pods->pages;
   auto parsed_pods = parse_pod_list(as_list(std::move(pods).value()));
   if (!parsed_pods.ok()) return kube::fail(invalid(pods_what, parsed_pods.error()));
-  inputs.pods_listed = parsed_pods->pods.size();
-  for (auto& message : parsed_pods->errors) inputs.skipped.push_back("pod " + message);
+  lists.pods = std::move(parsed_pods->pods);
+  for (auto& message : parsed_pods->errors) lists.skipped.push_back("pod " + message);
 
-  std::vector<ReplicaSetInfo> replica_sets;
-  if (target.kind == "Deployment") {
-    const std::string what = "list replicasets.apps in " + ns + " by " + inputs.workload.selector;
+  if (replica_sets) {
+    const std::string what = "list replicasets.apps" + scope;
     auto list = client_.list_metadata(kReplicaSets, ns, by_selector);
     if (!list.ok()) return kube::fail(api_failure(what, list.error()));
-    inputs.requests += list->pages;
+    lists.requests += list->pages;
     auto parsed = parse_replica_set_list(as_list(std::move(list).value()));
     if (!parsed.ok()) return kube::fail(invalid(what, parsed.error()));
-    replica_sets = std::move(parsed).value();
+    lists.replica_sets = std::move(parsed).value();
   }
-  inputs.owned_pods = owned_pods(std::move(parsed_pods->pods), replica_sets, inputs.workload.ref);
 
-  const std::string metrics_what =
-      "list " + options_.pod_metrics.display() + " in " + ns + " by " + inputs.workload.selector;
+  const std::string metrics_what = "list " + options_.pod_metrics.display() + scope;
   auto metrics = client_.list(options_.pod_metrics, ns, by_selector);
   if (!metrics.ok()) {
     if (!is_metrics_unavailable(metrics.error())) {
       return kube::fail(api_failure(metrics_what, metrics.error()));
     }
-    ++inputs.requests;
-    inputs.metrics_error =
+    ++lists.requests;
+    lists.metrics_error =
         SourceError{SourceErrorKind::kMetricsUnavailable,
                     metrics_what + ": " + metrics.error().to_string(), metrics.error()};
   } else {
-    inputs.requests += metrics->pages;
+    lists.requests += metrics->pages;
     auto parsed = parse_pod_metrics_list(as_list(std::move(metrics).value()));
     if (!parsed.ok()) return kube::fail(invalid(metrics_what, parsed.error()));
-    inputs.metrics = std::move(parsed->pods);
-    for (auto& message : parsed->errors) inputs.skipped.push_back("PodMetrics " + message);
+    lists.metrics = std::move(parsed->pods);
+    for (auto& message : parsed->errors) lists.skipped.push_back("PodMetrics " + message);
   }
 
   const std::string ranges_what = "list limitranges in " + ns;
@@ -134,11 +181,11 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   range_options.limit = options_.page_limit;
   auto ranges = client_.list(kLimitRanges, ns, range_options);
   if (!ranges.ok()) return kube::fail(api_failure(ranges_what, ranges.error()));
-  inputs.requests += ranges->pages;
+  lists.requests += ranges->pages;
   auto range = container_limit_range(as_list(std::move(ranges).value()));
   if (!range.ok()) return kube::fail(invalid(ranges_what, range.error()));
-  inputs.limit_range = std::move(range).value();
-  return inputs;
+  lists.limit_range = std::move(range).value();
+  return lists;
 }
 
 }  // namespace vscaler::recommender

@@ -34,6 +34,11 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
   if (pod.name.empty()) return kube::fail(path + ".metadata.name: is required");
   if (pod.uid.empty()) return kube::fail(path + ".metadata.uid: is required");
   pod.controller = controller_of(*metadata);
+  if (const auto* labels = child(*metadata, "labels"); labels && labels->is_object()) {
+    for (const auto& [key, value] : labels->items()) {
+      if (value.is_string()) pod.labels.emplace(key, value.get<std::string>());
+    }
+  }
   const auto* spec = child(item, "spec");
   const auto* containers = spec ? child(*spec, "containers") : nullptr;
   if (!containers || !containers->is_array()) {

@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "recommender/resources.h"
+#include "recommender/selector.h"
 #include "recommender/time.h"
 
 namespace vscaler::recommender {
@@ -42,8 +43,9 @@ struct OomKill {
 
 /// The parts of a Pod the recommender uses.
 struct PodInfo {
-  std::string name;                         ///< metadata.name (PodMetrics join on it)
-  std::string uid;                          ///< metadata.uid
+  std::string name;  ///< metadata.name (PodMetrics join on it)
+  std::string uid;   ///< metadata.uid
+  Labels labels;     ///< metadata.labels (a namespace-wide read matches them)
   std::optional<ControllerRef> controller;  ///< its controller ownerReference, if any
   std::vector<PodContainer> containers;     ///< spec.containers (init containers are not scaled)
   std::vector<OomKill> oom_kills;           ///< OOM kills in containerStatuses[].lastState

@@ -8,9 +8,17 @@ namespace vscaler::recommender {
 KubeRecommenderApi::KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options)
     : client_(client), source_(client, std::move(source_options)), checkpoints_(client) {}
 
+void KubeRecommenderApi::begin_pass(std::set<std::string> shared_namespaces) {
+  pass_ = PassReads(std::move(shared_namespaces));
+}
+
+void KubeRecommenderApi::end_pass() {
+  pass_ = PassReads();
+}
+
 kube::Result<ScalerInputs, SourceError> KubeRecommenderApi::read_inputs(
     const TargetWorkload& target) {
-  return source_.read(target);
+  return source_.read(target, &pass_);
 }
 
 kube::Result<nlohmann::json, kube::ApiError> KubeRecommenderApi::get_scaler(

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "base/result.h"
@@ -19,6 +20,10 @@ namespace vscaler::recommender {
 class RecommenderApi {
  public:
   virtual ~RecommenderApi() = default;
+  /// A pass begins: its reads in `shared_namespaces` list each namespace once (PassReads).
+  virtual void begin_pass(std::set<std::string> shared_namespaces) { (void)shared_namespaces; }
+  /// The pass ended: what it read is dropped.
+  virtual void end_pass() {}
   /// One pass's inputs for `target` (MetricsSource::read).
   virtual kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) = 0;
   /// GET the VerticalScaler ns/name (fresh, before a status write).
@@ -44,6 +49,8 @@ class KubeRecommenderApi final : public RecommenderApi {
   /// Calls through `client` with field manager "vscaler".
   explicit KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options = {});
 
+  void begin_pass(std::set<std::string> shared_namespaces) override;
+  void end_pass() override;
   kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) override;
   kube::Result<nlohmann::json, kube::ApiError> get_scaler(const std::string& ns,
                                                           const std::string& name) override;
@@ -58,6 +65,7 @@ class KubeRecommenderApi final : public RecommenderApi {
  private:
   kube::Client client_;
   MetricsSource source_;
+  PassReads pass_;  ///< the current pass's namespace-wide lists
   CheckpointStore checkpoints_;
 };
 

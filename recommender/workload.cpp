@@ -23,9 +23,10 @@ kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::str
   const auto* spec = child(object, "spec");
   const auto* selector = spec ? child(*spec, "selector") : nullptr;
   if (!selector) return kube::fail("spec.selector: is required");
-  auto query = label_selector_query(*selector);
-  if (!query.ok()) return kube::fail("spec.selector: " + query.error());
-  info.selector = std::move(query).value();
+  auto parsed = parse_label_selector(*selector);
+  if (!parsed.ok()) return kube::fail("spec.selector: " + parsed.error());
+  info.label_selector = std::move(parsed).value();
+  info.selector = to_query(info.label_selector);
   const auto* pod_template = child(*spec, "template");
   const auto* pod_spec = pod_template ? child(*pod_template, "spec") : nullptr;
   const auto* containers = pod_spec ? child(*pod_spec, "containers") : nullptr;

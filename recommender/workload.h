@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "kube/client.h"
 #include "recommender/pods.h"
+#include "recommender/selector.h"
 
 namespace vscaler::recommender {
 
@@ -21,6 +22,7 @@ const kube::ResourceType* workload_resource(std::string_view kind);
 /// What the recommender needs of a workload.
 struct WorkloadInfo {
   WorkloadRef ref;                                ///< kind, name and uid
+  LabelSelector label_selector;                   ///< spec.selector, parsed
   std::string selector;                           ///< spec.selector as a labelSelector query
   std::vector<PodContainer> template_containers;  ///< spec.template.spec.containers
 };

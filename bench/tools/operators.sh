@@ -130,9 +130,6 @@ stop_operator() {
 # proc_kib PID FIELD: a /proc/PID/status field in KiB (VmRSS, VmHWM).
 proc_kib() { awk -v field="$2:" '$1 == field {print $2}' "/proc/$1/status"; }
 
-# value KEY FILE: the value of a "key<TAB>value" line of vsbench's output.
-value() { awk -F'\t' -v key="$1" '$1 == key {print $2}' "$2"; }
-
 # compare_rows VSCALER_FILE PEER_FILE: like bench/lib.sh's table_rows (same formatting), but a
 # peer value of 0 is a measurement here (no API call, no write), so it is shown; the ratio is then
 # n/a.
@@ -143,7 +140,7 @@ compare_rows() {
       if (x >= 100) return sprintf("%.0f", x)
       return sprintf("%.1f", x)
     }
-    FNR == NR { peer[$1] = $3; next }
+    FILENAME == ARGV[1] { peer[$1] = $3; next }  # not FNR == NR: the peer file may be empty
     !($1 in peer) { printf "| %s | %s | n/a | n/a |\n", $2, show($3); next }
     peer[$1] != 0 { printf "| %s | %s | %s | %.2f |\n", $2, show($3), show(peer[$1]), $3 / peer[$1]; next }
     { printf "| %s | %s | %s | n/a |\n", $2, show($3), show(peer[$1]) }' "$2" "$1"

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Measures one recommender pass over N scalers (default 100) on the local full plane: N
-# Deployments of one pod each with simulated usage, N updateMode "Off" scalers, vscaler with
-# --recommender-interval 10s; once every scaler is Recommended, prints the wall time and the API
-# requests of the last passes (from the operator's "recommender pass" log lines), and the
-# process's resident memory. Needs a running full cluster (test/cluster/up.sh) and the env of
-# test/run.sh (KUBECONFIG, KUBECTL, VSCALER_BIN).
-#   bench/tools/recommender_pass.sh [N]
+# Measures recommender passes over N scalers (default 100) on the local full plane: N Deployments
+# of REPLICAS pods each (default 1) with simulated usage, N updateMode "Off" scalers, vscaler with
+# --recommender-interval INTERVAL (default 10s). Once every scaler is Recommended it waits for two
+# more passes and prints, on stderr, the last passes' "recommender pass" log lines and, on stdout,
+# "key<TAB>value" lines: wall_s and requests of the last pass, cpu_s (the operator's CPU seconds
+# between the last two passes: one pass plus an idle interval), rss_kib, pods. Needs a running
+# full cluster (test/cluster/up.sh) with room for N*REPLICAS pods, and the env of test/run.sh
+# (KUBECONFIG, KUBECTL, VSCALER_BIN).
+#   bench/tools/recommender_pass.sh [N] [REPLICAS] [INTERVAL]
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/e2e/lib.sh"
 n=${1:-100}
+replicas=${2:-1}
+interval=${3:-10s}
 ns=$(unique_namespace recommender-bench)
 cleanup() {
   stop_operator
@@ -16,14 +20,14 @@ cleanup() {
 }
 install_crd
 k apply -f "$ROOT/manifests/crd/verticalscalercheckpoints.yaml" >/dev/null
-python3 - "$n" <<'PY' | k -n "$ns" apply -f - >/dev/null
+python3 - "$n" "$replicas" <<'PY' | k -n "$ns" apply -f - >/dev/null
 import json, sys
-n = int(sys.argv[1])
+n, replicas = int(sys.argv[1]), int(sys.argv[2])
 items = []
 for i in range(n):
     name = f"w{i}"
     items.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                  "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                            "template": {"metadata": {"labels": {"app": name},
                                                      "annotations": {"kwok.x-k8s.io/usage-cpu": "300m",
                                                                      "kwok.x-k8s.io/usage-memory": "400Mi"}},
@@ -32,19 +36,33 @@ for i in range(n):
                   "metadata": {"name": name}, "spec": {"deploymentName": name, "updateMode": "Off"}})
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
-running() { [ "$(k -n "$ns" get pods --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)" -ge "$n" ]; }
-eventually 300 running
-echo "$n pods running" >&2
-start_operator --recommender-interval 10s --checkpoint-interval 1h --namespace "$ns"
+pods=$((n * replicas))
+running() { [ "$(k -n "$ns" get pods --field-selector=status.phase=Running --no-headers 2>/dev/null | wc -l)" -ge "$pods" ]; }
+eventually 900 running
+echo "$pods pods running" >&2
+start_operator --recommender-interval "$interval" --checkpoint-interval 1h --namespace "$ns"
 trap cleanup EXIT  # after start_operator, which sets its own
 recommended() {
   [ "$(k -n "$ns" get vsc -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RecommendationProvided")].reason}{"\n"}{end}' | grep -c '^Recommended$')" -ge "$n" ]
 }
-eventually 300 recommended
+eventually 900 recommended
 echo "every scaler Recommended" >&2
-passes=$(grep -c '"msg":"recommender pass"' "$OPERATOR_LOG")
-more() { [ "$(grep -c '"msg":"recommender pass"' "$OPERATOR_LOG")" -ge $((passes + 2)) ]; }
-eventually 60 more
-echo "last passes over $n scalers (published: status writes; the bounds of a young history move every pass):"
-grep '"msg":"recommender pass"' "$OPERATOR_LOG" | tail -n 3
-echo "resident memory: $(awk '/VmRSS/ {print $2, $3}' "/proc/$OPERATOR_PID/status")"
+pass_lines() { grep -c '"msg":"recommender pass"' "$OPERATOR_LOG"; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$OPERATOR_PID/stat"; }
+passes=$(pass_lines)
+more() { [ "$(pass_lines)" -ge $((passes + 1)) ]; }
+eventually 600 more
+ticks0=$(cpu_ticks)
+passes=$(pass_lines)
+eventually 600 more
+ticks1=$(cpu_ticks)
+echo "last passes over $n scalers (published: status writes; the bounds of a young history move every pass):" >&2
+grep '"msg":"recommender pass"' "$OPERATOR_LOG" | tail -n 3 >&2
+last=$(grep '"msg":"recommender pass"' "$OPERATOR_LOG" | tail -n 1)
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$last" "$1"; }
+printf 'wall_s\t%s\n' "$(field seconds)"
+printf 'requests\t%s\n' "$(field requests)"
+printf 'published\t%s\n' "$(field published)"
+printf 'cpu_s\t%s\n' "$(awk -v t="$((ticks1 - ticks0))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')"
+printf 'rss_kib\t%s\n' "$(awk '/VmRSS/ {print $2}' "/proc/$OPERATOR_PID/status")"
+printf 'pods\t%s\n' "$pods"

@@ -4,7 +4,8 @@
 // passes folded into a ScalerHistory give a target within 10 % of 345m / 460Mi; a 404 or a 503
 // from the metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and
 // reads back a checkpoint that restores the same recommendation, and ignores one that does not
-// parse or whose owner is another scaler. Runs on the full plane (FULL_PLANE_INTEGRATION in
+// parse or whose owner is another scaler. A pass sharing the namespace reads the same pods from
+// namespace-wide lists. Runs on the full plane (FULL_PLANE_INTEGRATION in
 // test/run.sh).
 #include <algorithm>
 #include <chrono>
@@ -164,6 +165,24 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
       std::chrono::seconds(100));
   REQUIRE_MESSAGE(ready, "after " << seconds_since(start) << " s: " << describe(*last));
   MESSAGE("pods and metrics ready after " << seconds_since(start) << " s");
+  // 1b. A pass that shares the namespace (PassReads): the same pods from one namespace-wide
+  //     list of each kind, each scaler's selector matched here, and only the owned pods' metrics;
+  //     the pass's second read costs one GET.
+  {
+    PassReads pass({ns.name});
+    auto shared = source.read(target, &pass);
+    REQUIRE_MESSAGE(shared.ok(), describe(shared));
+    CHECK(shared->owned_pods.size() == 3);
+    CHECK(shared->pods_listed == 4);
+    CHECK(shared->metrics.size() == 3);
+    CHECK(shared->requests == 5);  // GET deployment, then the namespace's four lists
+    auto canary_read = source.read(TargetWorkload{ns.name, "Deployment", "web-canary"}, &pass);
+    REQUIRE_MESSAGE(canary_read.ok(), describe(canary_read));
+    CHECK(canary_read->owned_pods.size() == 1);
+    CHECK(canary_read->pods_listed == 1);  // app=web,track=canary
+    CHECK(canary_read->metrics.size() == 1);
+    CHECK(canary_read->requests == 1);  // its GET only
+  }
   ScalerInputs inputs = std::move(*last).value();
   CHECK(inputs.workload.ref.uid == uid_of(*web));
   CHECK(inputs.workload.selector == "app=web");

@@ -190,6 +190,44 @@ TEST_CASE("a LabelSelector renders as a labelSelector query value") {
   CHECK(*label_selector_query(json::parse(R"({"matchLabels": {"app": "db"}})")) == "app=db");
 }
 
+TEST_CASE("labels match a LabelSelector as the API server matches them") {
+  auto parsed = parse_label_selector(json::parse(R"({
+    "matchLabels": {"app": "web"},
+    "matchExpressions": [
+      {"key": "track", "operator": "In", "values": ["stable", "beta"]},
+      {"key": "env", "operator": "NotIn", "values": ["dev"]},
+      {"key": "owner", "operator": "Exists"},
+      {"key": "canary", "operator": "DoesNotExist"}]})"));
+  REQUIRE(parsed.ok());
+  const LabelSelector& selector = *parsed;
+  CHECK(matches(selector, {{"app", "web"}, {"track", "beta"}, {"owner", "x"}}));
+  CHECK(matches(selector, {{"app", "web"}, {"track", "stable"}, {"owner", ""}, {"env", "prod"}}));
+  CHECK_FALSE(matches(selector, {{"app", "db"}, {"track", "beta"}, {"owner", "x"}}));
+  CHECK_FALSE(matches(selector, {{"app", "web"}, {"track", "alpha"}, {"owner", "x"}}));
+  CHECK_FALSE(matches(selector, {{"app", "web"}, {"owner", "x"}}));  // In needs the key
+  CHECK_FALSE(
+      matches(selector, {{"app", "web"}, {"track", "beta"}, {"owner", "x"}, {"env", "dev"}}));
+  CHECK_FALSE(matches(selector, {{"app", "web"}, {"track", "beta"}}));  // Exists
+  CHECK_FALSE(
+      matches(selector, {{"app", "web"}, {"track", "beta"}, {"owner", "x"}, {"canary", "1"}}));
+  CHECK(to_query(selector) == *label_selector_query(json::parse(R"({
+    "matchLabels": {"app": "web"},
+    "matchExpressions": [
+      {"key": "track", "operator": "In", "values": ["beta", "stable"]},
+      {"key": "env", "operator": "NotIn", "values": ["dev"]},
+      {"key": "owner", "operator": "Exists"},
+      {"key": "canary", "operator": "DoesNotExist"}]})")));
+}
+
+TEST_CASE("a pod's labels are parsed (a namespace-wide read matches them)") {
+  auto parsed = parse_pod_list(json::parse(R"({"items": [{
+    "metadata": {"name": "p", "uid": "u", "labels": {"app": "web", "n": 1}},
+    "spec": {"containers": [{"name": "app"}]}}]})"));
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->pods.size() == 1);
+  CHECK(parsed->pods[0].labels == Labels{{"app", "web"}});  // a non-string value is not a label
+}
+
 TEST_CASE("a bad LabelSelector is an error naming the field") {
   auto op = label_selector_query(
       json::parse(R"({"matchExpressions": [{"key": "a", "operator": "Like", "values": ["x"]}]})"));
