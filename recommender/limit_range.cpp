@@ -42,4 +42,17 @@ kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann
   return std::optional<LimitRangeItem>{std::move(merged)};
 }
 
+AllowedRange within_limit_range(AllowedRange range, const std::optional<LimitRangeItem>& item) {
+  if (!item) return range;
+  for (const auto& [resource, max] : item->max) {
+    auto [it, inserted] = range.max_allowed.emplace(resource, max);
+    if (!inserted && max < it->second) it->second = max;
+  }
+  for (const auto& [resource, min] : item->min) {
+    auto [it, inserted] = range.min_allowed.emplace(resource, min);
+    if (!inserted && it->second < min) it->second = min;
+  }
+  return range;
+}
+
 }  // namespace vscaler::recommender

@@ -16,4 +16,9 @@ namespace vscaler::recommender {
 /// constrains cpu or memory. An error names the item whose quantity is malformed.
 kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann::json& list);
 
+/// `range` (a container's minAllowed/maxAllowed) narrowed by the LimitRange's min and max, so
+/// that a published recommendation is a request the LimitRanger admits (VPA caps the same way;
+/// uncappedTarget keeps the value before both).
+AllowedRange within_limit_range(AllowedRange range, const std::optional<LimitRangeItem>& item);
+
 }  // namespace vscaler::recommender

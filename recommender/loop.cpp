@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "recommender/limit_range.h"
 
 namespace vscaler::recommender {
 namespace {
@@ -310,13 +311,13 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     log::debug(kLogger, "OOM kill not counted",
                {{"namespace", scaler.ns}, {"name", scaler.name}, {"reason", error}});
   }
-  auto range = [&scaler](const std::string& container) {
+  auto range = [&scaler, &inputs](const std::string& container) {
     AllowedRange allowed;
     if (const api::ContainerResources* entry = scaler.entry_for(container)) {
       allowed.min_allowed = to_resource_map(entry->min_allowed);
       allowed.max_allowed = to_resource_map(entry->max_allowed);
     }
-    return allowed;
+    return within_limit_range(std::move(allowed), inputs->limit_range);
   };
   std::vector<ContainerRecommendation> recs;
   for (auto& rec :

@@ -350,6 +350,28 @@ TEST_CASE("only recommended containers are folded; minAllowed/maxAllowed clamp")
   CHECK(history->aggregates().count("istio-proxy") == 0);
 }
 
+TEST_CASE("the namespace's LimitRange caps the published bounds; uncappedTarget does not move") {
+  Fixture f;
+  f.add_scaler(
+      scaler_object("web", "u1", json::array({{{"name", "app"}, {"maxAllowed", {{"cpu", "2"}}}}})));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  ScalerInputs in = usage(2, 0);
+  in.limit_range = LimitRangeItem{{{"memory", kube::Quantity::parse("500Mi").value()}},
+                                  {{"cpu", kube::Quantity::parse("200m").value()}},
+                                  {}};
+  f.api.inputs["web"] = in;
+  CHECK(loop.run_pass().published == 1);
+  const json& recs =
+      f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"];
+  REQUIRE(recs.size() == 1);  // only the listed container
+  const json& app = recs[0];
+  CHECK(app["uncappedTarget"]["cpu"] == "352m");
+  CHECK(app["target"]["cpu"] == "200m");  // LimitRange max, below maxAllowed 2
+  CHECK(app["upperBound"]["cpu"] == "200m");
+  CHECK(app["target"]["memory"] == "500Mi");  // LimitRange min
+  CHECK(app["lowerBound"]["memory"] == "500Mi");
+}
+
 TEST_CASE("a scaler with only fixed values or Off containers is not read at all") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1",
