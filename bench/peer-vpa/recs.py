@@ -6,7 +6,14 @@
                                         <TAB>bound<TAB>value" lines (cores, bytes) on stdout
   recs.py report SAMPLES TRACES OUTDIR  the section's rows: OUTDIR/vscaler and OUTDIR/peer, each
                                         "id<TAB>label<TAB>value" (bench/lib.sh's table_rows)
+  recs.py counts RS_JSON EVENTS_JSON DEPLOYMENT...
+                                        per DEPLOYMENT "name created rollouts evictions resizes":
+                                        pods its ReplicaSets created (SuccessfulCreate events),
+                                        its ReplicaSets less one, EvictedByVPA and
+                                        InPlaceResizedByVPA events on its pods
 
+OUTDIR/offsets, when present, holds "system<TAB>seconds" lines: when that system started, on
+the samples' clock (the first target is counted from there).
 TRACES is "namespace<TAB>trace<TAB>change time (s, or - for none)<TAB>direction (+1/-1/0)"
 lines. A trace's change "reflects" in a system at the first sample after the change whose
 target differs from the last target before it by more than 10 % in the direction of the change.
@@ -52,6 +59,14 @@ def report(samples_file, traces_file, outdir):
         for line in f:
             ns, name, change, direction = line.rstrip("\n").split("\t")
             traces.append((ns, name, None if change == "-" else float(change), int(direction)))
+    offset = {"vscaler": 0.0, "vpa": 0.0}
+    try:
+        with open(f"{outdir}/offsets") as f:
+            for line in f:
+                system, seconds = line.split()
+                offset[system] = float(seconds)
+    except FileNotFoundError:
+        pass
     rows = {"vscaler": [], "vpa": []}
     missing = []
     for system in rows:
@@ -73,7 +88,7 @@ def report(samples_file, traces_file, outdir):
                     if s and name == "steady":
                         out.append((f"{name}.{container}.{resource}.first",
                                     f"vpa {who}: first {resource} target after the start (s)",
-                                    s[0][0]))
+                                    s[0][0] - offset[system]))
                     if s and change is not None and direction:
                         before = [v for t, v in s if t < change]
                         if before:
@@ -93,11 +108,37 @@ def report(samples_file, traces_file, outdir):
         sys.exit(1)
 
 
+def counts(rs_file, events_file, deployments):
+    with open(rs_file) as f:
+        owner = {}
+        for rs in json.load(f)["items"]:
+            refs = rs["metadata"].get("ownerReferences") or [{}]
+            owner[rs["metadata"]["name"]] = refs[0].get("name")
+    with open(events_file) as f:
+        events = json.load(f)["items"]
+    for d in deployments:
+        sets = [name for name, o in owner.items() if o == d]
+        n = {"created": 0, "evicted": 0, "resized": 0}
+        for e in events:
+            obj = e.get("involvedObject") or {}
+            times = e.get("count") or 1
+            if e.get("reason") == "SuccessfulCreate" and obj.get("name") in sets:
+                n["created"] += times
+            elif obj.get("kind") == "Pod" and any(obj.get("name", "").startswith(s + "-") for s in sets):
+                if e.get("reason") == "EvictedByVPA":
+                    n["evicted"] += times
+                elif e.get("reason") == "InPlaceResizedByVPA":
+                    n["resized"] += times
+        print(d, n["created"], max(len(sets) - 1, 0), n["evicted"], n["resized"])
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "sample":
         sample(*sys.argv[2:])
     elif len(sys.argv) == 5 and sys.argv[1] == "report":
         report(*sys.argv[2:])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "counts":
+        counts(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
