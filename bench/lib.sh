@@ -28,7 +28,8 @@ median_rows() {
 }
 
 # table_rows VSCALER_FILE PEER_FILE: joins the two (median) outputs on id and prints markdown rows
-# "| label | vscaler | peer | vscaler/peer |" in vscaler's order; a missing value shows as n/a.
+# "| label | vscaler | peer | vscaler/peer |" in vscaler's order; a missing value shows as n/a
+# (a peer's 0 as 0, its ratio n/a).
 # The label says the unit and which way is better (ops/s higher, ns/op lower).
 table_rows() {
   awk -F'\t' '
@@ -41,6 +42,8 @@ table_rows() {
     {
       if ($1 in peer && peer[$1] > 0) {
         printf "| %s | %s | %s | %.2f |\n", $2, show($3), show(peer[$1]), $3 / peer[$1]
+      } else if ($1 in peer && peer[$1] == 0) {
+        printf "| %s | %s | 0 | n/a |\n", $2, show($3)
       } else {
         printf "| %s | %s | n/a | n/a |\n", $2, show($3)
       }

@@ -10,7 +10,8 @@
 # runs, and prints only table rows on stdout ("| label | vscaler | peer | ratio |"; bench/lib.sh
 # has helpers); anything else goes to stderr. A failing section shows as a "failed" row and makes
 # this script fail, after the other sections ran. Adding a benchmark is adding a section file;
-# this script does not change.
+# this script does not change. A section's notes, bench/sections/<name>.md when present, are
+# copied into bench/RESULTS.md after the table.
 #
 # Usage: bench/run.sh [section...]   (names without .sh; default: all)
 # Environment: VSCALER_BENCH_RUNS (runs per program, median reported; default 3);
@@ -78,6 +79,14 @@ memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
     "ops/s and items/s: higher is better; ns/op and latencies: lower is better."
   echo
   echo "$table"
+  # A section's notes (bench/sections/<name>.md: what differs from its peer, and why) follow.
+  for section in "${sections[@]}"; do
+    notes=${section%.sh}.md
+    if [ -f "$notes" ]; then
+      echo
+      cat "$notes"
+    fi
+  done
 } >bench/RESULTS.md
 
 if [ ${#failed[@]} -gt 0 ]; then
