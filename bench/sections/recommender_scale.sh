@@ -5,9 +5,12 @@
 # (kwok nodes, metrics-server) of VSCALER_BENCH_REC_NODES nodes (8, 500 pods each). Rows: the
 # last pass's wall time and API requests (PodMetrics and pod lists per namespace, ReplicaSet
 # reads, checkpoint and status writes), the operator's CPU seconds between two passes (one pass
-# and its idle interval), and its resident memory then. No peer row here: VerticalPodAutoscaler's
-# recommender on the same pods is section "vpa". VSCALER_BENCH_FULL_CLUSTER_DIR reuses a running
-# full plane. Prints table rows; see bench/run.sh.
+# and its idle interval), and its resident memory then. The peer: VerticalPodAutoscaler's
+# recommender (bench/peer-vpa/recommender_pass.sh) on the same pods afterwards, one VPA per
+# Deployment, the same interval: its mean main-loop time, the API requests per interval the API
+# server counted less the plane's own, CPU seconds per interval, RSS (issue 18's "at 1,000
+# workloads"). VSCALER_BENCH_FULL_CLUSTER_DIR reuses a running full plane. Prints table rows; see
+# bench/run.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -37,16 +40,26 @@ fi
 export VSCALER_CLUSTER=full VSCALER_CLUSTER_DIR=$dir KUBECONFIG=$dir/kubeconfig KUBECTL=$dir/bin/kubectl
 
 start=$SECONDS
-bash bench/tools/recommender_pass.sh "$scalers" "$replicas" "$interval" >"$tmp/out"
-echo "recommender_scale: measured in $((SECONDS - start)) s: $(tr '\n' ' ' <"$tmp/out")" >&2
+RECOMMENDER_PASS_KEEP=1 bash bench/tools/recommender_pass.sh "$scalers" "$replicas" "$interval" >"$tmp/out"
+echo "recommender_scale: vscaler measured in $((SECONDS - start)) s: $(tr '\n' ' ' <"$tmp/out")" >&2
+ns=$(value namespace "$tmp/out")
+start=$SECONDS
+test/cluster/build.sh vpa >/dev/null
+bash bench/peer-vpa/recommender_pass.sh "$ns" "$interval" >"$tmp/peer.out" ||
+  echo "recommender_scale: the VPA recommender was not measured" >&2
+echo "recommender_scale: VPA measured in $((SECONDS - start)) s: $(tr '\n' ' ' <"$tmp/peer.out")" >&2
+"$KUBECTL" delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 size="$scalers scalers / $((scalers * replicas)) pods"
-{
-  printf 'wall\trecommender pass, %s: wall time (s)\t%s\n' "$size" "$(value wall_s "$tmp/out")"
-  printf 'requests\trecommender pass, %s: API requests\t%s\n' "$size" "$(value requests "$tmp/out")"
-  printf 'cpu\trecommender pass, %s: operator CPU seconds per interval (%s)\t%s\n' "$size" "$interval" \
-    "$(value cpu_s "$tmp/out")"
-  printf 'rss\trecommender on, %s: operator RSS (MiB)\t%s\n' "$size" \
-    "$(awk -v k="$(value rss_kib "$tmp/out")" 'BEGIN {print k / 1024}')"
-} >"$tmp/vscaler"
-: >"$tmp/peer"
+# rows OUT: the table's rows of one recommender's measurement.
+rows() {
+  printf 'wall\trecommender pass (VPA: main loop), %s: wall time (s)\t%s\n' "$size" "$(value wall_s "$1")"
+  printf 'requests\trecommender pass, %s: API requests per interval (%s)\t%s\n' "$size" "$interval" \
+    "$(value requests "$1")"
+  printf 'cpu\trecommender, %s: process CPU seconds per interval (%s)\t%s\n' "$size" "$interval" \
+    "$(value cpu_s "$1")"
+  printf 'rss\trecommender, %s: process RSS (MiB; vscaler: the whole operator)\t%s\n' "$size" \
+    "$(awk -v k="$(value rss_kib "$1")" 'BEGIN {print k / 1024}')"
+}
+rows "$tmp/out" >"$tmp/vscaler"
+if [ -s "$tmp/peer.out" ]; then rows "$tmp/peer.out" >"$tmp/peer"; else : >"$tmp/peer"; fi
 table_rows "$tmp/vscaler" "$tmp/peer"

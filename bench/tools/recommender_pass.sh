@@ -4,7 +4,8 @@
 # --recommender-interval INTERVAL (default 10s). Once every scaler is Recommended it waits for two
 # more passes and prints, on stderr, the last passes' "recommender pass" log lines and, on stdout,
 # "key<TAB>value" lines: wall_s and requests of the last pass, cpu_s (the operator's CPU seconds
-# between the last two passes: one pass plus an idle interval), rss_kib, pods. Needs a running
+# between the last two passes: one pass plus an idle interval), rss_kib, pods, namespace (deleted
+# at exit unless RECOMMENDER_PASS_KEEP=1, for a peer to measure on the same pods). Needs a running
 # full cluster (test/cluster/up.sh) with room for N*REPLICAS pods, and the env of test/run.sh
 # (KUBECONFIG, KUBECTL, VSCALER_BIN).
 #   bench/tools/recommender_pass.sh [N] [REPLICAS] [INTERVAL]
@@ -16,7 +17,7 @@ interval=${3:-10s}
 ns=$(unique_namespace recommender-bench)
 cleanup() {
   stop_operator
-  k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+  [ -n "${RECOMMENDER_PASS_KEEP:-}" ] || k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
 }
 install_crd
 k apply -f "$ROOT/manifests/crd/verticalscalercheckpoints.yaml" >/dev/null
@@ -66,3 +67,4 @@ printf 'published\t%s\n' "$(field published)"
 printf 'cpu_s\t%s\n' "$(awk -v t="$((ticks1 - ticks0))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')"
 printf 'rss_kib\t%s\n' "$(awk '/VmRSS/ {print $2}' "/proc/$OPERATOR_PID/status")"
 printf 'pods\t%s\n' "$pods"
+printf 'namespace\t%s\n' "$ns"
