@@ -49,7 +49,7 @@ struct ExpectationsOptions {
   /// Upper bound of the learned first-look delay.
   std::chrono::microseconds first_look_max{20'000};
   /// Fraction of hinted writes the first look should find stored.
-  double first_look_quantile = 0.9;
+  double first_look_quantile = 0.97;
   /// The clock; tests move it. Default: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> now;
 };
