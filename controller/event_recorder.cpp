@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <iterator>
 #include <utility>
 
 #include "base/log.h"
@@ -100,13 +101,15 @@ std::size_t EventRecorder::flush() {
     EventRecord record;
     {
       std::lock_guard lock(mutex_);
-      if (pending_.empty()) return written;
+      if (pending_.empty()) break;
       record = std::move(pending_.front());
       pending_.pop_front();
     }
     write(record);
     ++written;
   }
+  write_bumps(std::nullopt);
+  return written;
 }
 
 EventRecorderStats EventRecorder::stats() const {
@@ -115,16 +118,69 @@ EventRecorderStats EventRecorder::stats() const {
 }
 
 void EventRecorder::run() {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
   for (;;) {
-    pending_cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+    auto ready = [this] { return stopping_ || !pending_.empty() || Clock::now() >= next_bump_; };
+    if (next_bump_ == Clock::time_point::max()) {
+      pending_cv_.wait(lock, ready);
+    } else {
+      // Woken early when a record arrives or an earlier bump becomes due.
+      pending_cv_.wait_until(lock, next_bump_, ready);
+    }
     if (stopping_) return;
-    EventRecord record = std::move(pending_.front());
-    pending_.pop_front();
-    lock.unlock();
-    write(record);
-    lock.lock();
+    if (!pending_.empty()) {
+      EventRecord record = std::move(pending_.front());
+      pending_.pop_front();
+      lock.unlock();
+      write(record);
+      lock.lock();
+      continue;
+    }
+    if (Clock::now() >= next_bump_) {
+      lock.unlock();
+      write_bumps(Clock::now());
+      lock.lock();
+    }
   }
+}
+
+bool EventRecorder::write_bump(Seen& event) {
+  auto bumped = writer_.bump(event.ns, event.event_name, event.count, event.last_stamp);
+  std::lock_guard lock(mutex_);
+  if (bumped.ok()) {
+    event.stored_count = event.count;
+    event.last_write = std::chrono::steady_clock::now();
+    ++stats_.bump_writes;
+    return true;
+  }
+  ++stats_.failed;
+  // The stored Event may be gone (TTL, deleted): the next repeat posts a new one.
+  log::warn(kLogger, "bumping an event's count failed",
+            {{"event", event.ns + "/" + event.event_name}, {"error", bumped.error().to_string()}});
+  return false;
+}
+
+void EventRecorder::write_bumps(std::optional<std::chrono::steady_clock::time_point> until) {
+  using Clock = std::chrono::steady_clock;
+  std::lock_guard writing(write_mutex_);
+  Clock::time_point next = Clock::time_point::max();
+  for (auto it = seen_.begin(); it != seen_.end();) {
+    Seen& event = it->second;
+    if (event.count == event.stored_count) {
+      ++it;
+      continue;
+    }
+    Clock::time_point due = event.last_write + options_.bump_interval;
+    if (until && due > *until) {
+      next = std::min(next, due);
+      ++it;
+      continue;
+    }
+    it = write_bump(event) ? std::next(it) : seen_.erase(it);
+  }
+  std::lock_guard lock(mutex_);
+  next_bump_ = next;  // write() changes seen_ only under write_mutex_: nothing else is due
 }
 
 void EventRecorder::write(const EventRecord& record) {
@@ -135,21 +191,26 @@ void EventRecorder::write(const EventRecord& record) {
   auto seen = seen_.find(key);
   if (seen != seen_.end() && now - seen->second.last < options_.window) {
     Seen& event = seen->second;
-    auto bumped = writer_.bump(record.ns, event.event_name, event.count + 1, stamp);
-    std::lock_guard lock(mutex_);
-    if (bumped.ok()) {
-      ++event.count;
-      event.last = now;
+    ++event.count;
+    event.last = now;
+    event.last_stamp = stamp;
+    {
+      std::lock_guard lock(mutex_);
       ++stats_.bumped;
+    }
+    if (now - event.last_write >= options_.bump_interval) {
+      if (!write_bump(event)) seen_.erase(seen);
       return;
     }
-    ++stats_.failed;
-    // The stored Event may be gone (TTL, deleted): the next repeat posts a new one.
-    log::warn(kLogger, "bumping an event's count failed",
-              {{"scaler", record.ns + "/" + record.name},
-               {"reason", record.reason},
-               {"error", bumped.error().to_string()}});
-    seen_.erase(seen);
+    // Written a moment ago: fold this repeat into the bump due when the interval has passed.
+    auto due = event.last_write + options_.bump_interval;
+    bool earlier = false;
+    {
+      std::lock_guard lock(mutex_);
+      earlier = due < next_bump_;
+      if (earlier) next_bump_ = due;
+    }
+    if (earlier) pending_cv_.notify_all();
     return;
   }
   std::string name = event_name(record.name);
@@ -190,7 +251,7 @@ void EventRecorder::write(const EventRecord& record) {
     });
     seen_.erase(oldest);
   }
-  seen_[key] = Seen{name, 1, now};
+  seen_[key] = Seen{name, record.ns, 1, 1, now, now, stamp};
 }
 
 }  // namespace vscaler::controller

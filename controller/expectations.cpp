@@ -31,18 +31,47 @@ bool settled(const Expectation& expected, const Observed& observed) {
 
 Expectations::Expectations(ExpectationsOptions options) : options_(std::move(options)) {
   if (!options_.now) options_.now = [] { return Clock::now(); };
+  first_look_us_ = static_cast<double>(options_.first_look_initial.count());
 }
 
 void Expectations::expect(std::string_view key, const Expectation& expectation) {
-  if (!expectation.any()) return;
+  (void)expect_first_look(key, expectation);
+}
+
+std::chrono::microseconds Expectations::expect_first_look(std::string_view key,
+                                                          const Expectation& expectation) {
+  using std::chrono::microseconds;
+  if (!expectation.any()) return microseconds::zero();
   Clock::time_point now = options_.now();
   std::lock_guard lock(mutex_);
   auto it = entries_.find(key);
+  microseconds delay = microseconds::zero();
   if (it == entries_.end()) {
-    it = entries_.emplace(std::string(key), Entry{{}, now, options_.recheck_initial}).first;
+    it = entries_.emplace(std::string(key), Entry{{}, now, options_.recheck_initial, {}}).first;
+    // Only an UPDATE's write is certainly still to come; a CREATE or DELETE is looked at once.
+    if (expectation.min_generation_exclusive > 0 && options_.first_look_initial.count() > 0) {
+      delay = microseconds(static_cast<int64_t>(first_look_us_));
+      it->second.first_look = now + delay;
+    }
+  } else {
+    it->second.first_look.reset();  // merged hints: a look's outcome says nothing clear
   }
   it->second.expected.merge(expectation);
   it->second.issued = std::max(it->second.issued, now);
+  return delay;
+}
+
+std::chrono::microseconds Expectations::first_look_delay() const {
+  std::lock_guard lock(mutex_);
+  return std::chrono::microseconds(static_cast<int64_t>(first_look_us_));
+}
+
+void Expectations::learn_locked(bool in_time) {
+  double step = static_cast<double>(options_.first_look_step.count());
+  double q = std::clamp(options_.first_look_quantile, 0.5, 0.999);
+  first_look_us_ += in_time ? -step * (1 - q) / q : step;
+  first_look_us_ =
+      std::clamp(first_look_us_, 0.0, static_cast<double>(options_.first_look_max.count()));
 }
 
 std::optional<std::chrono::milliseconds> Expectations::check(std::string_view key,
@@ -52,6 +81,12 @@ std::optional<std::chrono::milliseconds> Expectations::check(std::string_view ke
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   Entry& entry = it->second;
+  // The delayed first look (not a reconcile that was already running when the hint came) teaches
+  // the delay whether the write was stored by then.
+  if (entry.first_look && now >= *entry.first_look) {
+    learn_locked(settled(entry.expected, observed));
+    entry.first_look.reset();
+  }
   // The deadline counts from the newest hinted write: a write a later admission step rejected
   // never becomes visible, and the worker must stop looking.
   if (settled(entry.expected, observed) || now - entry.issued >= options_.deadline) {
@@ -91,8 +126,12 @@ void QueueingHintSink::unclaimed_create(std::string_view ns, std::string_view ki
 }
 
 void QueueingHintSink::hint(std::string_view scaler_key, const Expectation& expectation) {
-  expectations_.expect(scaler_key, expectation);
-  queue_.add(scaler_key, Priority::kHigh);
+  auto delay = expectations_.expect_first_look(scaler_key, expectation);
+  if (delay.count() > 0) {
+    queue_.add_after(scaler_key, delay, Priority::kHigh);
+  } else {
+    queue_.add(scaler_key, Priority::kHigh);
+  }
 }
 
 }  // namespace vscaler::controller

@@ -4,6 +4,10 @@
 // set", "exists"), merged per key (max G). The reconciler reports what it read and is told whether
 // the expectation is satisfied, or when to look again (a short doubling backoff, not a failure),
 // until it is or its deadline (30 s from the newest hint) passes. The work queue carries keys only.
+// A hinted UPDATE is first looked at when such writes are usually stored, not at once: the hook
+// answers before the API server stores the write, and a look at once only reads the old object
+// (one GET more per edit). The delay is learned from the first looks themselves (a quantile
+// estimate of the admission -> stored lag: up on a look too early, down a little on one in time).
 #pragma once
 
 #include <chrono>
@@ -35,6 +39,17 @@ struct ExpectationsOptions {
   std::chrono::milliseconds recheck_initial{1};
   /// Cap of the re-check delay.
   std::chrono::milliseconds recheck_max{1'000};
+  /// The first look's delay after a hinted UPDATE ("generation > G"), learned: it starts here,
+  /// rises by first_look_step when a first look comes before the write is stored and falls by
+  /// first_look_step * (1 - q) / q when it comes after (q = first_look_quantile), so it settles
+  /// where about a fraction q of the writes are stored in time. 0 = look at once, not learned.
+  std::chrono::microseconds first_look_initial{1'000};
+  /// Step of the learned first-look delay.
+  std::chrono::microseconds first_look_step{200};
+  /// Upper bound of the learned first-look delay.
+  std::chrono::microseconds first_look_max{20'000};
+  /// Fraction of hinted writes the first look should find stored.
+  double first_look_quantile = 0.97;
   /// The clock; tests move it. Default: std::chrono::steady_clock::now.
   std::function<std::chrono::steady_clock::time_point()> now;
 };
@@ -61,6 +76,11 @@ class Expectations {
   /// expected, or given up (deadline passed, or it can never become visible) — the entry is gone.
   /// Otherwise the delay after which to look again (doubling from recheck_initial per call).
   std::optional<std::chrono::milliseconds> check(std::string_view key, const Observed& observed);
+  /// Merges `expectation` in as expect() does and returns how long to wait before the first look:
+  /// the learned delay for a new "generation > G" expectation, zero otherwise.
+  std::chrono::microseconds expect_first_look(std::string_view key, const Expectation& expectation);
+  /// The learned first-look delay now (tests, logs).
+  std::chrono::microseconds first_look_delay() const;
   /// Drops what `key` expects (the scaler is gone, or no longer manages its workload).
   void forget(std::string_view key);
   /// What `key` expects now, nullopt when nothing (tests and logs).
@@ -73,7 +93,12 @@ class Expectations {
     Expectation expected;
     Clock::time_point issued{};  // of the newest hint: the deadline counts from it
     std::chrono::milliseconds next_delay{0};
+    /// When the delayed first look is due; its outcome teaches the delay. Unset: nothing to learn
+    /// (no delay, or hints merged).
+    std::optional<Clock::time_point> first_look;
   };
+  /// Adjusts the learned delay by one first look's outcome (mutex_ held).
+  void learn_locked(bool in_time);
   struct KeyHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view key) const {
@@ -84,6 +109,7 @@ class Expectations {
   ExpectationsOptions options_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Entry, KeyHash, std::equal_to<>> entries_;
+  double first_look_us_ = 0;  // the learned delay, in microseconds (guarded by mutex_)
 };
 
 /// The HintSink the controller hands to the admission hooks: records the expectation, then queues

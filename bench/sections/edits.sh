@@ -64,6 +64,9 @@ for run in $(seq "$runs"); do
     vsbench apicount >"$out/api1"
     requests=$(awk -F'\t' '$1 == "reads" || $1 == "writes" {d[FILENAME] += $2}
       END {print d[ARGV[2]] - d[ARGV[1]]}' "$out/api0" "$out/api1")
+    # Where the requests went (per verb group and resource), for the details on stderr.
+    awk -F'\t' 'FNR == NR {a[$1] = $2; next} $1 ~ /_/ {printf "%s %g ", $1, $2 - a[$1]}' \
+      "$out/api0" "$out/api1" >&2
     tr '\n' ' ' <"$out/latency.$op.$run" >&2
     echo >&2
     {

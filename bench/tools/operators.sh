@@ -89,7 +89,13 @@ start_operator() {
       BENCH_WEBHOOK=1
       KUBECTL=$KUBECTL "$root/certs/install.sh" --local --port "$webhook_port" \
         --cert-dir "$BENCH_WORK/certs" >/dev/null || return 1
-      "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "$webhook_port" \
+      # As deployed (and as the tests and the demo run it): as its ServiceAccount's user, which
+      # the webhook configuration's matchConditions exclude, so its own patch is not admitted
+      # through its own hook (a round trip the admin user would add to every restore).
+      local operator_kc
+      operator_kc=$(VSCALER_CLUSTER_DIR=$BENCH_CLUSTER_DIR KUBECTL=$KUBECTL \
+        "$root/test/cluster/operator-kubeconfig.sh") || return 1
+      "$VSCALER_BIN" --kubeconfig "$operator_kc" --webhook-port "$webhook_port" \
         --cert-dir "$BENCH_WORK/certs" --metrics-addr "127.0.0.1:$metrics_port" \
         --health-addr "127.0.0.1:$health_port" "$@" >"$OP_LOG" 2>&1 &
       ;;

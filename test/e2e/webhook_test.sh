@@ -33,6 +33,19 @@ python3 "$here/hint_latency.py" "$VSCALER_CLUSTER_DIR" "$ns" fast app 250m 100
 corrections=$(metric vscaler_resync_corrections_total)
 expect_eq "no resync ran (all through hints)" "$corrections" "0"
 
+echo "--- matchConditions: the user's edit reaches the hook, vscaler's own restoring patch does not"
+hooked() {  # admission requests vscaler's Deployment hook has served
+  curl -fsS "$METRICS_URL" | awk '/^controller_runtime_webhook_requests_total\{/ && /mutate-deployments/ {n += $2}
+    END {print n + 0}'
+}
+before=$(hooked)
+gen_before=$(gen fast)
+k -n "$ns" patch deploy fast --type strategic \
+  -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"111m"}}}]}}}}' >/dev/null
+eventually 30 has_cpu
+expect_eq "generations: the edit and vscaler's restore" "$(gen fast)" "$((gen_before + 2))"
+expect_eq "admission requests to the hook: the edit only" "$(hooked)" "$((before + 1))"
+
 echo "--- Auto: a Deployment created with other resources is stored with the declared ones"
 make_scaler "$ns" auto auto Auto '[{"name":"app","requests":{"cpu":"300m","memory":"64Mi"}}]'
 manifest() {  # the Deployment as a chart would render it: resources of its own

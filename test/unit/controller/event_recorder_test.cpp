@@ -52,7 +52,9 @@ EventRecord conflict(const char* message = "VerticalScaler old already manages i
 
 TEST_CASE("a repeat within the window bumps the count; another message posts a new Event") {
   RecordingWriter writer;
-  EventRecorder recorder(writer);
+  EventRecorderOptions options;
+  options.bump_interval = 0ms;  // every repeat written at once
+  EventRecorder recorder(writer, options);
   recorder.record(conflict());
   recorder.record(conflict());
   recorder.record(conflict());
@@ -68,6 +70,41 @@ TEST_CASE("a repeat within the window bumps the count; another message posts a n
   auto stats = recorder.stats();
   CHECK(stats.created == 2);
   CHECK(stats.bumped == 2);
+}
+
+TEST_CASE("repeats within bump_interval fold into one count write") {
+  RecordingWriter writer;
+  EventRecorder recorder(writer);  // bump_interval 10 s
+  for (int i = 0; i < 5; ++i) recorder.record(conflict());
+  CHECK(recorder.flush() == 5);
+  REQUIRE(writer.created.size() == 1);
+  REQUIRE(writer.bumps.size() == 1);  // flush() writes the folded repeats too
+  CHECK(writer.bumps[0].first == writer.created[0]["metadata"]["name"]);
+  CHECK(writer.bumps[0].second == 5);
+  auto stats = recorder.stats();
+  CHECK(stats.bumped == 4);
+  CHECK(stats.bump_writes == 1);
+  recorder.flush();
+  CHECK(writer.bumps.size() == 1);  // nothing folded since: nothing to write
+}
+
+TEST_CASE("the recorder's thread writes a folded repeat once the interval has passed") {
+  RecordingWriter writer;
+  EventRecorderOptions options;
+  options.bump_interval = 1s;  // long enough for the three records to arrive within it
+  EventRecorder recorder(writer, options);
+  recorder.start();
+  recorder.record(conflict());
+  recorder.record(conflict());
+  recorder.record(conflict());
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (recorder.stats().bump_writes < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  recorder.stop();
+  REQUIRE(writer.created.size() == 1);
+  REQUIRE(writer.bumps.size() == 1);
+  CHECK(writer.bumps[0].second == 3);
 }
 
 TEST_CASE("after the window a repeat is a new Event") {

@@ -154,3 +154,42 @@ TEST_CASE("the queueing hint sink records the expectation before the key is hand
   CHECK(f.store.pending("shop/web")->min_generation_exclusive == 3);
   queue.done(item->key);
 }
+
+TEST_CASE("a hinted UPDATE is first looked at after the learned delay, which follows the looks") {
+  Expectations::Clock::time_point now = Expectations::Clock::time_point(1h);
+  ExpectationsOptions options;
+  options.now = [&now] { return now; };
+  options.first_look_initial = 1000us;
+  options.first_look_step = 200us;
+  options.first_look_quantile = 0.9;
+  Expectations store(options);
+  Observed old_object{true, false, "u-1", 4};
+  Observed stored{true, false, "u-1", 5};
+
+  CHECK(store.expect_first_look("ns/a", generation(4)) == 1000us);
+  now += 1ms;
+  REQUIRE(store.check("ns/a", old_object).has_value());  // too early: the delay rises
+  CHECK(store.first_look_delay() == 1200us);
+  CHECK_FALSE(store.check("ns/a", stored).has_value());  // a re-check teaches nothing
+  CHECK(store.first_look_delay() == 1200us);
+
+  CHECK(store.expect_first_look("ns/b", generation(4)) == 1200us);
+  now += 2ms;
+  CHECK_FALSE(store.check("ns/b", stored).has_value());  // in time: the delay falls a little
+  CHECK(store.first_look_delay() == 1177us);             // 200 us * 0.1 / 0.9 less
+
+  // A reconcile already running when the hint came (before the first look is due) teaches
+  // nothing; nor do CREATE and DELETE hints, which are looked at once.
+  CHECK(store.expect_first_look("ns/c", generation(4)) == 1177us);
+  REQUIRE(store.check("ns/c", old_object).has_value());
+  CHECK(store.first_look_delay() == 1177us);
+  CHECK(store.expect_first_look("ns/d", created()) == 0us);
+  CHECK(store.expect_first_look("ns/e", gone("u-1")) == 0us);
+}
+
+TEST_CASE("first_look_initial 0 looks at once") {
+  ExpectationsOptions options;
+  options.first_look_initial = 0us;
+  Expectations store(options);
+  CHECK(store.expect_first_look("ns/a", generation(4)) == 0us);
+}
