@@ -239,7 +239,11 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       if (items->is_array()) {
         for (auto& item : *items) {
           if (options.transform) options.transform(item);
-          out.items.push_back(std::move(item));
+          if (options.on_item) {
+            options.on_item(item, restart);
+          } else {
+            out.items.push_back(std::move(item));
+          }
         }
       }
       continue_token = metadata_string(*body, "continue");
