@@ -125,7 +125,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   }
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
-  resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
+  // Three namespace reads at once: each mostly waits on the API server.
+  resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
+                                         /*concurrency=*/3);
 
   kube::InformerOptions informer_options;
   informer_options.type = kube::resources::kVerticalScalers;

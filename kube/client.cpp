@@ -140,6 +140,19 @@ Result<json, ApiError> Client::call(const HttpRequest& request) const {
   return body;
 }
 
+Result<std::string, ApiError> Client::call_raw(const HttpRequest& request) const {
+  auto response = transport_->send(request);
+  if (!response) return fail(std::move(response).error());
+  for (const auto& warning : response->warnings) {
+    log::warn("kube.client", "API server warning",
+              {{"warning", warning}, {"method", request.method}});
+  }
+  if (response->status < 200 || response->status > 299) {
+    return fail(error_from_response(response->status, response->body, response->retry_after));
+  }
+  return std::move(response->body);
+}
+
 Result<json, ApiError> Client::write(std::string_view method, std::string target, std::string body,
                                      std::string_view type) const {
   HttpRequest request;

@@ -237,6 +237,9 @@ class Client {
   /// Any other call (discovery, /version, an eviction): sends `request` and parses the JSON
   /// answer; non-2xx answers become ApiError.
   Result<nlohmann::json, ApiError> call(const HttpRequest& request) const;
+  /// Like call(), but returns the answer's body unparsed, for callers with a parser of their own
+  /// (a streaming one that builds no document of the whole answer).
+  Result<std::string, ApiError> call_raw(const HttpRequest& request) const;
 
  private:
   Result<ObjectList, ApiError> list_impl(const ResourceType& type, std::string_view ns,
