@@ -15,6 +15,7 @@
 #include "cmd/options.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
+#include "controller/memory_trim.h"
 #include "dashboard/routes.h"
 #include "kube/client.h"
 #include "kube/config.h"
@@ -236,6 +237,9 @@ int run(const cmd::Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Two arenas for a 2-core default: each thread's allocations otherwise get arenas of their own
+  // whose free memory stays in RSS (see controller/memory_trim.h).
+  vscaler::controller::limit_malloc_arenas(2);
   auto options = cmd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!options.ok()) {
     std::fprintf(stderr, "vscaler: %s\n", options.error().c_str());

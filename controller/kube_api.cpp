@@ -3,7 +3,9 @@
 
 #include <chrono>
 
+#include "base/log.h"
 #include "controller/status.h"
+#include "controller/workload_meta_list.h"
 #include "kube/workloads.h"
 
 namespace vscaler::controller {
@@ -14,6 +16,8 @@ namespace resources = kube::resources;
 
 constexpr const char* kPartialObjectMetadata =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+constexpr const char* kPartialObjectMetadataList =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 
 WorkloadMeta meta_of(const json& object) {
   WorkloadMeta meta;
@@ -93,18 +97,49 @@ kube::Result<std::vector<WorkloadMeta>, kube::ApiError> KubeResyncApi::list_work
     const std::string& ns, const std::string& kind, int& calls) {
   auto type = resource_of(kind);
   if (!type.ok()) return kube::fail(std::move(type).error());
-  kube::ListOptions options;
-  options.limit = 500;
-  options.on_page = [&calls](const kube::ListPage&) { ++calls; };
-  auto list = client_.list_metadata(**type, ns, options);
-  if (!list.ok()) {
-    ++calls;  // the failed request
-    return kube::fail(std::move(list).error());
+  // Pages of 1,000: a namespace of a few hundred workloads is one request; a page of metadata is
+  // ~1 KB per workload on the wire, and only the WorkloadMeta of each is kept.
+  constexpr int kLimit = 1000;
+  constexpr int kMaxRestarts = 3;
+  for (int restart = 0;; ++restart) {
+    std::vector<WorkloadMeta> result;
+    std::string continue_token;
+    for (;;) {
+      kube::HttpRequest request;
+      // resourceVersion=0 lets the API server answer from its watch cache, with no read of etcd
+      // (nor the progress request a consistent read from the cache waits for). That list may be
+      // a few milliseconds stale, which the resync can afford: it is the safety net for hints
+      // that never came, a change it misses now is seen next pass, and a stale generation it
+      // sees only enqueues a reconcile that reads the workload itself and writes nothing. The
+      // continue token carries the snapshot's version, so it is not repeated on later pages.
+      // (Servers before the cache served pages ignore `limit` here and answer everything.)
+      request.target = (*type)->path(ns) + "?limit=" + std::to_string(kLimit) +
+                       (continue_token.empty() ? "&resourceVersion=0"
+                                               : "&continue=" + kube::url_encode(continue_token));
+      request.accept = kPartialObjectMetadataList;
+      ++calls;
+      auto body = client_.call_raw(request);
+      if (!body.ok()) {
+        // An expired continue token (etcd compacted the snapshot): start over.
+        if (kube::is_expired(body.error()) && !continue_token.empty() && restart < kMaxRestarts) {
+          break;
+        }
+        return kube::fail(std::move(body).error());
+      }
+      auto page = parse_metadata_page(*body, result);
+      if (!page.ok()) {
+        return kube::fail(kube::make_error(
+            kube::ErrorKind::kDecode,
+            "metadata list of " + (*type)->display() + " in " + ns + ": " + page.error()));
+      }
+      if (page->malformed > 0) {
+        log::warn("resync", "skipping malformed items of a metadata list",
+                  {{"namespace", ns}, {"kind", kind}, {"items", std::to_string(page->malformed)}});
+      }
+      if (page->continue_token.empty()) return result;
+      continue_token = std::move(page->continue_token);
+    }
   }
-  std::vector<WorkloadMeta> result;
-  result.reserve(list->items.size());
-  for (const json& item : list->items) result.push_back(meta_of(item));
-  return result;
 }
 
 kube::Result<WorkloadMeta, kube::ApiError> KubeResyncApi::get_workload(const std::string& ns,

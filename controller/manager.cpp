@@ -125,7 +125,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   }
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
-  resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_);
+  // Three namespace reads at once: each mostly waits on the API server.
+  resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
+                                         /*concurrency=*/3);
 
   kube::InformerOptions informer_options;
   informer_options.type = kube::resources::kVerticalScalers;
@@ -136,6 +138,19 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   informer_options.transform = [](json& object) {
     auto metadata = object.find("metadata");
     if (metadata != object.end() && metadata->is_object()) metadata->erase("managedFields");
+  };
+  // The store (ScalerStore) holds each scaler parsed; the informer keeps only the metadata its
+  // handlers read back (the old side of an update: key and generation), not a second copy of
+  // every scaler as JSON (several KB each with its status).
+  informer_options.keep = [](const json& object) {
+    json kept = json::object();
+    auto metadata = object.find("metadata");
+    if (metadata == object.end() || !metadata->is_object()) return kept;
+    json& meta = kept["metadata"] = json::object();
+    for (const char* field : {"name", "namespace", "resourceVersion", "generation"}) {
+      if (auto value = metadata->find(field); value != metadata->end()) meta[field] = *value;
+    }
+    return kept;
   };
   kube::InformerHandlers handlers;
   handlers.on_add = [this](const json& object) { on_scaler_event(nullptr, &object); };

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #if defined(__GLIBC__)
@@ -11,6 +12,14 @@
 #endif
 
 namespace vscaler::controller {
+
+void limit_malloc_arenas(int arenas) {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, arenas);
+#else
+  (void)arenas;
+#endif
+}
 
 MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds min_interval, std::function<void()> trim)
     : min_interval_(min_interval), trim_(std::move(trim)) {

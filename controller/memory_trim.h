@@ -13,6 +13,12 @@
 
 namespace vscaler::controller {
 
+/// Caps glibc's malloc arenas (mallopt M_ARENA_MAX) unless MALLOC_ARENA_MAX is set in the
+/// environment. glibc makes up to 8 per core as threads contend (workers, webhook pool, informer,
+/// resync); each keeps its own free memory, so a burst on many threads leaves RSS far above the
+/// live heap. Call first in main, before any thread starts. A no-op without glibc.
+void limit_malloc_arenas(int arenas);
+
 /// glibc's malloc keeps freed memory in its arenas. After the burst of reconciles that follows a
 /// start or a relist (each one parses a whole Deployment), the operator's RSS stayed at two to
 /// three times its live heap: with 10,000 scalers, 216-399 MiB of RSS for 110-140 MiB in use

@@ -1,7 +1,12 @@
 #include "controller/resync.h"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "base/log.h"
 #include "controller/reconciler.h"
@@ -24,8 +29,13 @@ bool changed(const std::optional<Verified>& verified, const WorkloadMeta* observ
 }  // namespace
 
 Resyncer::Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState& verified,
-                   WorkQueue& queue, ResyncMetrics& metrics)
-    : api_(api), store_(store), verified_(verified), queue_(queue), metrics_(metrics) {}
+                   WorkQueue& queue, ResyncMetrics& metrics, int concurrency)
+    : api_(api),
+      store_(store),
+      verified_(verified),
+      queue_(queue),
+      metrics_(metrics),
+      concurrency_(std::max(1, concurrency)) {}
 
 ResyncStats Resyncer::run_once() {
   auto start = std::chrono::steady_clock::now();
@@ -39,45 +49,83 @@ ResyncStats Resyncer::run_once() {
     if (active != scaler.get()) continue;
     by_namespace[{scaler->ns, scaler->target.kind}].push_back(std::move(scaler));
   }
-  std::vector<std::string> to_enqueue;
-  for (auto& [ns_kind, scalers] : by_namespace) {
-    const auto& [ns, kind] = ns_kind;
+  // One job per namespace and kind; whether it reads by GETs is decided here, from the last
+  // pass's list sizes, so that the jobs share nothing but `merge`.
+  struct Job {
+    const std::string* ns;
+    const std::string* kind;
+    const std::vector<std::shared_ptr<const api::Scaler>>* scalers;
+    bool use_gets;
+  };
+  std::vector<Job> jobs;
+  jobs.reserve(by_namespace.size());
+  for (const auto& [ns_kind, scalers] : by_namespace) {
     stats.scalers += scalers.size();
     ++stats.namespaces;
-    const std::string list_key = ns + "/" + kind;
-    auto known = last_list_size_.find(list_key);
+    auto known = last_list_size_.find(ns_kind.first + "/" + ns_kind.second);
     std::size_t pages = known == last_list_size_.end() ? 1 : known->second / kPageSize + 1;
     bool use_gets = known != last_list_size_.end() && scalers.size() <= pages;
-    if (use_gets) {
-      for (const auto& scaler : scalers) {
-        ++stats.api_calls;
+    jobs.push_back({&ns_kind.first, &ns_kind.second, &scalers, use_gets});
+  }
+  std::mutex merge;  // guards stats, to_enqueue and last_list_size_ while jobs run
+  std::vector<std::string> to_enqueue;
+  auto run_job = [&](const Job& job) {
+    const std::string& ns = *job.ns;
+    const std::string& kind = *job.kind;
+    int calls = 0;
+    std::size_t skipped = 0;
+    std::vector<std::string> changed_keys;
+    std::optional<std::size_t> listed_size;
+    if (job.use_gets) {
+      for (const auto& scaler : *job.scalers) {
+        ++calls;
         auto meta = api_.get_workload(ns, kind, scaler->target.name);
         if (!meta.ok() && !kube::is_not_found(meta.error())) {
-          ++stats.skipped;
+          ++skipped;
           continue;
         }
         const WorkloadMeta* observed = meta.ok() ? &*meta : nullptr;
-        if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
+        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
       }
-      continue;
-    }
-    auto list = api_.list_workloads(ns, kind, stats.api_calls);
-    if (!list.ok()) {
+    } else if (auto list = api_.list_workloads(ns, kind, calls); !list.ok()) {
       // An interrupted list proves nothing about what is absent: judge nobody here this time.
-      stats.skipped += scalers.size();
+      skipped += job.scalers->size();
       log::warn(kLogger, "listing workloads failed; namespace skipped this pass",
                 {{"namespace", ns}, {"kind", kind}, {"error", list.error().to_string()}});
-      continue;
+    } else {
+      listed_size = list->size();
+      std::unordered_map<std::string_view, const WorkloadMeta*> by_name;
+      by_name.reserve(list->size());
+      for (const auto& meta : *list) by_name.emplace(meta.name, &meta);
+      for (const auto& scaler : *job.scalers) {
+        auto it = by_name.find(scaler->target.name);
+        const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
+        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
+      }
     }
-    last_list_size_[list_key] = list->size();
-    std::unordered_map<std::string_view, const WorkloadMeta*> by_name;
-    by_name.reserve(list->size());
-    for (const auto& meta : *list) by_name.emplace(meta.name, &meta);
-    for (const auto& scaler : scalers) {
-      auto it = by_name.find(scaler->target.name);
-      const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
-      if (changed(verified_.get(scaler->key()), observed)) to_enqueue.push_back(scaler->key());
+    std::lock_guard lock(merge);
+    stats.api_calls += calls;
+    stats.skipped += skipped;
+    if (listed_size) last_list_size_[ns + "/" + kind] = *listed_size;
+    for (auto& key : changed_keys) to_enqueue.push_back(std::move(key));
+  };
+  std::size_t threads = std::min<std::size_t>(static_cast<std::size_t>(concurrency_), jobs.size());
+  if (threads <= 1) {
+    for (const Job& job : jobs) run_job(job);
+  } else {
+    // Each read waits mostly on the API server (and the list's parse is short): a few at once
+    // overlap those waits. Threads of this pass only, ended before it returns.
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> pool;
+    pool.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i) {
+      pool.emplace_back([&] {
+        for (std::size_t j = next.fetch_add(1); j < jobs.size(); j = next.fetch_add(1)) {
+          run_job(jobs[j]);
+        }
+      });
     }
+    for (auto& thread : pool) thread.join();
   }
   for (const auto& key : to_enqueue) queue_.add(key, Priority::kLow);
   stats.enqueued = to_enqueue.size();

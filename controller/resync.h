@@ -65,8 +65,10 @@ struct ResyncStats {
 /// Runs resync passes; run() loops until stop().
 class Resyncer {
  public:
+  /// `concurrency`: how many namespace/kind reads run at once (threads of the pass; `api` must
+  /// then be thread-safe). 1 reads them one after the other on the calling thread.
   Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState& verified,
-           WorkQueue& queue, ResyncMetrics& metrics);
+           WorkQueue& queue, ResyncMetrics& metrics, int concurrency = 1);
 
   /// One pass: read, compare with what was verified, enqueue what changed or vanished.
   ResyncStats run_once();
@@ -85,6 +87,7 @@ class Resyncer {
   const VerifiedState& verified_;
   WorkQueue& queue_;
   ResyncMetrics& metrics_;
+  int concurrency_;
   /// Workloads seen in each "namespace/kind"'s last complete list: when a namespace holds few
   /// scalers of a kind among many such workloads, one metadata GET per scaler is cheaper than
   /// listing them.

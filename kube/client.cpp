@@ -140,6 +140,19 @@ Result<json, ApiError> Client::call(const HttpRequest& request) const {
   return body;
 }
 
+Result<std::string, ApiError> Client::call_raw(const HttpRequest& request) const {
+  auto response = transport_->send(request);
+  if (!response) return fail(std::move(response).error());
+  for (const auto& warning : response->warnings) {
+    log::warn("kube.client", "API server warning",
+              {{"warning", warning}, {"method", request.method}});
+  }
+  if (response->status < 200 || response->status > 299) {
+    return fail(error_from_response(response->status, response->body, response->retry_after));
+  }
+  return std::move(response->body);
+}
+
 Result<json, ApiError> Client::write(std::string_view method, std::string target, std::string body,
                                      std::string_view type) const {
   HttpRequest request;
@@ -239,7 +252,11 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       if (items->is_array()) {
         for (auto& item : *items) {
           if (options.transform) options.transform(item);
-          out.items.push_back(std::move(item));
+          if (options.on_item) {
+            options.on_item(item, restart);
+          } else {
+            out.items.push_back(std::move(item));
+          }
         }
       }
       continue_token = metadata_string(*body, "continue");

@@ -97,6 +97,11 @@ struct ListOptions {
   /// caller never reads there (managedFields) keeps a long list from holding it all at once.
   /// May be empty.
   std::function<void(nlohmann::json& item)> transform;
+  /// When set, each item (after `transform`) is handed here as its page arrives and is not kept
+  /// in ObjectList::items: a long list then never holds more than one page. `restart` is
+  /// ListPage::restart: after an expired continue token the list starts over from its first
+  /// page, and items of the abandoned attempt were already handed over. May be empty.
+  std::function<void(nlohmann::json& item, int restart)> on_item;
   /// An expired continue token (410, after an etcd compaction) restarts the list from the
   /// beginning at most this many times before the Expired error is returned.
   int max_restarts = 3;
@@ -232,6 +237,9 @@ class Client {
   /// Any other call (discovery, /version, an eviction): sends `request` and parses the JSON
   /// answer; non-2xx answers become ApiError.
   Result<nlohmann::json, ApiError> call(const HttpRequest& request) const;
+  /// Like call(), but returns the answer's body unparsed, for callers with a parser of their own
+  /// (a streaming one that builds no document of the whole answer).
+  Result<std::string, ApiError> call_raw(const HttpRequest& request) const;
 
  private:
   Result<ObjectList, ApiError> list_impl(const ResourceType& type, std::string_view ns,

@@ -162,12 +162,57 @@ void Informer::notify(const char* what, F&& call) {
   }
 }
 
+Store::ObjectPtr Informer::kept(const json& object) const {
+  if (options_.keep) return std::make_shared<const json>(options_.keep(object));
+  return std::make_shared<const json>(object);
+}
+
+std::string Informer::ingest_listed(json& item) {
+  std::string key = Store::key_of(item);
+  if (key.empty()) {
+    skip_malformed("listed object", "metadata.name is missing or not a string");
+    return key;
+  }
+  if (options_.transform) {
+    try {
+      options_.transform(item);
+    } catch (const std::exception& e) {
+      skip_malformed("listed object", e.what());
+      return {};
+    }
+  }
+  ObjectPtr object = kept(item);
+  ObjectPtr previous = store_.put(key, object);
+  if (!previous) {
+    if (handlers_.on_add) notify("on_add", [&] { handlers_.on_add(item); });
+  } else if (resource_version_of(*previous) != resource_version_of(*object)) {
+    if (handlers_.on_update) notify("on_update", [&] { handlers_.on_update(*previous, item); });
+  }
+  return key;
+}
+
 bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& retry_after) {
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
   list_options.limit = options_.page_size;
-  list_options.transform = options_.transform;  // page by page, not once the whole list is in
+  // Each item is stored and reported as its page arrives, so that a long list is never held
+  // whole (as parsed JSON it is several times its size on the wire): only the current page and
+  // the store's kept copies are. Each object's handlers run after its own store update; the
+  // deletes a relist finds are reported once the whole list is in. A list that fails half way
+  // leaves the objects it delivered updated (newer versions, never older) and deletes nothing.
+  std::unordered_set<std::string> listed_keys;
+  int attempt = 0;
+  list_options.on_item = [&](json& item, int restart) {
+    if (restart != attempt) {
+      // An expired continue token: the list starts over from a new snapshot, which alone
+      // decides what is gone.
+      listed_keys.clear();
+      attempt = restart;
+    }
+    std::string key = ingest_listed(item);
+    if (!key.empty()) listed_keys.insert(std::move(key));
+  };
   auto listed = client_.list(options_.type, options_.ns, list_options);
   if (!listed) {
     log::warn("kube.informer", "list failed",
@@ -175,37 +220,10 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
     retry_after = retry_after_of(listed.error());
     return false;
   }
-  std::unordered_map<std::string, ObjectPtr> fresh;
-  fresh.reserve(listed->items.size());
-  for (auto& item : listed->items) {
-    std::string key = Store::key_of(item);
-    if (key.empty()) {
-      skip_malformed("listed object", "metadata.name is missing or not a string");
-      continue;
-    }
-    fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
-  }
-  // The store is swapped first, so that handlers see the new state; then each difference from
-  // the old state is reported: new keys as adds, changed versions as updates, gone keys as deletes.
-  // (Loops over pairs rather than structured bindings: clang before 16, which builds the fuzz
-  // targets, cannot capture a binding in the handlers' lambdas.)
-  auto old = store_.replace(fresh);
-  for (const auto& entry : fresh) {
-    const ObjectPtr& object = entry.second;
-    auto previous = old.find(entry.first);
-    if (previous == old.end()) {
-      if (handlers_.on_add) notify("on_add", [&] { handlers_.on_add(*object); });
-    } else if (resource_version_of(*previous->second) != resource_version_of(*object)) {
-      if (handlers_.on_update) {
-        notify("on_update", [&] { handlers_.on_update(*previous->second, *object); });
-      }
-    }
-  }
-  for (const auto& entry : old) {
-    const ObjectPtr& object = entry.second;
-    if (fresh.find(entry.first) == fresh.end() && handlers_.on_delete) {
-      notify("on_delete", [&] { handlers_.on_delete(*object); });
-    }
+  for (const std::string& key : store_.keys()) {
+    if (listed_keys.count(key) != 0) continue;
+    ObjectPtr gone = store_.erase(key);
+    if (gone && handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(*gone); });
   }
   resource_version = listed->resource_version;
   lists_.fetch_add(1);
@@ -215,7 +233,7 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   }
   if (!synced_.exchange(true)) {
     log::info("kube.informer", "synced",
-              {{"informer", options_.name}, {"objects", std::to_string(fresh.size())}});
+              {{"informer", options_.name}, {"objects", std::to_string(listed_keys.size())}});
   }
   changed_.notify_all();
   return true;
@@ -245,14 +263,14 @@ void Informer::apply(const WatchEvent& event) {
     if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(received); });
     return;
   }
-  auto object = std::make_shared<const json>(std::move(received));
+  ObjectPtr object = kept(received);
   ObjectPtr previous = store_.put(key, object);
   if (previous) {
     if (handlers_.on_update) {
-      notify("on_update", [&] { handlers_.on_update(*previous, *object); });
+      notify("on_update", [&] { handlers_.on_update(*previous, received); });
     }
   } else if (handlers_.on_add) {
-    notify("on_add", [&] { handlers_.on_add(*object); });
+    notify("on_add", [&] { handlers_.on_add(received); });
   }
 }
 

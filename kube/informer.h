@@ -17,6 +17,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kube/client.h"
@@ -78,6 +79,13 @@ struct InformerOptions {
   /// metadata.name, metadata.namespace and metadata.resourceVersion. Runs on the informer's
   /// thread; empty = store objects as received.
   std::function<void(nlohmann::json& object)> transform;
+  /// What the store keeps of each object (after `transform`): handlers still get the whole
+  /// object as it arrived (on_add, the new side of on_update), while the old side of on_update
+  /// and a relist's on_delete get what was kept. An operator that parses objects into a form of
+  /// its own keeps only their metadata here instead of a second copy of each. Must keep
+  /// metadata.name, metadata.namespace and metadata.resourceVersion. Runs on the informer's
+  /// thread; empty = keep the whole object.
+  std::function<nlohmann::json(const nlohmann::json& object)> keep;
 };
 
 /// Called on the informer's thread, after the store has been updated, one at a time. They must
@@ -134,6 +142,11 @@ class Informer {
   /// server asked for (0 when none).
   bool relist(std::string& resource_version, std::chrono::milliseconds& retry_after);
   void apply(const WatchEvent& event);
+  /// Stores a listed object (transformed, validated) and reports it as an add, or as an update
+  /// when its version changed; returns its key, "" when it was skipped as malformed.
+  std::string ingest_listed(nlohmann::json& item);
+  /// The store's copy of `object` (options_.keep), shared.
+  Store::ObjectPtr kept(const nlohmann::json& object) const;
   /// Logs and counts an object that cannot be stored; the caller skips it.
   void skip_malformed(const char* what, std::string_view why);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 
@@ -185,4 +186,56 @@ TEST_CASE("resync: each kind is listed on its own; a StatefulSet and a Deploymen
   f.api.workloads["shop/DaemonSet"].clear();
   f.resyncer.run_once();
   CHECK(f.drain() == std::set<std::string>{"shop/agent", "shop/web-sts"});
+}
+
+namespace {
+// FakeResyncApi behind a lock, for passes that read several namespaces at once.
+class LockedResyncApi : public FakeResyncApi {
+ public:
+  std::mutex mutex;
+  base::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
+                                                                         const std::string& kind,
+                                                                         int& calls) override {
+    std::lock_guard lock(mutex);
+    return FakeResyncApi::list_workloads(ns, kind, calls);
+  }
+};
+}  // namespace
+
+TEST_CASE("resync: namespaces read concurrently give the same verdicts and counts") {
+  LockedResyncApi api;
+  controller::ScalerStore store;
+  controller::VerifiedState verified;
+  controller::WorkQueue queue;
+  controller::ResyncMetrics metrics;
+  controller::Resyncer resyncer{api, store, verified, queue, metrics, /*concurrency=*/3};
+  std::set<std::string> expected;
+  for (int n = 0; n < 10; ++n) {
+    std::string ns = "ns-" + std::to_string(n);
+    for (int i = 0; i < 5; ++i) {
+      std::string name = "w" + std::to_string(i);
+      api::Scaler s;
+      s.ns = ns;
+      s.name = name;
+      s.target = api::TargetRef{"Deployment", name};
+      s.creation_timestamp = "2026-01-01T00:00:00Z";
+      store.upsert(std::make_shared<const api::Scaler>(s));
+      api.deployments(ns)[name] = WorkloadMeta{name, "u", 1};
+      // One in five drifted (a newer generation than verified).
+      verified.set(ns + "/" + name, Verified{true, "u", i == 0 ? 0 : 1});
+      if (i == 0) expected.insert(ns + "/" + name);
+    }
+  }
+  auto stats = resyncer.run_once();
+  CHECK(stats.scalers == 50);
+  CHECK(stats.namespaces == 10);
+  CHECK(stats.api_calls == 10);
+  CHECK(api.lists == 10);
+  CHECK(stats.enqueued == 10);
+  std::set<std::string> keys;
+  while (auto item = queue.get_for(10ms)) {
+    keys.insert(item->key);
+    queue.done(item->key);
+  }
+  CHECK(keys == expected);
 }

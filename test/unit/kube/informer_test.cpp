@@ -286,7 +286,10 @@ struct Recorder {
     return h;
   }
   static std::string key(const json& o) { return Store::key_of(o); }
-  static std::string value(const json& o) { return o["data"].value("v", ""); }
+  static std::string value(const json& o) {
+    auto data = o.find("data");
+    return data == o.end() ? "" : data->value("v", "");
+  }
   void record(std::string entry) {
     std::lock_guard lock(mutex);
     log.push_back(std::move(entry));
@@ -440,6 +443,50 @@ TEST_CASE("list: the transform runs on each page's items before the next page is
   CHECK(seen == std::vector<std::string>{"a@1", "b@1", "c@2", "d@2", "e@3"});
   REQUIRE(list->items.size() == 5);
   for (const auto& item : list->items) CHECK_FALSE(item["data"].contains("v"));
+}
+
+TEST_CASE("informer: the store keeps what `keep` returns; handlers still get whole objects") {
+  FakeServer server;
+  server.put("a", "1");
+  server.put("b", "1");
+  server.put("c", "1");  // a second page (page_size 2)
+  Recorder recorder;
+  InformerOptions options = fast_options();
+  options.keep = [](const json& object) { return json{{"metadata", object["metadata"]}}; };
+  Informer informer(Client(std::make_shared<FakeTransport>(server)), options, recorder.handlers());
+  informer.start();
+  REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
+  CHECK(sorted(recorder.take()) ==
+        std::vector<std::string>{"add ns/a=1", "add ns/b=1", "add ns/c=1"});
+  CHECK_FALSE(informer.store().get("ns/a")->contains("data"));
+  CHECK((*informer.store().get("ns/a"))["metadata"]["name"] == "a");
+  server.put("a", "2");
+  server.remove("b");
+  REQUIRE(eventually([&] { return recorder.size() == 2; }));
+  // The old side of an update is the kept copy (no data), the new side the whole object.
+  CHECK(recorder.take() == std::vector<std::string>{"update ns/a=->2", "delete ns/b"});
+  CHECK_FALSE(informer.store().get("ns/a")->contains("data"));
+  CHECK(informer.store().size() == 2);
+  informer.stop();
+}
+
+TEST_CASE("list: on_item receives each item as its page arrives; none are kept in the result") {
+  FakeServer server;
+  for (const char* name : {"a", "b", "c", "d", "e"}) server.put(name, "1");
+  Client client(std::make_shared<FakeTransport>(server));
+  ListOptions options;
+  options.limit = 2;
+  std::vector<std::string> seen;  // item name @ list requests made so far
+  options.on_item = [&](json& item, int restart) {
+    CHECK(restart == 0);
+    seen.push_back(item["metadata"]["name"].get<std::string>() + "@" +
+                   std::to_string(server.requests().size()));
+  };
+  auto list = client.list(resources::kConfigMaps, "ns", options);
+  REQUIRE(list.ok());
+  CHECK(seen == std::vector<std::string>{"a@1", "b@1", "c@2", "d@2", "e@3"});
+  CHECK(list->items.empty());
+  CHECK_FALSE(list->resource_version.empty());
 }
 
 TEST_CASE("informer: a dropped stream resumes from the last version, without relist or loss") {
