@@ -126,7 +126,15 @@ struct ParseOptions {
   std::size_t max_depth = 128;
   /// Applied to object and oldObject; null keeps them whole.
   const Projection* projection = nullptr;
+  /// Bytes past the body's end that may be read (not written), e.g. a std::string's capacity
+  /// beyond its size: with kParsePadding or more the parser reads the body in place instead of
+  /// copying it into a padded buffer of its own.
+  std::size_t readable_padding = 0;
 };
+
+/// How many readable bytes past a body's end let parse_review skip its copy of the body
+/// (simdjson's SIMDJSON_PADDING).
+inline constexpr std::size_t kParsePadding = 64;
 
 /// Default for ParseOptions::max_depth.
 inline constexpr std::size_t kDefaultMaxDepth = 128;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "webhook/admission.h"
 #include "webhook/http2_session.h"
 
 namespace vscaler::webhook {
@@ -163,7 +164,11 @@ Wait Connection::read_request(Clock::time_point now) {
       }
     }
     if (phase_ == Phase::kBody && in_.size() >= head_bytes_ + body_bytes_) {
-      Request request{std::move(head_), in_.substr(head_bytes_, body_bytes_), request_start_};
+      // The body with room for the JSON parser's padding, so it parses in place (no copy).
+      std::string body;
+      body.reserve(body_bytes_ + kParsePadding);
+      body.assign(in_, head_bytes_, body_bytes_);
+      Request request{std::move(head_), std::move(body), request_start_};
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
       in_.erase(0, head_bytes_ + body_bytes_);
       phase_ = Phase::kServing;

@@ -166,6 +166,7 @@ class AdmissionServer::Impl {
     ParseOptions parse_options;
     parse_options.max_depth = options_.max_depth;
     parse_options.projection = route.projection ? &*route.projection : nullptr;
+    parse_options.readable_padding = request.body.capacity() - request.body.size();
     auto parsed = parse_review(request.body, parse_options);
     if (!parsed) {
       // The message quotes nothing from the body beyond short identifiers: safe to log.

@@ -8,6 +8,10 @@
 namespace vscaler::webhook::tls {
 namespace {
 
+// OpenSSL's read buffer with read-ahead: two full records and their overhead, so a 20 KB review
+// usually arrives in one read(2). Freed while idle (SSL_MODE_RELEASE_BUFFERS).
+constexpr std::size_t kReadBufferBytes = 2 * (16384 + 512);
+
 // Prefers h2 when the context offers it (`arg` non-null) and the client does, else http/1.1.
 int alpn_callback(SSL*, const unsigned char** out, unsigned char* out_length,
                   const unsigned char* in, unsigned int in_length, void* arg) {
@@ -51,6 +55,12 @@ kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) 
   // 34 KiB each) while no record is in flight. Partial writes suit the non-blocking loop.
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
                                   SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Read-ahead: one read(2) takes what the kernel holds, up to the buffer's length, instead of
+  // a record header and then its body (a 22 KB review took 5 reads; now 2). The records already
+  // read wait in OpenSSL's buffer: every caller reads until it would block, or reads again before
+  // it waits (after a response), so none is left unseen.
+  SSL_CTX_set_read_ahead(ctx.get(), 1);
+  SSL_CTX_set_default_read_buffer_len(ctx.get(), kReadBufferBytes);
   // Any non-null argument means "offer h2".
   static int offer = 1;
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_callback, offer_http2 ? &offer : nullptr);

@@ -5,7 +5,9 @@
 // AdmissionReview body with a fresh request.uid per request, over HTTP/1.1 keep-alive:
 //  - closed loop (default): each connection sends its next request as soon as the previous answer
 //    is read; reports reviews/s and client-side p50/p99/max latency after a warm-up;
-//  - paced (--rate R): R requests/s over all connections, on a fixed schedule; with
+//  - paced (--rate R): R requests/s over all connections, on a fixed schedule, open loop: each
+//    latency counts from when the request was due (a late request is sent at once and its wait
+//    counted), so a stall shows in p99/p999 instead of pausing the schedule; with
 //    --reconnect-every N each connection is closed and reopened every N requests (a full
 //    handshake, so a new serving certificate is seen) and, with --ca-dir, every reconnect trusts
 //    the CA files present in DIR at that moment (ca.crt, ca-next.crt, ca-old.crt: what a client
@@ -17,7 +19,7 @@
 //
 // Runs --seconds after --warmup (0: until SIGTERM/SIGINT), then prints one line on stdout:
 //   admission_load connections=N sent=N ok=N failed=N seconds=S reviews_per_second=R p50_ms=X
-//   p99_ms=X max_ms=X handshakes=N certificates=N tls=VERSION:CIPHER
+//   p99_ms=X p999_ms=X max_ms=X handshakes=N certificates=N tls=VERSION:CIPHER
 // and on stderr the distinct errors and the serving certificates seen (with when first seen).
 // Exit status: 0 when no request failed, 1 when one did, 2 on bad usage.
 #include <arpa/inet.h>
@@ -76,6 +78,9 @@ constexpr const char* kUsage =
     "         [--path /mutate-deployments] [--connections 1] [--seconds 5 (0: until signalled)]\n"
     "         [--warmup 0.5] [--rate R (requests/s; default: closed loop)]\n"
     "         [--reconnect-every N] [--check-uid]\n";
+
+// Paced mode: how far behind its schedule a connection may fall before it skips ahead.
+constexpr auto kMaxBacklog = std::chrono::seconds(1);
 
 std::atomic<bool> g_signalled{false};
 void on_signal(int /*signal*/) {
@@ -520,12 +525,18 @@ int main(int argc, char** argv) {
         ++mine.errors[error];
       };
       while (!stop.load(std::memory_order_relaxed)) {
+        // Paced: open loop. Each request is timed from when it was due, not from when it could
+        // be sent, so a slow answer delaying the next requests counts against them too (no
+        // coordinated omission); late requests go out at once, to catch up.
+        Clock::time_point due{};
         if (interval != Clock::duration::zero()) {
           std::this_thread::sleep_until(next);
+          due = next;
           next += interval;
-          // After a stall, go on at the target rate rather than bursting to catch up.
+          // A backlog over a second (a reconnect that failed, an outage) is dropped rather than
+          // burst out.
           auto now = Clock::now();
-          if (next < now - interval) next = now;
+          if (next < now - kMaxBacklog) next = now;
         }
         if (!connection.is_open() ||
             (options.reconnect_every > 0 && used >= options.reconnect_every)) {
@@ -557,7 +568,7 @@ int main(int argc, char** argv) {
         stamp_uid(bytes, request, t, ++sequence);
         Response response;
         std::string error;
-        auto start = Clock::now();
+        auto start = interval != Clock::duration::zero() ? due : Clock::now();
         bool exchanged = connection.exchange(bytes, response, error);
         std::chrono::duration<double, std::milli> latency = Clock::now() - start;
         ++used;
@@ -629,11 +640,12 @@ int main(int argc, char** argv) {
   double seconds = elapsed.count();
   std::printf(
       "admission_load connections=%d sent=%ld ok=%ld failed=%ld seconds=%.2f "
-      "reviews_per_second=%.1f p50_ms=%.3f p99_ms=%.3f max_ms=%.3f handshakes=%ld "
-      "certificates=%zu tls=%s\n",
+      "reviews_per_second=%.1f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f "
+      "handshakes=%ld certificates=%zu tls=%s\n",
       options.connections, total.ok + total.failed, total.ok, total.failed, seconds,
       seconds > 0 ? static_cast<double>(total.ok) / seconds : 0.0,
       percentile(total.latencies_ms, 0.5), percentile(total.latencies_ms, 0.99),
+      percentile(total.latencies_ms, 0.999),
       total.latencies_ms.empty() ? 0.0 : total.latencies_ms.back(), total.handshakes,
       total.certificates.size(), total.tls.empty() ? "none" : total.tls.c_str());
   return total.failed == 0 ? 0 : 1;

@@ -208,6 +208,49 @@ TEST_CASE("front end: a head over its byte budget is cut, one within it is serve
   CHECK(s.review() == "HTTP/1.1 200 OK");
 }
 
+TEST_CASE("front end: pipelined reviews in one write are all answered, in order") {
+  // Three 20 KB reviews sent at once: with TLS read-ahead OpenSSL holds records of the next
+  // request while one is served; the connection must read them after each response instead of
+  // waiting for the socket (nothing more arrives), or this hangs until the client's timeout.
+  Server s([](AdmissionServerOptions&) {});
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  std::string pipelined;
+  for (int i = 0; i < 3; ++i) {
+    std::string body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
+                       R"("request":{"uid":"u-)" +
+                       std::to_string(i) + R"(","operation":"CREATE","object":{"pad":")" +
+                       std::string(20000, 'a') + R"("}}})";
+    pipelined +=
+        "POST /allow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+  }
+  REQUIRE(client->send(pipelined));
+  std::string answers;
+  auto count = [&answers] {
+    std::size_t n = 0;
+    for (auto at = answers.find("HTTP/1.1 200 OK"); at != std::string::npos;
+         at = answers.find("HTTP/1.1 200 OK", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  char buffer[4096];
+  while (count() < 3 || answers.find(R"("uid":"u-2")") == std::string::npos) {
+    int n = SSL_read(client->ssl(), buffer, sizeof buffer);
+    if (n <= 0) break;  // closed, or the client's read timeout
+    answers.append(buffer, static_cast<std::size_t>(n));
+  }
+  CHECK(count() == 3);
+  auto first = answers.find(R"("uid":"u-0")");
+  auto second = answers.find(R"("uid":"u-1")");
+  auto third = answers.find(R"("uid":"u-2")");
+  REQUIRE(third != std::string::npos);
+  CHECK(first < second);
+  CHECK(second < third);
+}
+
 TEST_CASE("front end: bodies beyond the memory budget of all connections get 503 unread") {
   Server s([](AdmissionServerOptions& options) { options.max_buffered_body_bytes = 1024 * 1024; });
   // One connection holds 600 KiB of the 1 MiB budget (its body not sent yet).
