@@ -44,6 +44,7 @@ kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string
   auto deadline = std::chrono::steady_clock::now() + patience;
   kube::ListOptions options;
   options.limit = 1;
+  options.max_pages = 1;  // one object proves the right; the rest would be a full list
   while (true) {
     auto listed = client.list(kube::resources::kVerticalScalers, ns, options);
     if (listed.ok()) return kube::Unit{};

@@ -263,6 +263,7 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       out.pages = page + 1;
       if (options.on_page) options.on_page(ListPage{page, count, continue_token, restart});
       if (continue_token.empty()) return out;
+      if (options.max_pages > 0 && out.pages >= options.max_pages) return out;
     }
     if (!expired) return fail(make_error(ErrorKind::kDecode, "list ended unexpectedly"));
   }

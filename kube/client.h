@@ -105,6 +105,9 @@ struct ListOptions {
   /// An expired continue token (410, after an etcd compaction) restarts the list from the
   /// beginning at most this many times before the Expired error is returned.
   int max_restarts = 3;
+  /// Stop after this many pages (0: follow continue tokens to the end). A probe that only asks
+  /// "may I list?" reads one page; following the tokens would read every object, page by page.
+  int max_pages = 0;
   /// The longest each page's request may take (see HttpRequest::timeout); zero = the default.
   std::chrono::milliseconds timeout{0};
 };

@@ -217,7 +217,9 @@ TEST_CASE("dry-run creates nothing; strict field validation is a BadRequest") {
   CHECK(refused.error().message.find("bogus") != std::string::npos);
 }
 
-TEST_CASE("list: label and field selectors, pages of `limit`, and the list's resourceVersion") {
+TEST_CASE(
+    "list: label and field selectors, pages of `limit`, max_pages, and the list's "
+    "resourceVersion") {
   Client client = admin_client();
   TestNamespace ns(client);
   for (int i = 0; i < 12; ++i) {
@@ -241,6 +243,18 @@ TEST_CASE("list: label and field selectors, pages of `limit`, and the list's res
   CHECK_FALSE(pages[0].continue_token.empty());
   CHECK(pages.back().continue_token.empty());
   CHECK_FALSE(listed->resource_version.empty());
+
+  // max_pages: one page of `limit`, no more (the operator's preflight reads one object).
+  ListOptions probe;
+  probe.limit = 1;
+  probe.max_pages = 1;
+  int probe_pages = 0;
+  probe.on_page = [&](const ListPage&) { ++probe_pages; };
+  auto probed = client.list(resources::kConfigMaps, ns.name, probe);
+  REQUIRE_MESSAGE(probed.ok(), probed.error().to_string());
+  CHECK(probed->items.size() == 1);
+  CHECK(probed->pages == 1);
+  CHECK(probe_pages == 1);
 
   ListOptions odd;
   odd.label_selector = "group=odd";
