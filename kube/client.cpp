@@ -120,17 +120,10 @@ const std::string& Client::default_namespace() const {
 }
 
 Result<json, ApiError> Client::call(const HttpRequest& request) const {
-  auto response = transport_->send(request);
-  if (!response) return fail(std::move(response).error());
-  for (const auto& warning : response->warnings) {
-    log::warn("kube.client", "API server warning",
-              {{"warning", warning}, {"method", request.method}});
-  }
-  if (response->status < 200 || response->status > 299) {
-    return fail(error_from_response(response->status, response->body, response->retry_after));
-  }
-  if (response->body.empty()) return json::object();
-  json body = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  auto raw = call_raw(request);
+  if (!raw) return fail(std::move(raw).error());
+  if (raw->empty()) return json::object();
+  json body = json::parse(*raw, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) {
     return fail(
         make_error(ErrorKind::kDecode, request.method + " " +
