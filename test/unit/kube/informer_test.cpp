@@ -426,16 +426,28 @@ TEST_CASE(
   CHECK(calls == 5);  // three listed, one update, one delete: each object once
 }
 
-TEST_CASE("list: the transform runs on each page's items before the next page is asked for") {
+// Five ConfigMaps a..e listed in pages of 2; see(item) appends "name@requests so far" to seen, so
+// a test can tell which page's request an item arrived with.
+struct PagedList {
   FakeServer server;
-  for (const char* name : {"a", "b", "c", "d", "e"}) server.put(name, "1");
-  Client client(std::make_shared<FakeTransport>(server));
+  Client client{std::make_shared<FakeTransport>(server)};
   ListOptions options;
-  options.limit = 2;
-  std::vector<std::string> seen;  // item name @ list requests made so far
-  options.transform = [&](json& item) {
+  std::vector<std::string> seen;
+  PagedList() {
+    for (const char* name : {"a", "b", "c", "d", "e"}) server.put(name, "1");
+    options.limit = 2;
+  }
+  void see(const json& item) {
     seen.push_back(item["metadata"]["name"].get<std::string>() + "@" +
                    std::to_string(server.requests().size()));
+  }
+};
+
+TEST_CASE("list: the transform runs on each page's items before the next page is asked for") {
+  PagedList paged;
+  auto& [server, client, options, seen] = paged;
+  options.transform = [&](json& item) {
+    paged.see(item);
     item["data"].erase("v");
   };
   auto list = client.list(resources::kConfigMaps, "ns", options);
@@ -471,16 +483,11 @@ TEST_CASE("informer: the store keeps what `keep` returns; handlers still get who
 }
 
 TEST_CASE("list: on_item receives each item as its page arrives; none are kept in the result") {
-  FakeServer server;
-  for (const char* name : {"a", "b", "c", "d", "e"}) server.put(name, "1");
-  Client client(std::make_shared<FakeTransport>(server));
-  ListOptions options;
-  options.limit = 2;
-  std::vector<std::string> seen;  // item name @ list requests made so far
+  PagedList paged;
+  auto& [server, client, options, seen] = paged;
   options.on_item = [&](json& item, int restart) {
     CHECK(restart == 0);
-    seen.push_back(item["metadata"]["name"].get<std::string>() + "@" +
-                   std::to_string(server.requests().size()));
+    paged.see(item);
   };
   auto list = client.list(resources::kConfigMaps, "ns", options);
   REQUIRE(list.ok());
