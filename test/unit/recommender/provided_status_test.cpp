@@ -46,3 +46,45 @@ TEST_CASE("status_update sets RecommendationProvided and the recommendation, and
   // A new generation alone is a change (observedGeneration).
   CHECK(status_update(applied, 4, p, "2026-11-29T18:05:00Z"));
 }
+
+namespace {
+
+json one_container(const char* target, const char* lower, const char* upper) {
+  return {{"containerRecommendations", json::array({{{"containerName", "app"},
+                                                     {"target", {{"cpu", target}}},
+                                                     {"lowerBound", {{"cpu", lower}}},
+                                                     {"upperBound", {{"cpu", upper}}},
+                                                     {"uncappedTarget", {{"cpu", target}}}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("bounds that moved less than kBoundWriteTolerance are no update; a target is exact") {
+  Publication p{ProvidedReason::kRecommended, "1 pod, 1 with metrics, 1 container samples",
+                one_container("100m", "50m", "1000m")};
+  auto first = status_update(json::object(), 1, p, "2026-11-29T18:00:00Z");
+  REQUIRE(first);
+  json applied = *first;
+
+  // A young history: the upper bound shrinks 3 %, the lower grows 4 %: nothing to write.
+  p.recommendation = one_container("100m", "52m", "970m");
+  CHECK_FALSE(status_update(applied, 1, p, "2026-11-29T18:01:00Z"));
+  // Drift adds up against the stored bound, not the last published one: 6 % is a write.
+  p.recommendation = one_container("100m", "52m", "940m");
+  auto drifted = status_update(applied, 1, p, "2026-11-29T18:02:00Z");
+  REQUIRE(drifted);
+  CHECK(drifted->at("recommendation") == *p.recommendation);
+  // Any change of the target is written, however small.
+  p.recommendation = one_container("101m", "50m", "1000m");
+  CHECK(status_update(applied, 1, p, "2026-11-29T18:03:00Z"));
+  // A new resource in a bound, or another container, is a change.
+  json more = one_container("100m", "50m", "1000m");
+  more["containerRecommendations"][0]["upperBound"]["memory"] = "1Gi";
+  p.recommendation = more;
+  CHECK(status_update(applied, 1, p, "2026-11-29T18:04:00Z"));
+  json renamed = one_container("100m", "50m", "1000m");
+  renamed["containerRecommendations"][0]["containerName"] = "sidecar";
+  CHECK_FALSE(same_recommendation(applied["recommendation"], renamed));
+  // Unparsable stored values compare exactly.
+  CHECK_FALSE(same_recommendation(json{{"containerRecommendations", "oops"}}, renamed));
+}
