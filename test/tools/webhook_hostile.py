@@ -6,7 +6,8 @@ SECONDS, then stops by itself. Bounded: at most IDLE + SLOW connections at any t
 handshakes in flight, loopback only.
 
 Usage: webhook_hostile.py PORT SOURCE IDLE SLOW SECONDS READY_FILE
-Writes READY_FILE once every idle connection was opened once (or the ramp-up took 30 s), prints
+Writes READY_FILE once every idle connection and half the slow ones were opened (or the ramp-up
+took 60 s: on a loaded machine this client itself is the slow part), prints
 progress lines "webhook_hostile held_idle=N slow=N opened=N refused=N cut=N" on stdout."""
 import asyncio
 import resource
@@ -90,7 +91,8 @@ async def progress():
     started = time.monotonic()
     while time.monotonic() < end:
         await asyncio.sleep(1)
-        if not ready and (stats["held_idle"] >= idle_count or time.monotonic() - started > 30):
+        held = stats["held_idle"] >= idle_count and stats["slow"] >= slow_count // 2
+        if not ready and (held or time.monotonic() - started > 60):
             ready = True
             open(ready_file, "w").write("ready\n")
         print("webhook_hostile " + " ".join("%s=%d" % kv for kv in stats.items()), flush=True)
