@@ -155,7 +155,7 @@ int run(const cmd::Options& options) {
                                          {"trigger"})
                                 .with({"admission"});
   webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued,
-                                         &admission_applied);
+                                         &admission_applied, &manager.limit_ranges());
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 

@@ -123,6 +123,7 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   if (!options_.reconciler.leader_step) {
     options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };
   }
+  options_.reconciler.limit_ranges = &limit_ranges_;
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
   // Three namespace reads at once: each mostly waits on the API server.
@@ -159,6 +160,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   };
   handlers.on_delete = [this](const json& last_known) { on_scaler_event(&last_known, nullptr); };
   informer_ = std::make_unique<kube::Informer>(client_, informer_options, std::move(handlers));
+
+  limit_range_poller_ = std::make_unique<LimitRangePoller>(
+      client_, options_.ns, options_.limit_range_period, limit_ranges_);
 }
 
 Manager::~Manager() {
@@ -168,6 +172,7 @@ Manager::~Manager() {
 void Manager::start() {
   if (started_.exchange(true)) return;
   informer_->start();
+  limit_range_poller_->start();
   events_.start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
   trimmer_.start([this] { return queue_->len() == 0; });
@@ -184,6 +189,7 @@ void Manager::start() {
 void Manager::stop() {
   if (!started_.load() || stopped_.exchange(true)) return;
   informer_->stop();
+  limit_range_poller_->stop();
   resyncer_->stop();
   if (resync_thread_.joinable()) resync_thread_.join();
   // Intake stops; in-flight reconciles finish; waiting keys are dropped (they are level-based:

@@ -13,6 +13,7 @@
 #include "controller/expectations.h"
 #include "controller/kube_api.h"
 #include "controller/leader_steps.h"
+#include "controller/limit_range_cache.h"
 #include "controller/memory_trim.h"
 #include "controller/reconciler.h"
 #include "controller/resync.h"
@@ -36,6 +37,8 @@ struct ManagerOptions {
   /// replica and always leads (no --leader-elect). Must outlive the manager.
   const kube::LeaderGate* leader_gate = nullptr;
   ExpectationsOptions expectations;
+  /// How often LimitRanges are listed again (they cap recommended values; list only, no watch).
+  std::chrono::milliseconds limit_range_period{std::chrono::seconds(30)};
 };
 
 /// Runs everything of the controller side; start() then stop().
@@ -56,6 +59,8 @@ class Manager {
 
   /// The scalers and their index (the admission handlers read them; never written from there).
   const ScalerStore& store() const { return store_; }
+  /// The namespaces' LimitRanges, merged (the admission hook caps recommended values by them).
+  const LimitRangeCache& limit_ranges() const { return limit_ranges_; }
   /// Where the admission handlers hand their hints (expectation recorded, key queued).
   HintSink& hints() { return *hints_; }
   /// What every leader step asks first (the recommender and checkpoints join the resync here).
@@ -92,6 +97,9 @@ class Manager {
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<Resyncer> resyncer_;
   std::unique_ptr<kube::Informer> informer_;
+  LimitRangeCache limit_ranges_;
+  /// Lists LimitRanges (in options_.ns) into limit_ranges_ every options_.limit_range_period.
+  std::unique_ptr<LimitRangePoller> limit_range_poller_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
   /// Returns memory to the OS when the queue runs dry after a burst, on its own low-priority

@@ -7,7 +7,8 @@ namespace vscaler::controller {
 
 RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann::json& workload,
                                        recommender::Duration min_update_interval,
-                                       recommender::TimePoint now) {
+                                       recommender::TimePoint now,
+                                       const recommender::LimitRangeItem* limit_range) {
   RecommendationStep step;
   static const nlohmann::json kNoStatus = nlohmann::json::object();
   const nlohmann::json& status = scaler.status.is_object() ? scaler.status : kNoStatus;
@@ -25,7 +26,8 @@ RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann
     auto parsed = recommender::parse_rfc3339(found->get_ref<const std::string&>());
     if (parsed.ok()) last_update = *parsed;
   }
-  step.containers = recommender::recommended_containers(scaler, workload, step.recommendations);
+  step.containers =
+      recommender::recommended_containers(scaler, workload, step.recommendations, limit_range);
   step.decision =
       recommender::decide_update(step.containers.applied, last_update, min_update_interval, now);
   return step;

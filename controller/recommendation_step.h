@@ -30,10 +30,12 @@ struct RecommendationStep {
 };
 
 /// Reads the scaler's status (recommendation, lastRecommendationUpdateTime) against `workload`'s
-/// template and decides with `min_update_interval` at `now`.
+/// template and decides with `min_update_interval` at `now`; `limit_range` (the namespace's,
+/// nullptr: none) caps the values applied.
 RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann::json& workload,
                                        recommender::Duration min_update_interval,
-                                       recommender::TimePoint now);
+                                       recommender::TimePoint now,
+                                       const recommender::LimitRangeItem* limit_range = nullptr);
 
 /// The wall clock at the recommender's resolution.
 recommender::TimePoint wall_now();

@@ -169,8 +169,9 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
                                  "the recommender is off (--recommender-interval 0)"});
   }
   const recommender::TimePoint now = wall_now();
+  auto limit_range = options_.limit_ranges ? options_.limit_ranges->of(scaler.ns) : nullptr;
   RecommendationStep recommendation =
-      plan_recommendation(scaler, stored, options_.min_update_interval, now);
+      plan_recommendation(scaler, stored, options_.min_update_interval, now, limit_range.get());
   if (!recommendation.error.empty()) {
     log::warn(kLogger, "ignoring an unreadable status.recommendation",
               {{"scaler", key}, {"error", recommendation.error}});

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "controller/expectations.h"
+#include "controller/limit_range_cache.h"
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "controller/status.h"
@@ -55,6 +56,8 @@ struct ReconcilerOptions {
   bool recommender_enabled = true;
   /// Asked before a recommendation-driven patch (a leader step); empty: always allowed.
   std::function<bool()> leader_step;
+  /// The namespaces' LimitRanges, capping recommended requests and limits; nullptr: none.
+  const LimitRangeCache* limit_ranges = nullptr;
 };
 
 /// Reconciles scalers. Thread-safe: workers call reconcile() concurrently for different keys

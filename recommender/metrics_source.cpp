@@ -179,7 +179,7 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   const std::string ranges_what = "list limitranges in " + ns;
   kube::ListOptions range_options;
   range_options.limit = options_.page_limit;
-  auto ranges = client_.list(kLimitRanges, ns, range_options);
+  auto ranges = client_.list(kube::resources::kLimitRanges, ns, range_options);
   if (!ranges.ok()) return kube::fail(api_failure(ranges_what, ranges.error()));
   lists.requests += ranges->pages;
   auto range = container_limit_range(as_list(std::move(ranges).value()));

@@ -32,8 +32,6 @@ namespace vscaler::recommender {
 inline const kube::ResourceType kPodMetrics{"metrics.k8s.io", "v1beta1", "pods", true};
 /// apps/v1 replicasets.
 inline const kube::ResourceType kReplicaSets{"apps", "v1", "replicasets", true};
-/// v1 limitranges.
-inline const kube::ResourceType kLimitRanges{"", "v1", "limitranges", true};
 
 /// Why a read for a scaler failed, as the caller branches on it.
 enum class SourceErrorKind {

@@ -44,7 +44,8 @@ std::vector<recommender::ContainerRecommendation> recommendations_of(const api::
                      : std::vector<recommender::ContainerRecommendation>{};
 }
 
-AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request) {
+AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request,
+                                 const recommender::LimitRangeItem* limit_range) {
   AdmissionValues values;
   auto recommendations = recommendations_of(scaler);
   if (resets_resources_only(scaler, request)) {
@@ -64,7 +65,8 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
   }
   // A CREATE or a real template change: the write rolls out anyway, so it carries the latest
   // values (Initial's only chance, Auto's fast path).
-  auto containers = recommender::recommended_containers(scaler, request.object, recommendations);
+  auto containers =
+      recommender::recommended_containers(scaler, request.object, recommendations, limit_range);
   values.desired = std::move(containers.desired);
   values.recommended = !values.desired.empty();
   return values;
@@ -104,11 +106,13 @@ bool carried_over(const AdmissionRequest& request, const std::string& name,
 
 DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
                                      controller::HintSink& hints, metrics::Counter& enqueued,
-                                     metrics::Counter* recommendation_applied)
+                                     metrics::Counter* recommendation_applied,
+                                     const controller::LimitRangeCache* limit_ranges)
     : store_(store),
       hints_(hints),
       enqueued_(enqueued),
-      recommendation_applied_(recommendation_applied) {}
+      recommendation_applied_(recommendation_applied),
+      limit_ranges_(limit_ranges) {}
 
 const Projection& DeploymentHandler::projection() {
   static const Projection projection = [] {
@@ -179,7 +183,8 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   bool admits = active->update_mode == api::UpdateMode::kAuto ||
                 active->update_mode == api::UpdateMode::kInitial;
   if (admits && request.operation != Operation::kDelete) {
-    AdmissionValues values = admission_values(*active, request);
+    auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
+    AdmissionValues values = admission_values(*active, request, limit_range.get());
     api::ResourcePlan plan = api::plan_resources(*active, request.object, &values.desired);
     if (!plan.invalid.empty()) {
       // A patch yielding an invalid object would make the API server reject the user's write.

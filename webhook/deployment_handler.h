@@ -11,6 +11,7 @@
 #pragma once
 
 #include "controller/hint_sink.h"
+#include "controller/limit_range_cache.h"
 #include "controller/scaler_store.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
@@ -23,9 +24,11 @@ class DeploymentHandler {
   /// `hints` receives each matched scaler's key and expectation; `enqueued` counts them
   /// (vscaler_webhook_enqueued_total).
   /// `recommendation_applied` (may be null) counts admissions that applied a recommendation
-  /// (vscaler_recommendation_applied_total{trigger="admission"}).
+  /// (vscaler_recommendation_applied_total{trigger="admission"}). `limit_ranges` (may be null:
+  /// none) caps the recommended requests and limits as the namespace's LimitRanger will.
   DeploymentHandler(const controller::ScalerStore& store, controller::HintSink& hints,
-                    metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr);
+                    metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr,
+                    const controller::LimitRangeCache* limit_ranges = nullptr);
 
   /// The parts of object/oldObject the handler reads: metadata, the containers' names and
   /// resources (patch paths keep array positions), and a digest of the pod template without the
@@ -40,6 +43,7 @@ class DeploymentHandler {
   controller::HintSink& hints_;
   metrics::Counter& enqueued_;
   metrics::Counter* recommendation_applied_;
+  const controller::LimitRangeCache* limit_ranges_;
 };
 
 }  // namespace vscaler::webhook

@@ -9,7 +9,8 @@
 #     with the time, then patched once it lifts; a kubectl-apply reset of resources is a no-op;
 #   Initial: a new recommendation never patches; a template change comes out of admission with
 #     the target (one rollout); a resources-only reset gets the old values back;
-#   an HPA on cpu of the same Deployment: a warning when the scaler is applied.
+#   an HPA on cpu of the same Deployment: a warning when the scaler is applied;
+#   a namespace LimitRange's Container max caps the proportional limit (and the request with it).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -18,13 +19,21 @@ WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
 CERT_DIR=$WORK_DIR/certs
 WEBHOOK_PORT=$(free_port)
 "$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
+# A namespace with a LimitRange, there before vscaler starts: LimitRanges are listed at start,
+# then every 30 s (list only, no watch).
+capped_ns=$(unique_namespace apply-rec-capped)
+k -n "$capped_ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"caps"},
+ "spec":{"limits":[{"type":"Container","max":{"cpu":"1"}}]}}
+JSON
 start_operator --resync-period 1h --recommender-interval 0 --min-update-interval 20s
 ns=$(unique_namespace apply-rec)
+main_ns=$ns
 cleanup() {
   "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
   stop_operator
   # Its scalers would keep applying recommendations under the next tests' operators.
-  k delete namespace "$ns" --timeout=90s >/dev/null 2>&1 || true
+  k delete namespace "$main_ns" "$capped_ns" --timeout=90s >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 # applied NAME: how many recommendations vscaler applied with trigger NAME (since it started).
@@ -154,4 +163,18 @@ k -n "$ns" set resources deploy/init -c app --requests=cpu=50m >/dev/null 2>&1
 expect_eq "Initial: a resources-only write gets the old value back" "$(req init app cpu)" "200m"
 expect_eq "Initial: that write is a no-op" "$(gen init)" "$((gi + 1))"
 eventually 20 is Applied condition "$ns" init Scaled
+
+echo "--- Auto: a namespace LimitRange's max caps the proportional limit, and so the request"
+ns=$capped_ns # the helpers above read $ns
+make_deployment "$ns" capped '[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"500m"}}}]'
+make_scaler "$ns" capped capped Auto '[{"name":"app"}]'
+eventually 30 is AwaitingRecommendation condition "$ns" capped Scaled
+k -n "$ns" rollout status deploy/capped --timeout=120s >/dev/null || fail "capped rollout"
+# 100m:500m is 1:5: the target 300m would make the limit 1500m, which LimitRanger refuses.
+recommend capped "[$(rec app 300m 250m 350m)]"
+eventually 30 is 200m req capped app cpu
+expect_eq "limit capped at the LimitRange max" "$(lim capped app cpu)" "1"
+k -n "$ns" rollout status deploy/capped --timeout=120s >/dev/null ||
+  fail "the capped values' pods were not admitted: $(k -n "$ns" get events --field-selector reason=FailedCreate -o name | head -3)"
+echo "ok: the LimitRange caps the applied values and their pods are admitted"
 echo "ok: apply_recommendation"

@@ -367,6 +367,24 @@ TEST_CASE("Auto: a CREATE gets the recommendation's target, limits in proportion
   CHECK(applied.value() == 1);
 }
 
+TEST_CASE("Auto: the namespace's LimitRange max caps the proportional limit, and the request") {
+  Fixture f;
+  controller::LimitRangeCache limit_ranges;
+  json range = {
+      {"metadata", {{"namespace", "record"}, {"name", "caps"}}},
+      {"spec", {{"limits", json::array({{{"type", "Container"}, {"max", {{"cpu", "1"}}}}})}}}};
+  REQUIRE(limit_ranges.rebuild({std::make_shared<const json>(range)}) == 0);
+  DeploymentHandler handler{f.store, f.hints, f.enqueued, nullptr, &limit_ranges};
+  add_recommended(f.store, "Auto");
+  auto response = handler.handle(recorded("deployment-create.json"));
+  REQUIRE(response.patch.is_array());
+  REQUIRE(response.patch.size() == 1);
+  // 100m:500m is 1:5, so the target 300m would take the limit to 1500m, over the max of 1: the
+  // request is held at 200m where the limit is 1 (LimitRanger refuses the pod otherwise).
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
+  CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1");
+}
+
 TEST_CASE(
     "Auto and Initial: a write that only resets controlled keys gets back what oldObject "
     "carried, not the target") {

@@ -1,0 +1,105 @@
+// LimitRangeCache: rebuilt from the informer's store, read by the hook and the reconciler.
+#include "controller/limit_range_cache.h"
+
+#include "base/log.h"
+#include "recommender/limit_range.h"
+
+namespace vscaler::controller {
+
+namespace {
+constexpr std::string_view kLogger = "limitranges";
+}  // namespace
+
+LimitRangeCache::LimitRangeCache() : map_(std::make_shared<const Map>()) {}
+
+std::shared_ptr<const recommender::LimitRangeItem> LimitRangeCache::of(std::string_view ns) const {
+  std::shared_ptr<const Map> map = map_.load(std::memory_order_acquire);
+  auto it = map->find(ns);
+  return it == map->end() ? nullptr : it->second;
+}
+
+int LimitRangeCache::rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges) {
+  // Grouped by namespace into LimitRangeLists, the shape container_limit_range merges.
+  std::map<std::string, nlohmann::json, std::less<>> lists;
+  for (const auto& object : limit_ranges) {
+    if (!object || !object->is_object()) continue;
+    auto metadata = object->find("metadata");
+    if (metadata == object->end() || !metadata->is_object()) continue;
+    auto ns = metadata->find("namespace");
+    if (ns == metadata->end() || !ns->is_string()) continue;
+    nlohmann::json& list = lists[ns->get<std::string>()];
+    if (list.is_null()) list = {{"items", nlohmann::json::array()}};
+    list["items"].push_back(*object);
+  }
+  auto next = std::make_shared<Map>();
+  int unreadable = 0;
+  for (const auto& [ns, list] : lists) {
+    auto merged = recommender::container_limit_range(list);
+    if (!merged.ok()) {
+      ++unreadable;
+      continue;
+    }
+    if (*merged) {
+      next->emplace(ns, std::make_shared<const recommender::LimitRangeItem>(std::move(**merged)));
+    }
+  }
+  map_.store(std::move(next), std::memory_order_release);
+  return unreadable;
+}
+
+LimitRangePoller::LimitRangePoller(kube::Client client, std::string ns,
+                                   std::chrono::milliseconds period, LimitRangeCache& cache)
+    : client_(std::move(client)), ns_(std::move(ns)), period_(period), cache_(cache) {}
+
+LimitRangePoller::~LimitRangePoller() {
+  stop();
+}
+
+void LimitRangePoller::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void LimitRangePoller::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LimitRangePoller::poll_once() {
+  kube::ListOptions options;
+  options.transform = [](nlohmann::json& item) {
+    auto metadata = item.find("metadata");
+    if (metadata != item.end() && metadata->is_object()) metadata->erase("managedFields");
+  };
+  auto listed = client_.list(kube::resources::kLimitRanges, ns_, options);
+  if (!listed.ok()) {
+    log::warn(kLogger, "listing LimitRanges failed; keeping the last ones",
+              {{"error", listed.error().message}});
+    return false;
+  }
+  std::vector<std::shared_ptr<const nlohmann::json>> objects;
+  objects.reserve(listed.value().items.size());
+  for (auto& item : listed.value().items) {
+    objects.push_back(std::make_shared<const nlohmann::json>(std::move(item)));
+  }
+  if (int unreadable = cache_.rebuild(objects); unreadable > 0) {
+    log::warn(kLogger, "LimitRanges with malformed quantities are not applied",
+              {{"namespaces", std::to_string(unreadable)}});
+  }
+  return true;
+}
+
+void LimitRangePoller::run() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    poll_once();
+    lock.lock();
+    wake_.wait_for(lock, period_, [this] { return stopping_; });
+  }
+}
+
+}  // namespace vscaler::controller
