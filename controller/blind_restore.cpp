@@ -26,8 +26,7 @@ std::optional<json> blind_restore_patch(const api::Scaler& scaler) {
 }
 
 bool blind_restore_applies(const Expectation& expected) {
-  return expected.min_generation_exclusive > 0 && expected.gone_uid.empty() &&
-         !expected.must_exist;
+  return expected.min_generation_exclusive > 0 && expected.gone_uid.empty() && !expected.must_exist;
 }
 
 bool blind_restore_wrote(int64_t hinted_generation, int64_t answered) {
