@@ -376,10 +376,13 @@ std::optional<Reconciler::BlindPatch> Reconciler::blind_patch_for(const api::Sca
   auto expected = expectations_.pending(key);
   if (!expected || !blind_restore_applies(*expected)) return std::nullopt;
   // The write is judged by generations alone when the hinted write's old object is the one last
-  // seen carrying the declared resources: then only a write stored after it can need a restore.
+  // seen carrying this spec's declared resources: then only a write stored after it can need a
+  // restore.
   auto seen = verified_.get(key);
+  const auto observed = scaler.status.find("observedGeneration");
   if (!seen || !seen->found || seen->generation != expected->min_generation_exclusive ||
-      stored_reason(scaler.status, condition::kScaled) != reason::kApplied) {
+      stored_reason(scaler.status, condition::kScaled) != reason::kApplied ||
+      observed == scaler.status.end() || *observed != scaler.generation) {
     return std::nullopt;
   }
   {

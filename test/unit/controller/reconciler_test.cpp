@@ -475,6 +475,18 @@ TEST_CASE("no blind PATCH without the hinted write's old object seen applied, or
     CHECK(f.run("web", Priority::kHigh, update_hint(old_generation)).patched);
     CHECK(f.api.deployment_gets == gets + 1);
   }
+  SUBCASE("a scaler whose spec changed since it was applied reads first") {
+    Fixture f;
+    f.add_deployment("web", R"([{"name": "app"}])");
+    f.add_scaler("web", kSpec);
+    f.run("web");
+    f.api.scalers["web"]["metadata"]["generation"] = 2;  // a new spec, not reconciled yet
+    f.refresh("web");
+    int64_t old_generation = user_edit(f, "100m");
+    const int gets = f.api.deployment_gets;
+    CHECK(f.run("web", Priority::kHigh, update_hint(old_generation)).patched);
+    CHECK(f.api.deployment_gets == gets + 1);
+  }
   SUBCASE("ReconcilerOptions::blind_restore off") {
     Fixture f;
     ReconcilerOptions options;
