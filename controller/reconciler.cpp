@@ -1,10 +1,12 @@
 #include "controller/reconciler.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "api/resources.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "controller/blind_restore.h"
 #include "controller/recommendation_step.h"
 #include "controller/status.h"
 #include "kube/object_meta.h"
@@ -127,7 +129,23 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   const std::string key = scaler.key();
   const std::string workload = describe(scaler.target);
 
-  auto deployment = api_.get_workload(scaler.ns, scaler.target);
+  // A hinted UPDATE of a scaler whose patch needs no read: the PATCH is the read (its answer is
+  // what is stored), one request instead of a GET and then a PATCH (controller/blind_restore.h).
+  // Refused or failed, the reconcile reads as usual.
+  std::optional<ApiResult> read;
+  bool restored_now = false;
+  if (auto blind = blind_patch_for(scaler)) {
+    auto patched = api_.patch_workload(scaler.ns, scaler.target, blind->patch);
+    if (patched.ok()) {
+      restored_now = blind_restore_wrote(blind->hinted_generation, kube::meta_generation(*patched));
+      read.emplace(std::move(patched));
+    } else {
+      log::debug(kLogger, "the restore without a read was refused; reading the workload",
+                 {{"scaler", key}, {"error", patched.error().to_string()}});
+    }
+  }
+  if (!read) read.emplace(api_.get_workload(scaler.ns, scaler.target));
+  ApiResult& deployment = *read;
   bool missing = !deployment.ok() && kube::is_not_found(deployment.error());
   if (!deployment.ok() && !missing) return retry(deployment.error(), "get " + workload);
   bool deleting =
@@ -180,7 +198,8 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
                        scaler.update_mode == api::UpdateMode::kReconcile;
   // A recommendation-driven patch: due by the bounds rule and the rate limit, and a leader step.
   const bool recommendation_due =
-      patches && recommendation.decision.verdict == recommender::UpdateVerdict::kDue &&
+      patches && !restored_now &&
+      recommendation.decision.verdict == recommender::UpdateVerdict::kDue &&
       (!options_.leader_step || options_.leader_step());
   const api::DesiredResources* desired =
       recommendation_due ? &recommendation.containers.desired : nullptr;
@@ -208,16 +227,16 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     } else {
       applied = true;
     }
-  } else if (!plan.invalid.empty()) {
+  } else if (!plan.invalid.empty() && !restored_now) {
     scaled.reason = reason::kInvalidResources;
     scaled.message = plan.invalid + "; nothing was written";
     report.containers = api::status_containers(plan, false);
-  } else if (plan.changed()) {
+  } else if (plan.changed() || restored_now) {
     bool known_mutation = false;
     {
       std::lock_guard lock(mutex_);
       auto record = mutated_.find(key);
-      known_mutation = record != mutated_.end() &&
+      known_mutation = !restored_now && record != mutated_.end() &&
                        record->second.scaler_generation == scaler.generation &&
                        record->second.deployment_uid == uid &&
                        record->second.deployment_generation == generation;
@@ -231,8 +250,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
           scaler.target.kind + " template changes";
       report.containers = api::status_containers(plan, false);
     } else {
-      auto patched =
-          api_.patch_workload(scaler.ns, scaler.target, api::strategic_merge_patch(scaler, plan));
+      // The blind restore wrote already: what it answered is this patch's answer.
+      auto patched = restored_now ? ApiResult(stored)
+                                  : api_.patch_workload(scaler.ns, scaler.target,
+                                                        api::strategic_merge_patch(scaler, plan));
       if (!patched.ok()) {
         if (kube::is_not_found(patched.error())) {
           // Deleted between the read and the write: report it on the next pass.
@@ -348,6 +369,30 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     return failed;
   }
   return maybe_recheck(key, observed, outcome);
+}
+
+std::optional<Reconciler::BlindPatch> Reconciler::blind_patch_for(const api::Scaler& scaler) {
+  if (!options_.blind_restore) return std::nullopt;
+  const std::string key = scaler.key();
+  auto expected = expectations_.pending(key);
+  if (!expected || !blind_restore_applies(*expected)) return std::nullopt;
+  // The write is judged by generations alone when the hinted write's old object is the one last
+  // seen carrying this spec's declared resources: then only a write stored after it can need a
+  // restore.
+  auto seen = verified_.get(key);
+  const auto observed = scaler.status.find("observedGeneration");
+  if (!seen || !seen->found || seen->generation != expected->min_generation_exclusive ||
+      stored_reason(scaler.status, condition::kScaled) != reason::kApplied ||
+      observed == scaler.status.end() || *observed != scaler.generation) {
+    return std::nullopt;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (mutated_.count(key) > 0) return std::nullopt;  // the read decides whether to write again
+  }
+  auto patch = blind_restore_patch(scaler);
+  if (!patch) return std::nullopt;
+  return BlindPatch{std::move(*patch), expected->min_generation_exclusive};
 }
 
 ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observed& observed,

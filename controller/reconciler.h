@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -58,6 +59,9 @@ struct ReconcilerOptions {
   std::function<bool()> leader_step;
   /// The namespaces' LimitRanges, capping recommended requests and limits; nullptr: none.
   const LimitRangeCache* limit_ranges = nullptr;
+  /// After a hinted UPDATE, a scaler whose patch needs no read (Reconcile mode, fixed values of
+  /// named containers) is restored by a PATCH without a GET first (controller/blind_restore.h).
+  bool blind_restore = true;
 };
 
 /// Reconciles scalers. Thread-safe: workers call reconcile() concurrently for different keys
@@ -81,7 +85,17 @@ class Reconciler {
     int64_t deployment_generation = 0;
   };
 
+  /// A restoring write sent without a read (controller/blind_restore.h) and the hinted UPDATE's
+  /// old generation it is judged by.
+  struct BlindPatch {
+    nlohmann::json patch;
+    int64_t hinted_generation = 0;
+  };
+
   ReconcileOutcome reconcile_active(const api::Scaler& scaler, const WorkItem& item);
+  /// The blind restore for `scaler` when a hinted UPDATE is pending, the option is on, no write
+  /// of it was rewritten by another webhook, and its patch needs no read; else nullopt.
+  std::optional<BlindPatch> blind_patch_for(const api::Scaler& scaler);
   /// Writes the status built from `report` when it differs from the stored one; re-reads on 409.
   kube::Result<kube::Unit, kube::ApiError> write_status(const api::Scaler& scaler,
                                                         const StatusReport& report);

@@ -46,6 +46,20 @@ eventually 30 has_cpu
 expect_eq "generations: the edit and vscaler's restore" "$(gen fast)" "$((gen_before + 2))"
 expect_eq "admission requests to the hook: the edit only" "$(hooked)" "$((before + 1))"
 
+echo "--- Reconcile: an edit that leaves the declared values alone gets no restoring write"
+reconciles() {
+  curl -fsS "$METRICS_URL" | awk '/^controller_runtime_reconcile_total\{/ {n += $2} END {print n + 0}'
+}
+before=$(reconciles)
+gen_before=$(gen fast)
+k -n "$ns" set image deploy/fast app=registry.k8s.io/pause:3.9 >/dev/null
+rv_edit=$(rv fast)
+reconciled() { [ "$(reconciles)" -gt "$before" ]; }
+eventually 30 reconciled
+expect_eq "generations: the edit only" "$(gen fast)" "$((gen_before + 1))"
+expect_eq "resourceVersion: nothing written after the edit" "$(rv fast)" "$rv_edit"
+expect_eq "cpu after the edit" "$(jp "$ns" deploy/fast '{.spec.template.spec.containers[0].resources.requests.cpu}')" "250m"
+
 echo "--- Auto: a Deployment created with other resources is stored with the declared ones"
 make_scaler "$ns" auto auto Auto '[{"name":"app","requests":{"cpu":"300m","memory":"64Mi"}}]'
 manifest() {  # the Deployment as a chart would render it: resources of its own

@@ -24,6 +24,10 @@ class FakeApi : public ReconcileApi {
   std::map<std::string, json> deployments;  // name (Deployment) or Kind/name -> object
   std::map<std::string, json> scalers;      // name -> object
   int deployment_patches = 0;
+  int deployment_gets = 0;
+  /// The next this many workload patches are refused as invalid (what the API server answers
+  /// for a container without an image, or requests above limits).
+  int patches_to_refuse = 0;
   int status_patches = 0;
   int status_conflicts_to_inject = 0;
   std::vector<std::string> events;
@@ -35,6 +39,7 @@ class FakeApi : public ReconcileApi {
   }
   ApiResult get_workload(const std::string&, const TargetRef& target,
                          std::chrono::milliseconds = {}) override {
+    ++deployment_gets;
     const std::string name = key_of(target);
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
@@ -45,6 +50,10 @@ class FakeApi : public ReconcileApi {
     const std::string name = key_of(target);
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
+    if (patches_to_refuse > 0) {
+      --patches_to_refuse;
+      return vscaler::kube::fail(vscaler::kube::make_error(ErrorKind::kInvalid, "invalid"));
+    }
     ++deployment_patches;
     json& containers = it->second["spec"]["template"]["spec"]["containers"];
     bool changed = false;
@@ -359,6 +368,141 @@ TEST_CASE("a hint never made visible is given up after its deadline") {
   f.now += std::chrono::seconds(31);
   CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
   CHECK_FALSE(f.expectations.pending("shop/web"));
+}
+
+namespace {
+
+/// A user's write of Deployment web as the API server stores it: cpu request `cpu`, the
+/// generation one up. Returns the generation before it (the hint's G).
+int64_t user_edit(Fixture& f, const char* cpu) {
+  json& stored = f.api.deployments.at("web");
+  int64_t before = stored["metadata"]["generation"].get<int64_t>();
+  stored["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu;
+  stored["metadata"]["generation"] = before + 1;
+  return before;
+}
+
+Expectation update_hint(int64_t old_generation) {
+  Expectation hint;
+  hint.min_generation_exclusive = old_generation;
+  return hint;
+}
+
+}  // namespace
+
+TEST_CASE("a hinted edit of an applied scaler's Deployment is restored by one PATCH, no GET") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  REQUIRE(f.run("web").patched);
+  REQUIRE(f.condition("web", "Scaled") == "Applied");
+  const int gets = f.api.deployment_gets, patches = f.api.deployment_patches;
+  const std::size_t events = f.api.events.size();
+  int64_t old_generation = user_edit(f, "100m");
+  auto outcome = f.run("web", Priority::kHigh, update_hint(old_generation));
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(outcome.patched);
+  CHECK(f.api.deployment_gets == gets);
+  CHECK(f.api.deployment_patches == patches + 1);
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+  CHECK(f.api.deployments["web"]["metadata"]["generation"] == old_generation + 2);
+  CHECK(f.api.events.size() == events + 1);
+  CHECK(f.api.events.back() == "Normal Scaled");
+  CHECK(f.verified.get("shop/web") == Verified{true, "uid-web", old_generation + 2});
+  CHECK_FALSE(f.expectations.pending("shop/web"));
+}
+
+TEST_CASE("a blind PATCH before the hinted write is stored changes nothing; the look is repeated") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web");
+  const json stored = f.api.deployments["web"];
+  const std::size_t events = f.api.events.size();
+  const int64_t old_generation = stored["metadata"]["generation"].get<int64_t>();
+  auto early = f.run("web", Priority::kHigh, update_hint(old_generation));
+  CHECK(early.kind == ReconcileOutcome::Kind::kRecheck);
+  CHECK_FALSE(early.patched);
+  CHECK(f.api.deployments["web"] == stored);
+  CHECK(f.api.events.size() == events);
+  user_edit(f, "100m");  // now it is stored
+  auto later = f.run("web");
+  CHECK(later.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(later.patched);
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+}
+
+TEST_CASE("a hinted edit that left the declared values alone is not reported as a restore") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web");
+  const std::size_t events = f.api.events.size();
+  const int statuses = f.api.status_patches;
+  int64_t old_generation = user_edit(f, "250m");  // an edit elsewhere: the cpu is unchanged
+  auto outcome = f.run("web", Priority::kHigh, update_hint(old_generation));
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK_FALSE(outcome.patched);
+  CHECK(f.api.deployments["web"]["metadata"]["generation"] == old_generation + 1);
+  CHECK(f.api.events.size() == events);
+  CHECK(f.api.status_patches == statuses);
+}
+
+TEST_CASE("a refused blind PATCH falls back to a read and the usual patch") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.run("web");
+  const int gets = f.api.deployment_gets;
+  int64_t old_generation = user_edit(f, "100m");
+  f.api.patches_to_refuse = 1;
+  auto outcome = f.run("web", Priority::kHigh, update_hint(old_generation));
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
+  CHECK(outcome.patched);
+  CHECK(f.api.deployment_gets == gets + 1);
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+}
+
+TEST_CASE("no blind PATCH without the hinted write's old object seen applied, or when disabled") {
+  SUBCASE("a hint whose old generation was never verified reads first") {
+    Fixture f;
+    f.add_deployment("web", R"([{"name": "app"}])");
+    f.add_scaler("web", kSpec);
+    f.run("web");
+    user_edit(f, "100m");
+    int64_t old_generation = user_edit(f, "200m");  // an edit vscaler never saw in between
+    const int gets = f.api.deployment_gets;
+    CHECK(f.run("web", Priority::kHigh, update_hint(old_generation)).patched);
+    CHECK(f.api.deployment_gets == gets + 1);
+  }
+  SUBCASE("a scaler whose spec changed since it was applied reads first") {
+    Fixture f;
+    f.add_deployment("web", R"([{"name": "app"}])");
+    f.add_scaler("web", kSpec);
+    f.run("web");
+    f.api.scalers["web"]["metadata"]["generation"] = 2;  // a new spec, not reconciled yet
+    f.refresh("web");
+    int64_t old_generation = user_edit(f, "100m");
+    const int gets = f.api.deployment_gets;
+    CHECK(f.run("web", Priority::kHigh, update_hint(old_generation)).patched);
+    CHECK(f.api.deployment_gets == gets + 1);
+  }
+  SUBCASE("ReconcilerOptions::blind_restore off") {
+    Fixture f;
+    ReconcilerOptions options;
+    options.blind_restore = false;
+    Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics, options};
+    f.add_deployment("web", R"([{"name": "app"}])");
+    f.add_scaler("web", kSpec);
+    f.run("web");
+    int64_t old_generation = user_edit(f, "100m");
+    const int gets = f.api.deployment_gets;
+    WorkItem item;
+    item.key = "shop/web";
+    f.expectations.expect(item.key, update_hint(old_generation));
+    CHECK(reconciler.reconcile(item).patched);
+    CHECK(f.api.deployment_gets == gets + 1);
+  }
 }
 
 TEST_CASE("merge_patch_between sets changes and nulls removed members") {
