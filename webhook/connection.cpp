@@ -297,6 +297,9 @@ Wait Connection::after_write(Clock::time_point now) {
       phase_ = Phase::kIdle;
       deadline_ = now + env_.limits.keep_alive_timeout;
       release_if_large(in_);
+      // Nothing read ahead (the usual case: the client waited for this answer): wait for the
+      // socket instead of a read(2) that finds it empty.
+      if (in_.empty() && !stream_.pending()) return Wait{EPOLLIN, deadline_, false};
       return read_request(now);  // a pipelined request, or bytes OpenSSL already holds
     case Then::kClose:
       stream_.shutdown();
