@@ -171,8 +171,10 @@ void FrontEnd::stop(std::chrono::milliseconds grace) {
   }
   ::close(shared.listen_fd);
   for (auto& loop : loops_) loop->join();
-  loops_.clear();
+  // The workers first: a handler still running past the grace period hands its response to
+  // its loop (EventLoop::work), which must still exist (TSan: a use after free the other way).
   shared.pool->stop();
+  loops_.clear();
 }
 
 }  // namespace vscaler::webhook
