@@ -165,6 +165,7 @@ int run(const cmd::Options& options) {
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();
+  deployment_options.quick = true;  // in memory only: served on the event loop
   // One handler, two paths: the shipped configuration keeps Deployments on the first (replicas
   // of an older version, mid-upgrade, still answer it) and sends StatefulSets and DaemonSets to
   // the second; each path answers every supported kind.

@@ -48,6 +48,7 @@ bool Connection::idle() const {
 }
 
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
+  served_here_ = false;  // a new turn of the loop
   if (events & EPOLLERR) return close();
   // Both directions are shut: no response can reach the peer any more. Reading phases go on,
   // to consume what was buffered before, and end at the EOF.
@@ -164,6 +165,8 @@ Wait Connection::read_request(Clock::time_point now) {
       }
     }
     if (phase_ == Phase::kBody && in_.size() >= head_bytes_ + body_bytes_) {
+      // One request served here per turn: the next waits for the loop's next turn.
+      if (served_here_) return Wait{EPOLLIN, deadline_, false, true};
       // The body with room for the JSON parser's padding, so it parses in place (no copy).
       std::string body;
       body.reserve(body_bytes_ + kParsePadding);
@@ -172,6 +175,12 @@ Wait Connection::read_request(Clock::time_point now) {
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
       in_.erase(0, head_bytes_ + body_bytes_);
       phase_ = Phase::kServing;
+      if (env_.serve_here) {
+        if (auto response = env_.serve_here(request)) {
+          served_here_ = true;
+          return on_response(std::move(*response), now);
+        }
+      }
       if (!env_.dispatch(id_, std::move(request))) {
         env_.rejected->with({"overloaded"}).inc();
         http::Response busy{503, http::kText, "the webhook is overloaded, retry\n", {}, true};
@@ -288,6 +297,9 @@ Wait Connection::after_write(Clock::time_point now) {
       phase_ = Phase::kIdle;
       deadline_ = now + env_.limits.keep_alive_timeout;
       release_if_large(in_);
+      // Nothing read ahead (the usual case: the client waited for this answer): wait for the
+      // socket instead of a read(2) that finds it empty.
+      if (in_.empty() && !stream_.pending()) return Wait{EPOLLIN, deadline_, false};
       return read_request(now);  // a pipelined request, or bytes OpenSSL already holds
     case Then::kClose:
       stream_.shutdown();

@@ -1,9 +1,10 @@
 // One client connection of the admission front end, as a non-blocking state machine: TLS
 // handshake, request head and body read within byte budgets and deadlines, the request handed
-// to a worker, the response written, then keep-alive, close, or a lingering close for a refused
-// request. The event loop calls it when its socket is ready or its deadline passes and applies
-// what it asks for (the events to wait for, the next deadline, or closing). It never blocks, so
-// an idle or slow connection costs a file descriptor and a little memory, never a thread.
+// to a worker (or, when quick, served on the loop thread), the response written, then keep-alive,
+// close, or a lingering close for a refused request. The event loop calls it when its socket is
+// ready or its deadline passes and applies what it asks for (the events to wait for, the next
+// deadline, or closing). It never blocks, so an idle or slow connection costs a file descriptor and
+// a little memory, never a thread.
 #pragma once
 
 #include <atomic>
@@ -54,6 +55,10 @@ struct ConnectionEnv {
   /// Hands a complete request to the workers; false when they cannot take it (the connection
   /// then answers 503 and closes).
   std::function<bool(std::uint64_t id, Request request)> dispatch;
+  /// Serves a complete HTTP/1.1 request at once on the loop thread when it is quick (see
+  /// FrontEnd::Quick), saving the two thread hand-offs of `dispatch`; nullopt (the request
+  /// untouched) sends it to `dispatch`. Unset: every request goes to `dispatch`.
+  std::function<std::optional<http::Response>(Request& request)> serve_here;
   /// Called for every request refused before a handler saw it (for the webhook metrics).
   std::function<void(const http::RequestHead& head, int status, Clock::time_point start)> refused;
   /// vscaler_webhook_rejected_total{reason}.
@@ -77,6 +82,10 @@ struct Wait {
   std::uint32_t events = 0;
   Clock::time_point deadline{};
   bool close = false;
+  /// It served a request on the loop thread and the next one is already read: call on_ready
+  /// again on the loop's next turn, after the other ready connections (a client pipelining quick
+  /// requests gets one per turn, never the whole loop).
+  bool again = false;
 };
 
 /// One connection; used by the event loop thread only.
@@ -150,6 +159,7 @@ class Connection {
   std::uint64_t body_bytes_ = 0;
   bool close_after_ = false;  // the current request's response closes the connection
   std::size_t requests_ = 0;
+  bool served_here_ = false;  // a request was served on the loop thread in this turn
 
   std::string out_;
   std::size_t out_offset_ = 0;

@@ -55,6 +55,7 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
   env_.dispatch = [this](std::uint64_t id, Request request) {
     return dispatch(id, std::move(request));
   };
+  if (shared_.quick) env_.serve_here = [this](Request& request) { return serve_here(request); };
 }
 
 EventLoop::~EventLoop() {
@@ -104,21 +105,31 @@ bool EventLoop::dispatch(std::uint64_t id, Request request) {
       [this, id, request = std::move(request)]() mutable { work(id, std::move(request)); });
 }
 
+// On the loop thread: HTTP/2 streams always go to the workers (their session is not
+// re-entered from here).
+std::optional<http::Response> EventLoop::serve_here(Request& request) {
+  if (request.stream != 0 || !shared_.quick(request)) return std::nullopt;
+  return respond(request);
+}
+
 // On a worker thread.
 void EventLoop::work(std::uint64_t id, Request request) {
-  http::Response response;
-  try {
-    response = shared_.serve(request);
-  } catch (const std::exception& error) {
-    response = internal_error(request, error.what());
-  } catch (...) {
-    response = internal_error(request, "unknown exception");
-  }
+  http::Response response = respond(request);
   {
     std::lock_guard lock(done_mutex_);
     done_.emplace_back(id, request.stream, std::move(response));
   }
   wake();
+}
+
+http::Response EventLoop::respond(Request& request) {
+  try {
+    return shared_.serve(request);
+  } catch (const std::exception& error) {
+    return internal_error(request, error.what());
+  } catch (...) {
+    return internal_error(request, "unknown exception");
+  }
 }
 
 http::Response EventLoop::internal_error(const Request& request, std::string_view what) {
@@ -134,6 +145,7 @@ void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {
     destroy(id);
     return;
   }
+  if (wait.again) again_.push_back(id);
   if (wait.events != entry.events) {
     epoll_event event{};
     event.events = wait.events;
@@ -295,6 +307,7 @@ int EventLoop::timeout_ms(Clock::time_point now) const {
   if (!timers_.empty()) consider(timers_.begin()->first);
   if (accept_resume_) consider(*accept_resume_);
   if (stopping_) consider(stop_deadline_);
+  if (!again_.empty()) return 0;
   if (!next) return -1;
   if (*next <= now) return 0;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*next - now).count();
@@ -327,6 +340,14 @@ void EventLoop::run() {
         complete(now);
       } else if (auto found = connections_.find(id); found != connections_.end()) {
         apply(id, found->second, found->second.connection->on_ready(ready, now));
+      }
+    }
+    // After every connection that was ready: those with a request read and not yet served.
+    std::vector<std::uint64_t> again;
+    again.swap(again_);
+    for (auto id : again) {
+      if (auto found = connections_.find(id); found != connections_.end()) {
+        apply(id, found->second, found->second.connection->on_ready(EPOLLIN, now));
       }
     }
     expire(now);

@@ -1,6 +1,7 @@
 // One event loop thread of the admission front end (see front_end.h): its own epoll set with
 // the shared listening socket (EPOLLEXCLUSIVE: the kernel wakes one loop per new connection),
-// the connections it accepted, their deadlines, and the responses its workers finished.
+// the connections it accepted, their deadlines, and the responses its workers finished. Quick
+// requests (FrontEnd::Quick) it serves itself, one per connection and turn.
 // Several loops share the TLS handshakes of a burst of new connections, which dominate its
 // cost (about 0.3-1 ms of CPU each here).
 #pragma once
@@ -33,6 +34,7 @@ struct LoopShared {
   FrontEndOptions options;
   FrontEnd::Serve serve;
   FrontEnd::Refused refused;
+  FrontEnd::Quick quick;
   int listen_fd = -1;
   std::unique_ptr<WorkerPool> pool;
 
@@ -85,7 +87,9 @@ class EventLoop {
 
   bool watch(int fd, std::uint64_t id, std::uint32_t events);
   bool dispatch(std::uint64_t id, Request request);
+  std::optional<http::Response> serve_here(Request& request);
   void work(std::uint64_t id, Request request);
+  http::Response respond(Request& request);
   http::Response internal_error(const Request& request, std::string_view what);
   void apply(std::uint64_t id, Entry& entry, const Wait& wait);
   void destroy(std::uint64_t id);
@@ -107,6 +111,7 @@ class EventLoop {
   // Loop thread only.
   std::unordered_map<std::uint64_t, Entry> connections_;
   std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
+  std::vector<std::uint64_t> again_;  // connections to call again next turn (Wait::again)
   std::uint64_t next_id_ = 2;
   std::optional<Clock::time_point> accept_resume_;
   bool listening_ = true;

@@ -84,13 +84,14 @@ int bound_port(int fd) {
 
 }  // namespace
 
-FrontEnd::FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused refused)
+FrontEnd::FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused refused, Quick quick)
     : shared_(std::make_unique<LoopShared>()) {
   auto& shared = *shared_;
   shared.ctx = ctx;
   shared.options = std::move(options);
   shared.serve = std::move(serve);
   shared.refused = std::move(refused);
+  shared.quick = std::move(quick);
   auto& registry = *shared.options.registry;
   shared.open = &registry
                      .gauge("vscaler_webhook_open_connections",
@@ -170,8 +171,10 @@ void FrontEnd::stop(std::chrono::milliseconds grace) {
   }
   ::close(shared.listen_fd);
   for (auto& loop : loops_) loop->join();
-  loops_.clear();
+  // The workers first: a handler still running past the grace period hands its response to
+  // its loop (EventLoop::work), which must still exist (TSan: a use after free the other way).
   shared.pool->stop();
+  loops_.clear();
 }
 
 }  // namespace vscaler::webhook

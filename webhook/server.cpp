@@ -20,6 +20,7 @@ struct Route {
   std::string path;
   Handler handler;
   std::optional<Projection> projection;
+  bool quick = false;
   metrics::Histogram* latency = nullptr;
   metrics::Gauge* in_flight = nullptr;
 };
@@ -67,6 +68,7 @@ class AdmissionServer::Impl {
     route.path = path;
     route.handler = std::move(handler);
     route.projection = std::move(options.projection);
+    route.quick = options.quick;
     route.latency = &latency_.with({path});
     route.in_flight = &in_flight_.with({path});
     routes_.insert_or_assign(path, std::move(route));
@@ -82,7 +84,8 @@ class AdmissionServer::Impl {
         ctx_.get(), front_end_options(), [this](Request& request) { return serve(request); },
         [this](const http::RequestHead& head, int status, Clock::time_point start) {
           record(head.path, status, start);
-        });
+        },
+        [this](const Request& request) { return quick(request); });
     auto port = front_end_->start();
     if (!port) {
       front_end_.reset();
@@ -139,7 +142,16 @@ class AdmissionServer::Impl {
     return found == routes_.end() ? nullptr : &found->second;
   }
 
-  // On a worker thread: the request's body has been read (and is within limits).
+  // On the loop thread: whether serve() may answer `request` there (FrontEnd::Quick). Unknown
+  // paths and other methods are answered without a handler.
+  bool quick(const Request& request) const {
+    const Route* route = route_for(request.head.path);
+    if (route == nullptr || request.head.method != "POST") return true;
+    return route->quick && request.body.size() <= options_.max_quick_body_bytes;
+  }
+
+  // On a worker thread, or for a quick request the loop thread: the request's body has been
+  // read (and is within limits).
   http::Response serve(Request& request) {
     const Route* route = route_for(request.head.path);
     if (route == nullptr) return not_found();

@@ -1,8 +1,9 @@
 // The TLS admission server: the port the API server calls on every workload write of the
 // cluster. It owns the transport (webhook/front_end.h: an epoll loop carrying every connection
 // without blocking, TLS >= 1.2, keep-alive, caps and deadlines against hostile or slow clients,
-// a bounded worker pool), the AdmissionReview codec and the webhook metrics; handlers only turn
-// a parsed AdmissionRequest into an AdmissionResponse.
+// a bounded worker pool, quick handlers' small reviews answered on the loop), the AdmissionReview
+// codec and the webhook metrics; handlers only turn a parsed AdmissionRequest into an
+// AdmissionResponse.
 //
 // Hostile input it withstands, each answered without disturbing other connections:
 //  - bodies over max_body_bytes: 413 before the body is read (also with Expect: 100-continue);
@@ -29,8 +30,9 @@
 
 namespace vscaler::webhook {
 
-/// A webhook's business logic: called on a worker thread with the parsed request; must not block
-/// on I/O (the API server waits, with timeoutSeconds of about 2). An exception becomes a 500.
+/// A webhook's business logic: called on a worker thread (or, for a quick handler, on an event
+/// loop thread) with the parsed request; must not block on I/O (the API server waits, with
+/// timeoutSeconds of about 2). An exception becomes a 500.
 using Handler = std::function<AdmissionResponse(const AdmissionRequest&)>;
 
 /// Per-path options.
@@ -39,6 +41,11 @@ struct HandlerOptions {
   /// review costs about 15 us with a projection of metadata and container resources, about
   /// 75 us whole. Unset keeps the whole objects.
   std::optional<Projection> projection;
+  /// The handler is quick and never blocks: no I/O, no lock held long (the workload hook's
+  /// in-memory path). Its reviews of up to AdmissionServerOptions::max_quick_body_bytes are then
+  /// parsed and answered on the event loop thread that read them, not handed to a worker and
+  /// back. Leave it false for a handler that calls the API server (the VerticalScaler hook).
+  bool quick = false;
 };
 
 /// Transport settings. The defaults suit a webhook called by a few API servers.
@@ -79,6 +86,10 @@ struct AdmissionServerOptions {
   /// Offer HTTP/2 in ALPN. The API server uses it for webhooks on a loopback address (one
   /// multiplexed connection instead of one per concurrent admission); others get HTTP/1.1.
   bool http2 = true;
+  /// Largest review body a quick handler (HandlerOptions::quick) answers on the event loop
+  /// thread; larger ones go to the workers (parsing costs about 1 us per KB, and the loop's
+  /// other connections wait meanwhile). 0: every review goes to the workers.
+  std::size_t max_quick_body_bytes = 64 * 1024;
   /// Nesting limit for reviews (see ParseOptions::max_depth).
   std::size_t max_depth = kDefaultMaxDepth;
   /// Where the webhook metrics are registered.

@@ -55,6 +55,9 @@ class Stream {
   Io read(std::string& out, std::size_t max);
   /// Writes from `data` + `offset`, advancing `offset`; kDone once everything is written.
   Io write(const std::string& data, std::size_t& offset);
+  /// True when OpenSSL holds bytes read from the socket and not yet returned by read()
+  /// (read-ahead): the socket's readiness says nothing about them.
+  bool pending() const { return SSL_has_pending(ssl_) == 1; }
   /// Sends close_notify (best effort, never waits for the peer's).
   void shutdown();
 

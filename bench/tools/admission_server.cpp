@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();
+  deployment_options.quick = true;  // in memory only: served on the event loop
   server.handle(
       "/mutate-deployments",
       [&deployments](const webhook::AdmissionRequest& request) {

@@ -48,10 +48,19 @@ hostile_pid=$!
 hostile_ready() { [ -f "$WORK_DIR/hostile.ready" ]; }
 eventually 90 hostile_ready
 tail -n 1 "$WORK_DIR/hostile.log"
-open=$(metric vscaler_webhook_open_connections)
+# The client is ready once its idle connections are held; its slow ones open after them.
+enough_open() {
+  open=$(metric vscaler_webhook_open_connections)
+  awk -v o="$open" -v want=$((idle + slow / 2)) 'BEGIN { exit !(o >= want) }'
+}
+open=0
+deadline=$((SECONDS + 20))
+until enough_open; do
+  [ $SECONDS -lt $deadline ] ||
+    fail "only $open connections open: the hostile client did not get to hold its connections"
+  sleep 0.2
+done
 echo "vscaler: $open connections open"
-awk -v o="$open" -v want=$((idle + slow / 2)) 'BEGIN { exit !(o >= want) }' ||
-  fail "only $open connections open: the hostile client did not get to hold its connections"
 
 echo "--- Deployment writes through the API server meanwhile, 4 at a time for 15 s"
 read -r within_before calls_before <<<"$(webhook_calls_within 0.1)"

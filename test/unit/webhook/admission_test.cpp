@@ -349,6 +349,13 @@ TEST_CASE("codec: responses echo the uid, carry status, warnings and a base64 JS
   CHECK(json::parse(base64_decode(encoded["response"]["patch"].get<std::string>())) ==
         patched.patch);
 
+  // Quotes, backslashes and control characters are escaped wherever they appear.
+  AdmissionResponse quoted = AdmissionResponse::allow();
+  quoted.warnings = {"a \"quoted\"\nline", "back\\slash\t"};
+  auto requoted = json::parse(encode_review("u-\"5", quoted));
+  CHECK(requoted["response"]["uid"] == "u-\"5");
+  CHECK(requoted["response"]["warnings"] == json::array({"a \"quoted\"\nline", "back\\slash\t"}));
+
   AdmissionResponse bad_utf8 = AdmissionResponse::deny(400, "bad \xff byte");
   CHECK(json::parse(encode_review("u-4", bad_utf8))["response"]["status"]["message"] ==
         "bad \xEF\xBF\xBD byte");

@@ -5,7 +5,11 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,6 +87,52 @@ int connect_from(const char* source, int port) {
   }
   return fd;
 }
+
+// A POST of an AdmissionReview with uid `uid` to `path`, its object padded with `pad` bytes.
+std::string review_request(const std::string& path, const std::string& uid, std::size_t pad) {
+  std::string body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
+                     R"("request":{"uid":")" +
+                     uid + R"(","operation":"CREATE","object":{"pad":")" + std::string(pad, 'a') +
+                     R"("}}})";
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Registers `path` as a quick handler (HandlerOptions::quick) allowing every review.
+void quick_route(AdmissionServer& server, const std::string& path) {
+  vscaler::webhook::HandlerOptions options;
+  options.quick = true;
+  server.handle(
+      path, [](const AdmissionRequest&) { return AdmissionResponse::allow(); }, options);
+}
+
+// A handler that holds its worker until release() (or 5 s), for tests that need every worker
+// busy.
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int entered = 0;
+  bool open = false;
+
+  AdmissionResponse hold() {
+    std::unique_lock lock(mutex);
+    ++entered;
+    changed.notify_all();
+    changed.wait_for(lock, 5s, [this] { return open; });
+    return AdmissionResponse::allow();
+  }
+  bool wait_entered(int count) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, 2s, [&] { return entered >= count; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
+};
 
 }  // namespace
 
@@ -180,6 +230,13 @@ TEST_CASE("front end: idle connections hold no worker; one worker serves past 20
   auto start = std::chrono::steady_clock::now();
   CHECK(s.review() == "HTTP/1.1 200 OK");
   CHECK(std::chrono::steady_clock::now() - start < 1s);
+  // TLS 1.3: a client is done before the server read its Finished, so the last idle
+  // connections' handshakes may end on their loops after the review was answered on another.
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (s.metric("vscaler_webhook_tls_handshake_seconds_count") < 201 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
   CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_count") == 201);
   // Handshakes of one client at a time: well under a second each on average.
   CHECK(s.metric("vscaler_webhook_tls_handshake_seconds_sum") / 201 < 1.0);
@@ -212,43 +269,102 @@ TEST_CASE("front end: pipelined reviews in one write are all answered, in order"
   // Three 20 KB reviews sent at once: with TLS read-ahead OpenSSL holds records of the next
   // request while one is served; the connection must read them after each response instead of
   // waiting for the socket (nothing more arrives), or this hangs until the client's timeout.
-  Server s([](AdmissionServerOptions&) {});
+  // On a quick path the loop serves them itself, one per turn (Wait::again).
+  Server s([](AdmissionServerOptions&) {}, {"/allow"},
+           [](AdmissionServer& server) { quick_route(server, "/quick"); });
+  for (const char* path : {"/allow", "/quick"}) {
+    CAPTURE(path);
+    auto client = s.connect();
+    REQUIRE(client->ok());
+    std::string pipelined;
+    for (int i = 0; i < 3; ++i) pipelined += review_request(path, "u-" + std::to_string(i), 20000);
+    REQUIRE(client->send(pipelined));
+    std::string answers;
+    auto count = [&answers] {
+      std::size_t n = 0;
+      for (auto at = answers.find("HTTP/1.1 200 OK"); at != std::string::npos;
+           at = answers.find("HTTP/1.1 200 OK", at + 1)) {
+        ++n;
+      }
+      return n;
+    };
+    char buffer[4096];
+    while (count() < 3 || answers.find(R"("uid":"u-2")") == std::string::npos) {
+      int n = SSL_read(client->ssl(), buffer, sizeof buffer);
+      if (n <= 0) break;  // closed, or the client's read timeout
+      answers.append(buffer, static_cast<std::size_t>(n));
+    }
+    CHECK(count() == 3);
+    auto first = answers.find(R"("uid":"u-0")");
+    auto second = answers.find(R"("uid":"u-1")");
+    auto third = answers.find(R"("uid":"u-2")");
+    REQUIRE(third != std::string::npos);
+    CHECK(first < second);
+    CHECK(second < third);
+  }
+}
+
+TEST_CASE("front end: a quick handler's small reviews are answered while every worker is busy") {
+  Gate gate;
+  Server s(
+      [](AdmissionServerOptions& options) {
+        options.workers = 1;
+        options.max_quick_body_bytes = 4096;
+      },
+      {},
+      [&gate](AdmissionServer& server) {
+        server.handle("/slow", [&gate](const AdmissionRequest&) { return gate.hold(); });
+        quick_route(server, "/quick");
+      });
+  auto slow = s.connect();
+  REQUIRE(slow->ok());
+  REQUIRE(slow->send(review_request("/slow", "slow", 10)));
+  REQUIRE(gate.wait_entered(1));  // the only worker is held
+  auto quick = s.connect();
+  REQUIRE(quick->ok());
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(quick->send(review_request("/quick", "q-" + std::to_string(i), 100)));
+    auto answer = quick->read_response();
+    CHECK(answer.starts_with("HTTP/1.1 200 OK"));
+    CHECK(answer.find(R"("uid":"q-)" + std::to_string(i) + "\"") != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+  // A body over max_quick_body_bytes waits for a worker, like every review of /slow.
+  auto large = s.connect();
+  REQUIRE(large->ok());
+  REQUIRE(large->send(review_request("/quick", "large", 8000)));
+  const std::string served =
+      R"(controller_runtime_webhook_requests_total{webhook="/quick",code="200"})";
+  std::this_thread::sleep_for(300ms);
+  CHECK(s.metric(served) == 3);  // not served yet
+  gate.release();
+  CHECK(slow->read_response().starts_with("HTTP/1.1 200 OK"));
+  auto answer = large->read_response();
+  CHECK(answer.starts_with("HTTP/1.1 200 OK"));
+  CHECK(answer.find(R"("uid":"large")") != std::string::npos);
+}
+
+TEST_CASE("front end: a quick handler that throws answers 500 and its loop serves on") {
+  Server s([](AdmissionServerOptions&) {}, {},
+           [](AdmissionServer& server) {
+             vscaler::webhook::HandlerOptions options;
+             options.quick = true;
+             server.handle(
+                 "/throw",
+                 [](const AdmissionRequest& request) -> AdmissionResponse {
+                   if (request.uid == "bad") throw std::runtime_error("boom");
+                   return AdmissionResponse::allow();
+                 },
+                 options);
+           });
   auto client = s.connect();
   REQUIRE(client->ok());
-  std::string pipelined;
-  for (int i = 0; i < 3; ++i) {
-    std::string body = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)"
-                       R"("request":{"uid":"u-)" +
-                       std::to_string(i) + R"(","operation":"CREATE","object":{"pad":")" +
-                       std::string(20000, 'a') + R"("}}})";
-    pipelined +=
-        "POST /allow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        "Content-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" + body;
-  }
-  REQUIRE(client->send(pipelined));
-  std::string answers;
-  auto count = [&answers] {
-    std::size_t n = 0;
-    for (auto at = answers.find("HTTP/1.1 200 OK"); at != std::string::npos;
-         at = answers.find("HTTP/1.1 200 OK", at + 1)) {
-      ++n;
-    }
-    return n;
-  };
-  char buffer[4096];
-  while (count() < 3 || answers.find(R"("uid":"u-2")") == std::string::npos) {
-    int n = SSL_read(client->ssl(), buffer, sizeof buffer);
-    if (n <= 0) break;  // closed, or the client's read timeout
-    answers.append(buffer, static_cast<std::size_t>(n));
-  }
-  CHECK(count() == 3);
-  auto first = answers.find(R"("uid":"u-0")");
-  auto second = answers.find(R"("uid":"u-1")");
-  auto third = answers.find(R"("uid":"u-2")");
-  REQUIRE(third != std::string::npos);
-  CHECK(first < second);
-  CHECK(second < third);
+  REQUIRE(client->send(review_request("/throw", "bad", 10)));
+  CHECK(client->read_response().starts_with("HTTP/1.1 500"));
+  REQUIRE(client->send(review_request("/throw", "good", 10)));
+  CHECK(client->read_response().starts_with("HTTP/1.1 200 OK"));
+  CHECK(s.metric(R"(vscaler_webhook_internal_errors_total{where="handler"})") == 1);
 }
 
 TEST_CASE("front end: bodies beyond the memory budget of all connections get 503 unread") {

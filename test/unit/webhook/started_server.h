@@ -15,7 +15,8 @@
 
 namespace vscaler::testing {
 
-/// An AdmissionServer on 127.0.0.1 (a free port) whose `paths` each allow every review.
+/// An AdmissionServer on 127.0.0.1 (a free port) whose `paths` each allow every review, plus
+/// what `routes` registers.
 struct StartedServer {
   TestCa ca;
   TempDir dir;
@@ -24,7 +25,8 @@ struct StartedServer {
   std::unique_ptr<webhook::AdmissionServer> server;
 
   explicit StartedServer(const std::function<void(webhook::AdmissionServerOptions&)>& tweak,
-                         const std::vector<std::string>& paths = {"/allow"}) {
+                         const std::vector<std::string>& paths = {"/allow"},
+                         const std::function<void(webhook::AdmissionServer&)>& routes = {}) {
     PemPair pair = ca.issue(7);
     write_file(dir.file("tls.crt"), pair.cert);
     write_file(dir.file("tls.key"), pair.key);
@@ -45,6 +47,7 @@ struct StartedServer {
         return webhook::AdmissionResponse::allow();
       });
     }
+    if (routes) routes(*server);
     REQUIRE(server->start().ok());
   }
   ~StartedServer() {
