@@ -37,8 +37,8 @@ int futex_wait(std::atomic<uint32_t>* word, uint32_t expected,
 }
 
 void futex_wake(std::atomic<uint32_t>* word, int count) noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr,
+          0);
 }
 
 // std::atomic<uint32_t> must be the bare word the kernel reads.

@@ -7,12 +7,13 @@
 // goroutine parks, and its P runs the next one), instead of the two cores trading the lock and
 // the queue's cache lines on every call.
 //
-// Measured with bench/queue_bench, 4 threads on 2 cores (an Intel Xeon VM): glibc's adaptive
-// mutex, which this replaces, spins up to 100 `pause` instructions, ~140 cycles each on recent
-// Intel cores against ~10 on AMD, so the same count was a short spin on one host and 4+ us on the
-// other; it made 1.2-1.4M items/s here, a bounded spin did no better (spinning successfully is
-// what keeps both cores trading the lines), a plain futex mutex 2.7M, this one 4.4M (client-go
-// 4.0M). Unlocking and notifying make a system call only when a thread sleeps.
+// Measured with bench/queue_bench, 4 threads on 2 cores (an Intel Xeon VM, medians of alternating
+// runs): glibc's adaptive mutex, which this replaces, spins up to 100 `pause` instructions, ~140
+// cycles each on recent Intel cores against ~10 on AMD, so the same count was a short spin on one
+// host and 4+ us on the other; it made 1.3M items/s here (client-go 3.7M). A spin bounded by time
+// (300-8,000 TSC ticks) did no better than 1.2-1.9M (spinning successfully is what keeps both
+// cores trading the lines), a plain futex mutex without spin 2.7M, this one 4.7M. Unlocking and
+// notifying make a system call only when a thread sleeps.
 //
 // Both are std::atomic-based (ThreadSanitizer sees the acquire/release pairs); the futex calls
 // only sleep and wake.
