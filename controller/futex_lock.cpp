@@ -2,7 +2,8 @@
 // counts its sleepers in the lock word and keeps a "waking" bit there, as Go's sync.Mutex does
 // (mutexWoken): an unlock wakes one sleeper only when none is already on its way, so a thread that
 // keeps taking the lock makes one system call per wake-up cycle, not one per unlock. Sleepers wait
-// on a separate counter that only wake-ups change, so they stay asleep while the lock word moves.
+// on a separate counter that only wake-ups change, so they stay asleep while the lock word moves;
+// their sleep is timed (kBackstop), and unlocks spend their patience before they wake one.
 // The condition is a sequence counter that waiters sleep on.
 #include "controller/futex_lock.h"
 
@@ -64,7 +65,9 @@ void FutexMutex::lock_contended() noexcept {
                                       std::memory_order_relaxed)) {
       continue;
     }
-    futex_wait(&wake_, wake, nullptr);
+    patience_.store(kPatience, std::memory_order_relaxed);
+    auto backstop = std::chrono::steady_clock::now() + kBackstop;
+    futex_wait(&wake_, wake, &backstop);
     // Unregister, and let unlockers wake the next sleeper again (an early clear by a thread that
     // was not the one woken only costs a needless wake-up).
     seen = state_.load(std::memory_order_relaxed);
@@ -75,7 +78,13 @@ void FutexMutex::lock_contended() noexcept {
   }
 }
 
-void FutexMutex::wake_one(uint32_t seen) noexcept {
+void FutexMutex::wake_one(uint32_t seen, bool patient) noexcept {
+  // The thread that unlocks is likely to lock again: let the sleeper sleep on a while (its
+  // timed sleep ends the wait if this thread stops taking the lock).
+  if (patient && patience_.load(std::memory_order_relaxed) > 0 &&
+      patience_.fetch_sub(1, std::memory_order_relaxed) > 1) {
+    return;
+  }
   // Wake only while no thread holds the lock (a holder's unlock wakes instead) and none is
   // already on its way.
   do {
@@ -115,10 +124,13 @@ bool FutexCondition::wait_impl(std::unique_lock<FutexMutex>& lock,
   // the waiter counted, and bumps the sequence read here.
   waiters_.fetch_add(1, std::memory_order_relaxed);
   uint32_t sequence = sequence_.load(std::memory_order_relaxed);
-  lock.unlock();
+  // This thread goes to sleep: a thread sleeping on the mutex must not wait for its patience.
+  FutexMutex* mutex = lock.release();
+  mutex->release(/*patient=*/false);
   int rc = futex_wait(&sequence_, sequence, deadline);
   waiters_.fetch_sub(1, std::memory_order_relaxed);
-  lock.lock();
+  mutex->lock();
+  lock = std::unique_lock<FutexMutex>(*mutex, std::adopt_lock);
   return rc != ETIMEDOUT;
 }
 

@@ -49,7 +49,7 @@ TEST_CASE("FutexMutex: try_lock fails while held and succeeds once free") {
   mutex.unlock();
 }
 
-TEST_CASE("FutexMutex: a thread sleeping on the lock is woken by the unlock") {
+TEST_CASE("FutexMutex: a thread sleeping on the lock gets it once it is released (backstop)") {
   FutexMutex mutex;
   std::atomic<bool> got{false};
   mutex.lock();
