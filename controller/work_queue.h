@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "base/open_table.h"
-#include "controller/adaptive_mutex.h"
+#include "controller/futex_lock.h"
 
 namespace vscaler::controller {
 
@@ -201,8 +201,8 @@ class WorkQueue {
   QueueMetrics* metrics_;  // null when there are none: then no clock is read for them
   uint64_t seed_;          // per-queue hash seed: keys come from users, so no crafted collisions
 
-  mutable AdaptiveMutex mutex_;
-  AdaptiveCondition ready_cv_;
+  mutable FutexMutex mutex_;
+  FutexCondition ready_cv_;
   base::OpenTable<Entry> entries_;  // every live entry (owned), by key
   List ready_[2];                   // indexed by Priority
   std::vector<Timer> timers_;       // a min-heap on (at, seq)
