@@ -3,6 +3,7 @@
 #include <set>
 #include <tuple>
 
+#include "api/packed_text.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
 
@@ -301,7 +302,7 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
 void store_status(const json& status, Scaler& scaler) {
   if (status.is_null()) return;
   if (!status.is_object()) {
-    scaler.stored_status = status.dump();
+    scaler.packed_status = pack_status_text(status.dump());
     return;
   }
   std::string rest = "{";
@@ -317,8 +318,7 @@ void store_status(const json& status, Scaler& scaler) {
     rest += item.value().dump();
   }
   rest += '}';
-  rest.shrink_to_fit();
-  scaler.stored_status = std::move(rest);
+  scaler.packed_status = pack_status_text(rest);
 }
 
 }  // namespace
@@ -400,8 +400,9 @@ kube::Result<Scaler> parse_scaler(const json& object) {
 }
 
 json Scaler::status() const {
-  if (stored_status.empty()) return json();
-  json status = json::parse(stored_status, nullptr, false);
+  if (packed_status.empty()) return json();
+  json status = json::parse(unpack_status_text(packed_status), nullptr, false);
+  if (status.is_discarded()) return json();
   if (!stored_recommendation.empty() && status.is_object()) {
     status["recommendation"] = recommendation();
   }

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "api/packed_text.h"
+
 using nlohmann::json;
 using vscaler::api::ControlledValues;
 using vscaler::api::parse_scaler;
@@ -249,7 +251,7 @@ TEST_CASE("the stored status is kept as compact text and reads back as the same 
   json object = scaler_object(valid_spec());
   auto bare = parse_scaler(object);
   REQUIRE(bare.ok());
-  CHECK(bare->stored_status.empty());
+  CHECK(bare->packed_status.empty());
   CHECK(bare->status().is_null());
   CHECK(bare->recommendation().is_null());
 
@@ -264,7 +266,8 @@ TEST_CASE("the stored status is kept as compact text and reads back as the same 
   CHECK(scaler->status() == status);
   CHECK(scaler->recommendation() == status["recommendation"]);
   // The recommendation is kept once, apart from the rest.
-  CHECK(scaler->stored_status.find("containerRecommendations") == std::string::npos);
+  CHECK(vscaler::api::unpack_status_text(scaler->packed_status).find("containerRecommendations") ==
+        std::string::npos);
   CHECK(json::parse(scaler->stored_recommendation) == status["recommendation"]);
 
   object["status"].erase("recommendation");
