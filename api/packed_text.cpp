@@ -37,7 +37,9 @@ constexpr std::string_view kDictionary =
     R"("apps/v1","found":true,"kind":"Deployment","name":"d-00000","ref":"Deployment/d-00000",)"
     R"("uid":"00000000-0000-0000-0000-000000000000"}})";
 
-const Bytef* bytes(std::string_view text) { return reinterpret_cast<const Bytef*>(text.data()); }
+const Bytef* bytes(std::string_view text) {
+  return reinterpret_cast<const Bytef*>(text.data());
+}
 
 std::string stored(std::string_view text) {
   std::string out(1, kStored);
@@ -78,7 +80,8 @@ std::string unpack_status_text(std::string_view packed) {
   if (packed[0] == kStored) return std::string(packed.substr(1));
   if (packed[0] != kDeflated || packed.size() < 5) return {};
   uint32_t size = 0;
-  for (int i = 0; i < 4; ++i) size |= uint32_t{static_cast<unsigned char>(packed[1 + i])} << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    size |= uint32_t{static_cast<unsigned char>(packed[1 + i])} << (8 * i);
   z_stream stream{};
   if (inflateInit2(&stream, -kWindowBits) != Z_OK) return {};
   std::string out(size, '\0');
