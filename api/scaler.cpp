@@ -3,6 +3,7 @@
 #include <set>
 #include <tuple>
 
+#include "api/packed_text.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
 
@@ -296,6 +297,30 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
   return parsed;
 }
 
+/// Keeps `status` in `scaler` as compact text: the recommendation apart, the rest in one string
+/// (the keys in the order a DOM dump gives, so status() reads back the same object).
+void store_status(const json& status, Scaler& scaler) {
+  if (status.is_null()) return;
+  if (!status.is_object()) {
+    scaler.packed_status = pack_status_text(status.dump());
+    return;
+  }
+  std::string rest = "{";
+  for (auto item = status.begin(); item != status.end(); ++item) {
+    if (item.key() == "recommendation") {
+      scaler.stored_recommendation = item.value().dump();
+      scaler.stored_recommendation.shrink_to_fit();
+      continue;
+    }
+    if (rest.size() > 1) rest += ',';
+    rest += json(item.key()).dump();
+    rest += ':';
+    rest += item.value().dump();
+  }
+  rest += '}';
+  scaler.packed_status = pack_status_text(rest);
+}
+
 }  // namespace
 
 std::string_view to_string(UpdateMode mode) {
@@ -370,8 +395,24 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   scaler.target = std::move(parsed.target);
   scaler.update_mode = parsed.update_mode;
   scaler.containers = std::move(parsed.containers);
-  if (auto status = object.find("status"); status != object.end()) scaler.status = *status;
+  if (auto status = object.find("status"); status != object.end()) store_status(*status, scaler);
   return scaler;
+}
+
+json Scaler::status() const {
+  if (packed_status.empty()) return json();
+  json status = json::parse(unpack_status_text(packed_status), nullptr, false);
+  if (status.is_discarded()) return json();
+  if (!stored_recommendation.empty() && status.is_object()) {
+    status["recommendation"] = recommendation();
+  }
+  return status;
+}
+
+json Scaler::recommendation() const {
+  if (stored_recommendation.empty()) return json();
+  json parsed = json::parse(stored_recommendation, nullptr, false);
+  return parsed.is_discarded() ? json() : parsed;
 }
 
 }  // namespace vscaler::api

@@ -80,7 +80,19 @@ struct Scaler {
   UpdateMode update_mode = UpdateMode::kAuto;
   /// spec.containers; empty (absent) = every container is scaled from its usage.
   std::vector<ContainerResources> containers;
-  nlohmann::json status;  ///< the stored status, to write only what changed
+  /// The stored status, without its recommendation, as compact JSON text deflated
+  /// (api/packed_text.h; "" when absent): ~110 bytes per scaler, not a DOM of several KB (issue
+  /// 17). Read it with status().
+  std::string packed_status;
+  /// status.recommendation as compact JSON text ("" when absent): what the admission handler
+  /// and the manager's update check read, without parsing the rest of the status.
+  std::string stored_recommendation;
+
+  /// The stored status (null when absent), parsed from the two strings above: the reconciler
+  /// and the recommender read it once per reconcile or pass, to write only what changed.
+  nlohmann::json status() const;
+  /// status.recommendation (null when absent or unreadable).
+  nlohmann::json recommendation() const;
 
   /// "namespace/name": the work queue and index key.
   std::string key() const { return ns + "/" + name; }

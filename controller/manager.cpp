@@ -10,14 +10,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kLogger = "manager";
 constexpr const char* kControllerName = "verticalscaler";
 
-/// status.recommendation of a stored status (null when absent).
-const json& recommendation_of(const json& status) {
-  static const json kNone;
-  if (!status.is_object()) return kNone;
-  auto found = status.find("recommendation");
-  return found == status.end() ? kNone : *found;
-}
-
 }  // namespace
 
 /// The Prometheus side of the queue, reconciler and resync observers (controller-runtime names).
@@ -232,7 +224,7 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   if (!spec_changed) {
     // A new recommendation (the recommender's status write) may be due: reconcile the scaler.
     // Other status-only (or metadata-only) updates, like the reconciler's own, change nothing.
-    if (recommendation_of(previous->status) != recommendation_of(scaler->status)) {
+    if (previous->stored_recommendation != scaler->stored_recommendation) {
       queue_->add(key);
     }
     return;

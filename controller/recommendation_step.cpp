@@ -10,8 +10,8 @@ RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann
                                        recommender::TimePoint now,
                                        const recommender::LimitRangeItem* limit_range) {
   RecommendationStep step;
-  static const nlohmann::json kNoStatus = nlohmann::json::object();
-  const nlohmann::json& status = scaler.status.is_object() ? scaler.status : kNoStatus;
+  nlohmann::json status = scaler.status();
+  if (!status.is_object()) status = nlohmann::json::object();
   if (auto found = status.find("recommendation"); found != status.end()) {
     auto parsed = recommender::parse_recommendation(*found);
     if (parsed.ok()) {

@@ -106,14 +106,15 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     StatusReport report;
     report.target = scaler->target;
     // What the stored status says of this target, if it is about this target at all.
-    bool same_target = kube::string_at(scaler->status, {"target", "ref"}) == scaler->target.ref();
+    const json stored = scaler->status();
+    bool same_target = kube::string_at(stored, {"target", "ref"}) == scaler->target.ref();
     report.target_found =
-        same_target && stored_reason(scaler->status, condition::kTargetFound) == reason::kFound;
-    if (same_target) report.target_uid = kube::string_at(scaler->status, {"target", "uid"});
+        same_target && stored_reason(stored, condition::kTargetFound) == reason::kFound;
+    if (same_target) report.target_uid = kube::string_at(stored, {"target", "uid"});
     std::string message = "VerticalScaler " + active->name + " already manages " +
                           describe(scaler->target) + "; this scaler changes nothing";
     report.conditions.push_back({condition::kReady, false, reason::kConflict, message});
-    if (stored_reason(scaler->status, condition::kReady) != reason::kConflict) {
+    if (stored_reason(stored, condition::kReady) != reason::kConflict) {
       api_.record_event(*scaler, true, reason::kConflict, message);
     }
     auto written = write_status(*scaler, report);
@@ -354,7 +355,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   } else {
     report.conditions.push_back({condition::kReady, false, scaled.reason, scaled.message});
   }
-  if (!scaled.status && stored_reason(scaler.status, condition::kScaled) != scaled.reason &&
+  if (!scaled.status && stored_reason(scaler.status(), condition::kScaled) != scaled.reason &&
       scaled.reason != reason::kMutatedByAdmission) {
     const bool warning = scaled.reason != reason::kUpdateModeOff && !deferred &&
                          scaled.reason != reason::kAwaitingRecommendation;
@@ -406,7 +407,7 @@ ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observe
 
 kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Scaler& scaler,
                                                                   const StatusReport& report) {
-  json stored_status = scaler.status;
+  json stored_status = scaler.status();
   std::string resource_version = scaler.resource_version;
   int64_t generation = scaler.generation;
   for (int attempt = 0;; ++attempt) {

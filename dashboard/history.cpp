@@ -95,7 +95,7 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
   }
   track.resource_version = scaler.resource_version;
   track.version = ++next_version_;
-  const json& status = scaler.status;
+  const json status = scaler.status();
   bool reported = status.is_object() && status.contains("containers");
   std::uint64_t containers = reported ? hash(status["containers"].dump()) : 0;
   std::string scale_time = string_at(status, "lastScaleTime");

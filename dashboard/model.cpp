@@ -76,10 +76,10 @@ void add_totals(Totals& totals, const ContainerView& container) {
 
 // The change status alone tells: lastScaleTime, caused by a recommendation when it is also the
 // lastRecommendationUpdateTime, else by fixed values (or a patch of a recommendation).
-std::optional<ChangeView> change_from_status(const api::Scaler& scaler) {
-  std::string scale_time = string_at(scaler.status, "lastScaleTime");
+std::optional<ChangeView> change_from_status(const api::Scaler& scaler, const json& status) {
+  std::string scale_time = string_at(status, "lastScaleTime");
   if (scale_time.empty()) return std::nullopt;
-  if (scale_time == string_at(scaler.status, "lastRecommendationUpdateTime")) {
+  if (scale_time == string_at(status, "lastRecommendationUpdateTime")) {
     return ChangeView{scale_time, "bounds"};
   }
   bool fixed = std::any_of(scaler.containers.begin(), scaler.containers.end(),
@@ -123,7 +123,7 @@ std::string find_time(const std::string& text) {
 }
 
 ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) {
-  const json& status = scaler.status;
+  const json status = scaler.status();
   ScalerView view;
   view.ns = scaler.ns;
   view.name = scaler.name;
@@ -164,7 +164,7 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
   if (const ObservedChange* seen = history.last_change(key)) {
     view.last_change = ChangeView{seen->time, seen->cause};
   } else {
-    view.last_change = change_from_status(scaler);
+    view.last_change = change_from_status(scaler, status);
   }
   if (const json& conditions = member(status, "conditions"); conditions.is_array()) {
     for (const auto& item : conditions) {

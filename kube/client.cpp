@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "kube/list_page.h"
 #include "kube/watch.h"
 
 namespace vscaler::kube {
@@ -223,6 +224,40 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       request.target = with_query(type.path(ns), query);
       request.accept = std::string(accept);
       request.timeout = options.timeout;
+      if (options.on_item) {
+        // Item by item (kube/list_page.h): one object's DOM at a time, never the page's.
+        auto raw = call_raw(request);
+        if (!raw) {
+          if (is_expired(raw.error()) && !continue_token.empty() &&
+              restart < options.max_restarts) {
+            log::info("kube.client", "list continue token expired; restarting the list",
+                      {{"resource", type.display()}, {"page", std::to_string(page)}});
+            expired = true;
+            break;
+          }
+          return fail(std::move(raw).error());
+        }
+        bool bad_item = false;
+        auto read = for_each_list_item(*raw, [&](std::string_view text) {
+          json item = json::parse(text, nullptr, /*allow_exceptions=*/false);
+          if (item.is_discarded()) return !(bad_item = true);
+          if (options.transform) options.transform(item);
+          options.on_item(item, restart);
+          return true;
+        });
+        if (!read) {
+          return fail(make_error(ErrorKind::kDecode,
+                                 "list of " + type.display() + ": " +
+                                     (bad_item ? "an item is not valid JSON" : read.error())));
+        }
+        if (page == 0) out.resource_version = std::move(read->resource_version);
+        continue_token = std::move(read->continue_token);
+        out.pages = page + 1;
+        if (options.on_page) options.on_page(ListPage{page, read->count, continue_token, restart});
+        if (continue_token.empty()) return out;
+        if (options.max_pages > 0 && out.pages >= options.max_pages) return out;
+        continue;
+      }
       auto body = call(request);
       if (!body) {
         // A continue token outlives its snapshot only until etcd compacts it (5 minutes by

@@ -349,7 +349,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publ
   // first write rests on that copy, its resourceVersion the precondition: it is usually
   // current, and a GET per published scaler is saved. A 409 means it lagged: each retry reads
   // the scaler fresh.
-  auto update = status_update(scaler.status, scaler.generation, publication, now);
+  auto update = status_update(scaler.status(), scaler.generation, publication, now);
   if (!update) return false;
   std::string resource_version = scaler.resource_version;
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {

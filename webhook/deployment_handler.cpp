@@ -36,10 +36,8 @@ bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& re
 
 /// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
 std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
-  if (!scaler.status.is_object()) return {};
-  auto status = scaler.status.find("recommendation");
-  if (status == scaler.status.end()) return {};
-  auto parsed = recommender::parse_recommendation(*status);
+  if (scaler.stored_recommendation.empty()) return {};
+  auto parsed = recommender::parse_recommendation(scaler.recommendation());
   return parsed.ok() ? std::move(parsed).value()
                      : std::vector<recommender::ContainerRecommendation>{};
 }

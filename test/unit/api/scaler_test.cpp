@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include "api/packed_text.h"
+
 using nlohmann::json;
 using vscaler::api::ControlledValues;
 using vscaler::api::parse_scaler;
@@ -243,4 +245,35 @@ TEST_CASE(
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].rfind("spec.targetRef.apiVersion:", 0) == 0);
   CHECK(errors[1].rfind("spec.targetRef.kind:", 0) == 0);
+}
+
+TEST_CASE("the stored status is kept as compact text and reads back as the same object") {
+  json object = scaler_object(valid_spec());
+  auto bare = parse_scaler(object);
+  REQUIRE(bare.ok());
+  CHECK(bare->packed_status.empty());
+  CHECK(bare->status().is_null());
+  CHECK(bare->recommendation().is_null());
+
+  json status = json::parse(R"({"observedGeneration": 3, "conditions": [
+    {"type": "Ready", "status": "True", "reason": "UpToDate", "message": "a \"quoted\" text"}],
+    "target": {"ref": "Deployment/web", "uid": "d-1"},
+    "recommendation": {"containerRecommendations": [{"containerName": "app",
+      "target": {"cpu": "250m", "memory": "128Mi"}}]}})");
+  object["status"] = status;
+  auto scaler = parse_scaler(object);
+  REQUIRE(scaler.ok());
+  CHECK(scaler->status() == status);
+  CHECK(scaler->recommendation() == status["recommendation"]);
+  // The recommendation is kept once, apart from the rest.
+  CHECK(vscaler::api::unpack_status_text(scaler->packed_status).find("containerRecommendations") ==
+        std::string::npos);
+  CHECK(json::parse(scaler->stored_recommendation) == status["recommendation"]);
+
+  object["status"].erase("recommendation");
+  auto without = parse_scaler(object);
+  REQUIRE(without.ok());
+  CHECK(without->stored_recommendation.empty());
+  CHECK(without->status() == object["status"]);
+  CHECK(without->recommendation().is_null());
 }
