@@ -18,7 +18,8 @@ std::shared_ptr<const recommender::LimitRangeItem> LimitRangeCache::of(std::stri
   return it == map->end() ? nullptr : it->second;
 }
 
-int LimitRangeCache::rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges) {
+int LimitRangeCache::rebuild(
+    const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges) {
   // Grouped by namespace into LimitRangeLists, the shape container_limit_range merges.
   std::map<std::string, nlohmann::json, std::less<>> lists;
   for (const auto& object : limit_ranges) {

@@ -13,12 +13,11 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kube/client.h"
 #include "recommender/apply.h"

@@ -381,10 +381,13 @@ std::optional<Reconciler::BlindPatch> Reconciler::blind_patch_for(const api::Sca
   // seen carrying this spec's declared resources: then only a write stored after it can need a
   // restore.
   auto seen = verified_.get(key);
-  const auto observed = scaler.status.find("observedGeneration");
-  if (!seen || !seen->found || seen->generation != expected->min_generation_exclusive ||
-      stored_reason(scaler.status, condition::kScaled) != reason::kApplied ||
-      observed == scaler.status.end() || *observed != scaler.generation) {
+  if (!seen || !seen->found || seen->generation != expected->min_generation_exclusive) {
+    return std::nullopt;
+  }
+  const json status = scaler.status();  // unpacked once, only past the cheap checks
+  const auto observed = status.find("observedGeneration");
+  if (stored_reason(status, condition::kScaled) != reason::kApplied || observed == status.end() ||
+      *observed != scaler.generation) {
     return std::nullopt;
   }
   {
