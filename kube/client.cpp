@@ -200,6 +200,52 @@ Result<ObjectList, ApiError> Client::list_metadata(const ResourceType& type, std
 Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::string_view ns,
                                                const ListOptions& options,
                                                std::string_view accept) const {
+  // What one page said; its items are already handed over (on_item) or in `out`.
+  struct PageRead {
+    std::string resource_version;
+    std::string continue_token;
+    size_t count = 0;
+  };
+  auto read_page = [&](const HttpRequest& request, int restart,
+                       ObjectList& out) -> Result<PageRead, ApiError> {
+    if (options.on_item) {
+      // Item by item (kube/list_page.h): one object's DOM at a time, never the page's.
+      auto raw = call_raw(request);
+      if (!raw) return fail(std::move(raw).error());
+      bool bad_item = false;
+      auto read = for_each_list_item(*raw, [&](std::string_view text) {
+        json item = json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (item.is_discarded()) return !(bad_item = true);
+        if (options.transform) options.transform(item);
+        options.on_item(item, restart);
+        return true;
+      });
+      if (!read) {
+        return fail(make_error(ErrorKind::kDecode,
+                               "list of " + type.display() + ": " +
+                                   (bad_item ? "an item is not valid JSON" : read.error())));
+      }
+      return PageRead{std::move(read->resource_version), std::move(read->continue_token),
+                      read->count};
+    }
+    auto body = call(request);
+    if (!body) return fail(std::move(body).error());
+    auto items = body->find("items");
+    if (items == body->end() || !(items->is_array() || items->is_null())) {
+      return fail(make_error(ErrorKind::kDecode,
+                             "list of " + type.display() + ": the answer has no items"));
+    }
+    PageRead page{metadata_string(*body, "resourceVersion"), metadata_string(*body, "continue"),
+                  items->is_array() ? items->size() : 0};
+    if (items->is_array()) {
+      for (auto& item : *items) {
+        if (options.transform) options.transform(item);
+        out.items.push_back(std::move(item));
+      }
+    }
+    return page;
+  };
+
   for (int restart = 0;; ++restart) {
     ObjectList out;
     out.restarts = restart;
@@ -224,72 +270,22 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       request.target = with_query(type.path(ns), query);
       request.accept = std::string(accept);
       request.timeout = options.timeout;
-      if (options.on_item) {
-        // Item by item (kube/list_page.h): one object's DOM at a time, never the page's.
-        auto raw = call_raw(request);
-        if (!raw) {
-          if (is_expired(raw.error()) && !continue_token.empty() &&
-              restart < options.max_restarts) {
-            log::info("kube.client", "list continue token expired; restarting the list",
-                      {{"resource", type.display()}, {"page", std::to_string(page)}});
-            expired = true;
-            break;
-          }
-          return fail(std::move(raw).error());
-        }
-        bool bad_item = false;
-        auto read = for_each_list_item(*raw, [&](std::string_view text) {
-          json item = json::parse(text, nullptr, /*allow_exceptions=*/false);
-          if (item.is_discarded()) return !(bad_item = true);
-          if (options.transform) options.transform(item);
-          options.on_item(item, restart);
-          return true;
-        });
-        if (!read) {
-          return fail(make_error(ErrorKind::kDecode,
-                                 "list of " + type.display() + ": " +
-                                     (bad_item ? "an item is not valid JSON" : read.error())));
-        }
-        if (page == 0) out.resource_version = std::move(read->resource_version);
-        continue_token = std::move(read->continue_token);
-        out.pages = page + 1;
-        if (options.on_page) options.on_page(ListPage{page, read->count, continue_token, restart});
-        if (continue_token.empty()) return out;
-        if (options.max_pages > 0 && out.pages >= options.max_pages) return out;
-        continue;
-      }
-      auto body = call(request);
-      if (!body) {
+      auto read = read_page(request, restart, out);
+      if (!read) {
         // A continue token outlives its snapshot only until etcd compacts it (5 minutes by
         // default): the pages so far are from a version we can no longer finish, so start over.
-        if (is_expired(body.error()) && !continue_token.empty() && restart < options.max_restarts) {
+        if (is_expired(read.error()) && !continue_token.empty() && restart < options.max_restarts) {
           log::info("kube.client", "list continue token expired; restarting the list",
                     {{"resource", type.display()}, {"page", std::to_string(page)}});
           expired = true;
           break;
         }
-        return fail(std::move(body).error());
+        return fail(std::move(read).error());
       }
-      auto items = body->find("items");
-      if (items == body->end() || !(items->is_array() || items->is_null())) {
-        return fail(make_error(ErrorKind::kDecode,
-                               "list of " + type.display() + ": the answer has no items"));
-      }
-      if (page == 0) out.resource_version = metadata_string(*body, "resourceVersion");
-      size_t count = items->is_array() ? items->size() : 0;
-      if (items->is_array()) {
-        for (auto& item : *items) {
-          if (options.transform) options.transform(item);
-          if (options.on_item) {
-            options.on_item(item, restart);
-          } else {
-            out.items.push_back(std::move(item));
-          }
-        }
-      }
-      continue_token = metadata_string(*body, "continue");
+      if (page == 0) out.resource_version = std::move(read->resource_version);
+      continue_token = std::move(read->continue_token);
       out.pages = page + 1;
-      if (options.on_page) options.on_page(ListPage{page, count, continue_token, restart});
+      if (options.on_page) options.on_page(ListPage{page, read->count, continue_token, restart});
       if (continue_token.empty()) return out;
       if (options.max_pages > 0 && out.pages >= options.max_pages) return out;
     }
