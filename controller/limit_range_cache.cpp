@@ -18,8 +18,8 @@ std::shared_ptr<const recommender::LimitRangeItem> LimitRangeCache::of(std::stri
   return it == map->end() ? nullptr : it->second;
 }
 
-int LimitRangeCache::rebuild(
-    const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges) {
+int LimitRangeCache::rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges,
+                             std::vector<std::string>* changed) {
   // Grouped by namespace into LimitRangeLists, the shape container_limit_range merges.
   std::map<std::string, nlohmann::json, std::less<>> lists;
   for (const auto& object : limit_ranges) {
@@ -44,13 +44,34 @@ int LimitRangeCache::rebuild(
       next->emplace(ns, std::make_shared<const recommender::LimitRangeItem>(std::move(**merged)));
     }
   }
-  map_.store(std::move(next), std::memory_order_release);
+  std::shared_ptr<const Map> previous = map_.exchange(next, std::memory_order_acq_rel);
+  if (changed) {
+    // Both maps are sorted by namespace: one merge walk finds what appeared, went or differs.
+    auto old_it = previous->begin();
+    auto new_it = next->begin();
+    while (old_it != previous->end() || new_it != next->end()) {
+      if (new_it == next->end() || (old_it != previous->end() && old_it->first < new_it->first)) {
+        changed->push_back((old_it++)->first);
+      } else if (old_it == previous->end() || new_it->first < old_it->first) {
+        changed->push_back((new_it++)->first);
+      } else {
+        if (!(*old_it->second == *new_it->second)) changed->push_back(new_it->first);
+        ++old_it;
+        ++new_it;
+      }
+    }
+  }
   return unreadable;
 }
 
 LimitRangePoller::LimitRangePoller(kube::Client client, std::string ns,
-                                   std::chrono::milliseconds period, LimitRangeCache& cache)
-    : client_(std::move(client)), ns_(std::move(ns)), period_(period), cache_(cache) {}
+                                   std::chrono::milliseconds period, LimitRangeCache& cache,
+                                   OnChange on_change)
+    : client_(std::move(client)),
+      ns_(std::move(ns)),
+      period_(period),
+      cache_(cache),
+      on_change_(std::move(on_change)) {}
 
 LimitRangePoller::~LimitRangePoller() {
   stop();
@@ -86,10 +107,17 @@ bool LimitRangePoller::poll_once() {
   for (auto& item : listed.value().items) {
     objects.push_back(std::make_shared<const nlohmann::json>(std::move(item)));
   }
-  if (int unreadable = cache_.rebuild(objects); unreadable > 0) {
+  std::vector<std::string> changed;
+  if (int unreadable = cache_.rebuild(objects, &changed); unreadable > 0) {
     log::warn(kLogger, "LimitRanges with malformed quantities are not applied",
               {{"namespaces", std::to_string(unreadable)}});
   }
+  if (polled_ && !changed.empty() && on_change_) {
+    log::info(kLogger, "LimitRanges changed; reconciling their namespaces' scalers",
+              {{"namespaces", std::to_string(changed.size())}});
+    on_change_(changed);
+  }
+  polled_ = true;
   return true;
 }
 

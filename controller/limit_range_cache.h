@@ -5,12 +5,14 @@
 // the limit, scaled with the request, is only known where the template is.
 // LimitRangePoller keeps it current with one list of LimitRanges (few, small objects) every
 // period: DESIGN.md grants limitranges "list" only, no watch, so a changed LimitRange is applied
-// within a period (30 s by default), which is how often such a change matters.
+// within a period (30 s by default), which is how often such a change matters; the scalers of a
+// namespace whose limits changed are then reconciled (the poller's OnChange).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -37,7 +39,10 @@ class LimitRangeCache {
   /// Replaces the whole cache with what `limit_ranges` (every stored LimitRange object) say.
   /// A namespace whose LimitRanges do not parse is left out (and counted in the result): its
   /// LimitRanger would refuse those pods anyway. Returns how many namespaces were left out.
-  int rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges);
+  /// `changed`, when given, receives the namespaces whose merged item appeared, went away or
+  /// differs from before: the ones whose scalers' plans may now differ.
+  int rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>& limit_ranges,
+              std::vector<std::string>* changed = nullptr);
 
  private:
   using Map =
@@ -49,8 +54,12 @@ class LimitRangeCache {
 /// every `period` on a thread of its own. A failed list keeps the cache as it was (logged).
 class LimitRangePoller {
  public:
+  /// Called on the poller's thread with the namespaces whose limits changed, after every poll
+  /// but the first (at start every scaler is reconciled anyway).
+  using OnChange = std::function<void(const std::vector<std::string>& namespaces)>;
+
   LimitRangePoller(kube::Client client, std::string ns, std::chrono::milliseconds period,
-                   LimitRangeCache& cache);
+                   LimitRangeCache& cache, OnChange on_change = nullptr);
   /// Stops the thread if it runs.
   ~LimitRangePoller();
   LimitRangePoller(const LimitRangePoller&) = delete;
@@ -70,6 +79,8 @@ class LimitRangePoller {
   std::string ns_;
   std::chrono::milliseconds period_;
   LimitRangeCache& cache_;
+  OnChange on_change_;
+  bool polled_ = false;  ///< a poll succeeded before (only the poller's thread, or before start)
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -1,5 +1,8 @@
 #include "controller/manager.h"
 
+#include <set>
+#include <string_view>
+
 #include "base/log.h"
 #include "kube/object_meta.h"
 
@@ -153,8 +156,16 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   handlers.on_delete = [this](const json& last_known) { on_scaler_event(&last_known, nullptr); };
   informer_ = std::make_unique<kube::Informer>(client_, informer_options, std::move(handlers));
 
+  // A changed LimitRange changes the capped plan of every scaler in its namespace: reconcile
+  // them (the resync compares metadata only and would not notice).
   limit_range_poller_ = std::make_unique<LimitRangePoller>(
-      client_, options_.ns, options_.limit_range_period, limit_ranges_);
+      client_, options_.ns, options_.limit_range_period, limit_ranges_,
+      [this](const std::vector<std::string>& namespaces) {
+        std::set<std::string_view> changed(namespaces.begin(), namespaces.end());
+        for (const auto& scaler : store_.snapshot()) {
+          if (changed.count(scaler->ns) != 0) queue_->add(scaler->key());
+        }
+      });
 }
 
 Manager::~Manager() {

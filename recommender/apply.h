@@ -35,6 +35,7 @@ struct LimitRangeItem {
   ResourceMap min;            ///< requests and limits at least this
   ResourceMap max;            ///< requests and limits at most this
   ResourceMap default_limit;  ///< the limit LimitRanger gives a container without one
+  friend bool operator==(const LimitRangeItem&, const LimitRangeItem&) = default;
 };
 
 /// A container's resources (the template's requests and limits).

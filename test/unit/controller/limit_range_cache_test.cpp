@@ -55,3 +55,26 @@ TEST_CASE("LimitRangeCache leaves out a namespace whose LimitRange does not pars
   CHECK(cache.rebuild({std::make_shared<const json>(json{{"metadata", {{"name", "x"}}}})}) == 0);
   CHECK(cache.of("") == nullptr);
 }
+
+TEST_CASE("LimitRangeCache::rebuild names the namespaces whose limits appeared, changed or went") {
+  LimitRangeCache cache;
+  std::vector<std::string> changed;
+  CHECK(cache.rebuild(
+            {limit_range("a", "x", container_max("1")), limit_range("b", "x", container_max("2"))},
+            &changed) == 0);
+  CHECK(changed == std::vector<std::string>{"a", "b"});
+
+  // The same limits again: nothing changed, whatever the objects' names.
+  changed.clear();
+  CHECK(cache.rebuild({limit_range("b", "renamed", container_max("2")),
+                       limit_range("a", "x", container_max("1"))},
+                      &changed) == 0);
+  CHECK(changed.empty());
+
+  // a tightened, b removed, c added.
+  changed.clear();
+  CHECK(cache.rebuild({limit_range("a", "x", container_max("500m")),
+                       limit_range("c", "x", container_max("1"))},
+                      &changed) == 0);
+  CHECK(changed == std::vector<std::string>{"a", "b", "c"});
+}
