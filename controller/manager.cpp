@@ -135,19 +135,10 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
     auto metadata = object.find("metadata");
     if (metadata != object.end() && metadata->is_object()) metadata->erase("managedFields");
   };
-  // The store (ScalerStore) holds each scaler parsed; the informer keeps only the metadata its
-  // handlers read back (the old side of an update: key and generation), not a second copy of
-  // every scaler as JSON (several KB each with its status).
-  informer_options.keep = [](const json& object) {
-    json kept = json::object();
-    auto metadata = object.find("metadata");
-    if (metadata == object.end() || !metadata->is_object()) return kept;
-    json& meta = kept["metadata"] = json::object();
-    for (const char* field : {"name", "namespace", "resourceVersion", "generation"}) {
-      if (auto value = metadata->find(field); value != metadata->end()) meta[field] = *value;
-    }
-    return kept;
-  };
+  // The store (ScalerStore) holds each scaler parsed; the informer keeps only what its
+  // handlers read back (the old side of an update: key and generation) and the resourceVersion,
+  // not a second copy of every scaler (as JSON, several KB each with its status).
+  informer_options.keep_metadata = true;
   kube::InformerHandlers handlers;
   handlers.on_add = [this](const json& object) { on_scaler_event(nullptr, &object); };
   handlers.on_update = [this](const json& old_object, const json& new_object) {

@@ -79,12 +79,13 @@ void History::observe(const std::vector<std::shared_ptr<const api::Scaler>>& sca
 void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
   auto [it, inserted] = tracks_.try_emplace(scaler.key());
   Track& track = it->second;
-  if (!inserted && track.uid != scaler.uid) {  // deleted and created again: start afresh
+  std::uint64_t uid = hash(scaler.uid), resource_version = hash(scaler.resource_version);
+  if (!inserted && track.uid != uid) {  // deleted and created again: start afresh
     track = Track{};
     inserted = true;
   }
   track.seen = observation_;
-  if (!inserted && track.resource_version == scaler.resource_version) {
+  if (!inserted && track.resource_version == resource_version) {
     // The same object as last time: nothing to fold in, but the window still moves.
     bool dropped = false;
     for (auto& [name, ring] : track.points) {
@@ -93,7 +94,7 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
     if (dropped) track.version = ++next_version_;
     return;
   }
-  track.resource_version = scaler.resource_version;
+  track.resource_version = resource_version;
   track.version = ++next_version_;
   const json status = scaler.status();
   bool reported = status.is_object() && status.contains("containers");
@@ -113,9 +114,9 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
       // someone's write (or, in Off mode, the values it would apply moved).
       change = {base::rfc3339_seconds(now), "admission"};
     }
-    track.change = std::move(change);
+    track.change = std::make_unique<ObservedChange>(std::move(change));
   }
-  track.uid = scaler.uid;
+  track.uid = uid;
   track.containers = containers;
   track.reported = reported;
   track.last_scale_time = scale_hash;
@@ -148,7 +149,7 @@ std::uint64_t History::version(std::string_view key) const {
 const ObservedChange* History::last_change(std::string_view key) const {
   auto it = tracks_.find(key);
   if (it == tracks_.end() || !it->second.change) return nullptr;
-  return &*it->second.change;
+  return it->second.change.get();
 }
 
 }  // namespace vscaler::dashboard

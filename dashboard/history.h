@@ -63,9 +63,11 @@ class History {
   const HistoryOptions& options() const { return options_; }
 
  private:
+  // Kept for every scaler, also when nothing changes: hashes instead of strings, the rare
+  // change behind a pointer (a few dozen bytes a scaler instead of a few hundred).
   struct Track {
-    std::string uid;
-    std::string resource_version;  ///< of the scaler last folded in: unchanged means skip
+    std::uint64_t uid = 0;               ///< hash of metadata.uid
+    std::uint64_t resource_version = 0;  ///< hash, of the scaler last folded in: same = skip
     std::uint64_t version = 0;
     // Hashes of status.containers (as JSON text), lastScaleTime and lastRecommendationUpdateTime:
     // enough to see them change, at 8 bytes each per scaler.
@@ -74,7 +76,7 @@ class History {
     std::uint64_t last_recommendation_time = 0;
     bool reported = false;  ///< status.containers was present
     std::map<std::string, std::deque<HistoryPoint>, std::less<>> points;
-    std::optional<ObservedChange> change;
+    std::unique_ptr<ObservedChange> change;
     std::uint64_t seen = 0;  ///< the observation that last saw it
   };
   void observe_one(const api::Scaler& scaler, std::int64_t now);

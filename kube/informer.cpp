@@ -38,14 +38,14 @@ std::chrono::milliseconds retry_after_of(const ApiError& error) {
 ObjectPtr Store::get(std::string_view key) const {
   std::shared_lock lock(mutex_);
   auto it = objects_.find(std::string(key));
-  return it == objects_.end() ? nullptr : it->second;
+  return it == objects_.end() ? nullptr : object_of(it->first, it->second);
 }
 
 std::vector<ObjectPtr> Store::list() const {
   std::shared_lock lock(mutex_);
   std::vector<ObjectPtr> out;
   out.reserve(objects_.size());
-  for (const auto& [key, object] : objects_) out.push_back(object);
+  for (const auto& [key, entry] : objects_) out.push_back(object_of(key, entry));
   return out;
 }
 
@@ -53,7 +53,7 @@ std::vector<std::string> Store::keys() const {
   std::shared_lock lock(mutex_);
   std::vector<std::string> out;
   out.reserve(objects_.size());
-  for (const auto& [key, object] : objects_) out.push_back(key);
+  for (const auto& [key, entry] : objects_) out.push_back(key);
   return out;
 }
 
@@ -66,28 +66,37 @@ std::string Store::key_of(const json& object) {
   return object_key(object);
 }
 
-ObjectPtr Store::put(const std::string& key, ObjectPtr object) {
+ObjectPtr Store::object_of(std::string_view key, const Entry& entry) {
+  if (entry.object) return entry.object;
+  json metadata = json::object();
+  auto slash = key.find('/');
+  if (slash == std::string_view::npos) {
+    metadata["name"] = std::string(key);
+  } else {
+    metadata["namespace"] = std::string(key.substr(0, slash));
+    metadata["name"] = std::string(key.substr(slash + 1));
+  }
+  if (!entry.resource_version.empty()) metadata["resourceVersion"] = entry.resource_version;
+  if (entry.generation != 0) metadata["generation"] = entry.generation;
+  return std::make_shared<const json>(json{{"metadata", std::move(metadata)}});
+}
+
+std::optional<Store::Entry> Store::put(const std::string& key, Entry entry) {
   std::unique_lock lock(mutex_);
-  ObjectPtr& slot = objects_[key];
-  ObjectPtr previous = std::move(slot);
-  slot = std::move(object);
+  auto [it, added] = objects_.try_emplace(key, std::move(entry));
+  if (added) return std::nullopt;
+  Entry previous = std::move(it->second);
+  it->second = std::move(entry);
   return previous;
 }
 
-ObjectPtr Store::erase(const std::string& key) {
+std::optional<Store::Entry> Store::erase(const std::string& key) {
   std::unique_lock lock(mutex_);
   auto it = objects_.find(key);
-  if (it == objects_.end()) return nullptr;
-  ObjectPtr previous = std::move(it->second);
+  if (it == objects_.end()) return std::nullopt;
+  Entry previous = std::move(it->second);
   objects_.erase(it);
   return previous;
-}
-
-std::unordered_map<std::string, ObjectPtr> Store::replace(
-    std::unordered_map<std::string, ObjectPtr> objects) {
-  std::unique_lock lock(mutex_);
-  objects_.swap(objects);
-  return objects;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,9 +171,12 @@ void Informer::notify(const char* what, F&& call) {
   }
 }
 
-Store::ObjectPtr Informer::kept(const json& object) const {
-  if (options_.keep) return std::make_shared<const json>(options_.keep(object));
-  return std::make_shared<const json>(object);
+Store::Entry Informer::kept(const json& object) const {
+  Store::Entry entry;
+  entry.resource_version = resource_version_of(object);
+  entry.generation = meta_generation(object);
+  if (!options_.keep_metadata) entry.object = std::make_shared<const json>(object);
+  return entry;
 }
 
 std::string Informer::ingest_listed(json& item) {
@@ -181,12 +193,16 @@ std::string Informer::ingest_listed(json& item) {
       return {};
     }
   }
-  ObjectPtr object = kept(item);
-  ObjectPtr previous = store_.put(key, object);
+  Store::Entry entry = kept(item);
+  std::string version = entry.resource_version;
+  auto previous = store_.put(key, std::move(entry));
   if (!previous) {
     if (handlers_.on_add) notify("on_add", [&] { handlers_.on_add(item); });
-  } else if (resource_version_of(*previous) != resource_version_of(*object)) {
-    if (handlers_.on_update) notify("on_update", [&] { handlers_.on_update(*previous, item); });
+  } else if (previous->resource_version != version) {
+    if (handlers_.on_update) {
+      ObjectPtr old_object = Store::object_of(key, *previous);
+      notify("on_update", [&] { handlers_.on_update(*old_object, item); });
+    }
   }
   return key;
 }
@@ -222,8 +238,11 @@ bool Informer::relist(std::string& resource_version, std::chrono::milliseconds& 
   }
   for (const std::string& key : store_.keys()) {
     if (listed_keys.count(key) != 0) continue;
-    ObjectPtr gone = store_.erase(key);
-    if (gone && handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(*gone); });
+    auto gone = store_.erase(key);
+    if (gone && handlers_.on_delete) {
+      ObjectPtr last_known = Store::object_of(key, *gone);
+      notify("on_delete", [&] { handlers_.on_delete(*last_known); });
+    }
   }
   resource_version = listed->resource_version;
   lists_.fetch_add(1);
@@ -263,11 +282,11 @@ void Informer::apply(const WatchEvent& event) {
     if (handlers_.on_delete) notify("on_delete", [&] { handlers_.on_delete(received); });
     return;
   }
-  ObjectPtr object = kept(received);
-  ObjectPtr previous = store_.put(key, object);
+  auto previous = store_.put(key, kept(received));
   if (previous) {
     if (handlers_.on_update) {
-      notify("on_update", [&] { handlers_.on_update(*previous, received); });
+      ObjectPtr old_object = Store::object_of(key, *previous);
+      notify("on_update", [&] { handlers_.on_update(*old_object, received); });
     }
   } else if (handlers_.on_add) {
     notify("on_add", [&] { handlers_.on_add(received); });

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -29,9 +30,19 @@ struct WatchEvent;
 
 /// A thread-safe map "namespace/name" (or "name" for cluster-scoped objects) -> object. Objects
 /// are immutable once stored; readers get shared pointers and never block the informer for long.
+/// With InformerOptions::keep_metadata an entry is only the key, resourceVersion and generation
+/// (~100 bytes instead of a JSON tree), and readers get a small object rebuilt from them.
 class Store {
  public:
   using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+
+  /// One stored object: its resourceVersion and generation, and the object itself unless the
+  /// store keeps metadata only.
+  struct Entry {
+    std::string resource_version;  ///< metadata.resourceVersion ("" when missing)
+    std::int64_t generation = 0;   ///< metadata.generation (0 when missing)
+    ObjectPtr object;              ///< the whole (transformed) object; null = metadata only
+  };
 
   /// The object stored under `key`, or null.
   ObjectPtr get(std::string_view key) const;
@@ -45,15 +56,17 @@ class Store {
   /// The store key of an object: "namespace/name", or "name" when it has no namespace; "" when
   /// metadata.name is missing or not a string (never throws, whatever the object's shape).
   static std::string key_of(const nlohmann::json& object);
+  /// What readers get for an entry: its object, or {metadata: {name, namespace,
+  /// resourceVersion, generation}} rebuilt from the key and the entry.
+  static ObjectPtr object_of(std::string_view key, const Entry& entry);
 
  private:
   friend class Informer;
-  ObjectPtr put(const std::string& key, ObjectPtr object);  // returns the previous one
-  ObjectPtr erase(const std::string& key);
-  std::unordered_map<std::string, ObjectPtr> replace(std::unordered_map<std::string, ObjectPtr>);
+  std::optional<Entry> put(const std::string& key, Entry entry);  // returns the previous one
+  std::optional<Entry> erase(const std::string& key);
 
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, ObjectPtr> objects_;
+  std::unordered_map<std::string, Entry> objects_;
 };
 
 /// What to watch and how patiently.
@@ -79,13 +92,12 @@ struct InformerOptions {
   /// metadata.name, metadata.namespace and metadata.resourceVersion. Runs on the informer's
   /// thread; empty = store objects as received.
   std::function<void(nlohmann::json& object)> transform;
-  /// What the store keeps of each object (after `transform`): handlers still get the whole
-  /// object as it arrived (on_add, the new side of on_update), while the old side of on_update
-  /// and a relist's on_delete get what was kept. An operator that parses objects into a form of
-  /// its own keeps only their metadata here instead of a second copy of each. Must keep
-  /// metadata.name, metadata.namespace and metadata.resourceVersion. Runs on the informer's
-  /// thread; empty = keep the whole object.
-  std::function<nlohmann::json(const nlohmann::json& object)> keep;
+  /// The store keeps of each object only its key, resourceVersion and generation: handlers
+  /// still get the whole object as it arrived (on_add, the new side of on_update), while the old
+  /// side of on_update and a relist's on_delete get {metadata: {name, namespace,
+  /// resourceVersion, generation}}. An operator that parses objects into a form of its own sets
+  /// this instead of keeping a second copy of each. false = keep the whole object.
+  bool keep_metadata = false;
 };
 
 /// Called on the informer's thread, after the store has been updated, one at a time. They must
@@ -145,8 +157,8 @@ class Informer {
   /// Stores a listed object (transformed, validated) and reports it as an add, or as an update
   /// when its version changed; returns its key, "" when it was skipped as malformed.
   std::string ingest_listed(nlohmann::json& item);
-  /// The store's copy of `object` (options_.keep), shared.
-  Store::ObjectPtr kept(const nlohmann::json& object) const;
+  /// The store's entry for `object` (whole, or metadata only: options_.keep_metadata).
+  Store::Entry kept(const nlohmann::json& object) const;
   /// Logs and counts an object that cannot be stored; the caller skips it.
   void skip_malformed(const char* what, std::string_view why);
   bool sleep_for(std::chrono::milliseconds delay);  // false when stopping

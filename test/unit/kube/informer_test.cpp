@@ -457,14 +457,14 @@ TEST_CASE("list: the transform runs on each page's items before the next page is
   for (const auto& item : list->items) CHECK_FALSE(item["data"].contains("v"));
 }
 
-TEST_CASE("informer: the store keeps what `keep` returns; handlers still get whole objects") {
+TEST_CASE("informer: keep_metadata stores metadata only; handlers still get whole objects") {
   FakeServer server;
   server.put("a", "1");
   server.put("b", "1");
   server.put("c", "1");  // a second page (page_size 2)
   Recorder recorder;
   InformerOptions options = fast_options();
-  options.keep = [](const json& object) { return json{{"metadata", object["metadata"]}}; };
+  options.keep_metadata = true;
   Informer informer(Client(std::make_shared<FakeTransport>(server)), options, recorder.handlers());
   informer.start();
   REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
@@ -472,6 +472,8 @@ TEST_CASE("informer: the store keeps what `keep` returns; handlers still get who
         std::vector<std::string>{"add ns/a=1", "add ns/b=1", "add ns/c=1"});
   CHECK_FALSE(informer.store().get("ns/a")->contains("data"));
   CHECK((*informer.store().get("ns/a"))["metadata"]["name"] == "a");
+  CHECK((*informer.store().get("ns/a"))["metadata"]["namespace"] == "ns");
+  CHECK((*informer.store().get("ns/a"))["metadata"]["resourceVersion"].is_string());
   server.put("a", "2");
   server.remove("b");
   REQUIRE(eventually([&] { return recorder.size() == 2; }));
