@@ -193,3 +193,34 @@ TEST_CASE("first_look_initial 0 looks at once") {
   Expectations store(options);
   CHECK(store.expect_first_look("ns/a", generation(4)) == 0us);
 }
+
+TEST_CASE("by default the learned first look aims at the median lag and may fall to at once") {
+  Expectations::Clock::time_point now = Expectations::Clock::time_point(1h);
+  ExpectationsOptions options;
+  options.now = [&now] { return now; };
+  Expectations store(options);
+  Observed old_object{true, false, "u-1", 4};
+  Observed stored{true, false, "u-1", 5};
+  const auto initial = store.first_look_delay();
+  REQUIRE(initial > 0us);
+
+  // One look too early and one in time: up and down by the same step (q = 0.5).
+  auto delay = store.expect_first_look("ns/a", generation(4));
+  now += delay;
+  REQUIRE(store.check("ns/a", old_object).has_value());
+  CHECK(store.first_look_delay() > initial);
+  CHECK_FALSE(store.check("ns/a", stored).has_value());
+  delay = store.expect_first_look("ns/b", generation(4));
+  now += delay;
+  CHECK_FALSE(store.check("ns/b", stored).has_value());
+  CHECK(store.first_look_delay() == initial);
+
+  // Writes that are always stored in time bring the first look to at once, never below.
+  for (int i = 0; i < 100; ++i) {
+    std::string key = "ns/c" + std::to_string(i);
+    now += store.expect_first_look(key, generation(4));
+    CHECK_FALSE(store.check(key, stored).has_value());
+  }
+  CHECK(store.first_look_delay() == 0us);
+  CHECK(store.expect_first_look("ns/d", generation(4)) == 0us);
+}
