@@ -36,7 +36,7 @@ struct ConnectionLimits {
   std::size_t max_header_bytes = 64 * 1024;
   std::size_t max_body_bytes = 7 * 1024 * 1024;
   std::size_t linger_bytes = 16 * 1024 * 1024;
-  std::size_t keep_alive_max_requests = 1000;
+  std::size_t keep_alive_max_requests = 10000;
 };
 
 /// A complete request as a worker gets it.

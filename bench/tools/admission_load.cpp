@@ -21,6 +21,8 @@
 //   admission_load connections=N sent=N ok=N failed=N seconds=S reviews_per_second=R p50_ms=X
 //   p99_ms=X p999_ms=X max_ms=X handshakes=N certificates=N tls=VERSION:CIPHER
 // and on stderr the distinct errors and the serving certificates seen (with when first seen).
+// --timeline FILE also writes every measured request as "SECONDS LATENCY_MS" (when it was due,
+// from the start; its latency), in time order: to see whether slow answers cluster (a stall).
 // Exit status: 0 when no request failed, 1 when one did, 2 on bad usage.
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -30,6 +32,7 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,13 +74,14 @@ struct Options {
   double rate = 0;
   long reconnect_every = 0;
   bool check_uid = false;
+  std::string timeline_file;
 };
 
 constexpr const char* kUsage =
     "usage: admission_load --port PORT --body FILE (--ca FILE | --ca-dir DIR) [--host 127.0.0.1]\n"
     "         [--path /mutate-deployments] [--connections 1] [--seconds 5 (0: until signalled)]\n"
     "         [--warmup 0.5] [--rate R (requests/s; default: closed loop)]\n"
-    "         [--reconnect-every N] [--check-uid]\n";
+    "         [--reconnect-every N] [--check-uid] [--timeline FILE]\n";
 
 // Paced mode: how far behind its schedule a connection may fall before it skips ahead.
 constexpr auto kMaxBacklog = std::chrono::seconds(1);
@@ -358,6 +362,7 @@ struct ThreadResult {
   long failed = 0;
   long handshakes = 0;
   std::vector<double> latencies_ms;
+  std::vector<double> sent_at_s;  // --timeline: when each measured request was due (or sent)
   std::map<std::string, long> errors;
   std::map<std::string, double> certificates;  // fingerprint -> first seen, seconds from start
   std::string tls;
@@ -460,6 +465,8 @@ bool parse_options(int argc, char** argv, Options& options) {
         options.rate = std::stod(value);
       } else if (flag == "--reconnect-every") {
         options.reconnect_every = std::stol(value);
+      } else if (flag == "--timeline") {
+        options.timeline_file = value;
       } else {
         return false;
       }
@@ -484,6 +491,9 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  // Paced requests wake up at their due time; the default timer slack (50 us) would add up to
+  // that much to every latency, counted against the server (latencies run from the due time).
+  if (options.rate > 0) ::prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us; threads inherit it
 
   const RequestTemplate request = build_request(options, read_file(options.body_file));
   if (options.check_uid && request.uid_at == std::string::npos) {
@@ -586,6 +596,9 @@ int main(int argc, char** argv) {
         } else if (measuring.load(std::memory_order_relaxed)) {
           ++mine.ok;
           mine.latencies_ms.push_back(latency.count());
+          if (!options.timeline_file.empty()) {
+            mine.sent_at_s.push_back(std::chrono::duration<double>(start - started).count());
+          }
         }
         if (response.close) connection.close();
       }
@@ -611,6 +624,23 @@ int main(int argc, char** argv) {
   stop.store(true);
   for (auto& thread : threads) thread.join();
 
+  if (!options.timeline_file.empty()) {
+    // One line per measured request, in the order sent: seconds from start, latency (ms).
+    std::FILE* out = std::fopen(options.timeline_file.c_str(), "w");
+    if (out == nullptr) {
+      std::cerr << "admission_load: cannot write " << options.timeline_file << "\n";
+    } else {
+      std::vector<std::pair<double, double>> rows;
+      for (const auto& result : results) {
+        for (std::size_t i = 0; i < result.sent_at_s.size(); ++i) {
+          rows.emplace_back(result.sent_at_s[i], result.latencies_ms[i]);
+        }
+      }
+      std::sort(rows.begin(), rows.end());
+      for (const auto& [at, ms] : rows) std::fprintf(out, "%.6f %.3f\n", at, ms);
+      std::fclose(out);
+    }
+  }
   ThreadResult total;
   for (auto& result : results) {
     total.ok += result.ok;

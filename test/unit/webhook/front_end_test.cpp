@@ -253,6 +253,24 @@ TEST_CASE("front end: idle keep-alive connections are closed after keep_alive_ti
   CHECK(elapsed < 2s);
 }
 
+TEST_CASE("front end: a keep-alive connection is closed after keep_alive_max_requests answers") {
+  // The default is high: each reconnection costs the client a TLS handshake (~2 ms here) that
+  // delays the requests due meanwhile (bench/sections/webhook.sh's p99 at 2,000 reviews/s).
+  CHECK(AdmissionServerOptions{}.keep_alive_max_requests >= 10000);
+  Server s([](AdmissionServerOptions& options) { options.keep_alive_max_requests = 3; });
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  for (int i = 1; i <= 3; ++i) {
+    CAPTURE(i);
+    REQUIRE(client->send(review_request("/allow", "u-" + std::to_string(i), 10)));
+    auto response = client->read_response();
+    CHECK(response.substr(0, 15) == "HTTP/1.1 200 OK");
+    bool closing = response.find("Connection: close") != std::string::npos;
+    CHECK(closing == (i == 3));
+  }
+  CHECK(closed_by_peer_within(client->fd(), 2s));
+}
+
 TEST_CASE("front end: a head over its byte budget is cut, one within it is served") {
   Server s([](AdmissionServerOptions& options) { options.max_header_bytes = 1024; });
   {
