@@ -244,6 +244,12 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     api_.forget_checkpoint(it->second.id);
     it = tracked_.erase(it);
   }
+  for (const auto& [uid, tracked] : tracked_) {
+    for (const auto& [name, aggregate] : tracked.history.aggregates()) {
+      if (!aggregate.empty()) ++summary.aggregates;
+    }
+    summary.history_bytes += tracked.history.memory_bytes();
+  }
   samples_total_.get().inc(static_cast<double>(summary.samples));
   summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -254,6 +260,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
              {"published", std::to_string(summary.published)},
              {"failed", std::to_string(summary.failed)},
              {"requests", std::to_string(summary.requests)},
+             {"aggregates", std::to_string(summary.aggregates)},
+             {"history_bytes", std::to_string(summary.history_bytes)},
              {"seconds", std::to_string(summary.seconds)}});
   return summary;
 }

@@ -73,7 +73,11 @@ struct PassSummary {
   std::size_t published = 0;  ///< status writes made
   std::size_t failed = 0;     ///< scalers skipped by an API failure (retried next pass)
   std::size_t requests = 0;   ///< API requests made (list pages counted)
-  double seconds = 0;         ///< wall time
+  /// Container aggregates with samples held after the pass, over every tracked scaler.
+  std::size_t aggregates = 0;
+  /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
+  std::size_t history_bytes = 0;
+  double seconds = 0;  ///< wall time
 };
 
 /// The loop (see the file comment). start()/stop()/wake() are thread-safe; run_pass() and

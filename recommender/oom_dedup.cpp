@@ -15,11 +15,13 @@ bool OomDedup::first_time(std::string_view pod_uid, std::string_view container,
   h = fnv1a(h, "/");
   h = fnv1a(h, std::to_string(restart_count));
   if (!seen_.insert(h).second) return false;
-  order_.push_back(h);
-  if (order_.size() > capacity_) {
-    seen_.erase(order_.front());
-    order_.pop_front();
+  if (order_.size() < capacity_) {
+    order_.push_back(h);
+    return true;
   }
+  seen_.erase(order_[head_]);  // full: the oldest makes room
+  order_[head_] = h;
+  head_ = (head_ + 1) % capacity_;
   return true;
 }
 

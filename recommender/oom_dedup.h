@@ -1,13 +1,13 @@
 // OomDedup: remembers which OOM kills were counted, keyed by (pod uid, container, restartCount),
 // so that a kill that stays in a pod's lastState for many passes is counted once. Bounded: the
 // oldest keys are forgotten first (a kill still visible after that many newer kills would be
-// counted again, which only raises memory a second time).
+// counted again, which only raises memory a second time). Costs nothing until the first kill.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string_view>
 #include <unordered_set>
+#include <vector>
 
 namespace vscaler::recommender {
 
@@ -26,7 +26,11 @@ class OomDedup {
  private:
   std::size_t capacity_;
   std::unordered_set<std::uint64_t> seen_;
-  std::deque<std::uint64_t> order_;  // insertion order, for eviction
+  // Insertion order, for eviction: a ring once full, the oldest at head_. A vector, not a deque:
+  // an empty one allocates nothing (a std::deque allocates ~600 bytes even empty, and again when
+  // moved from), and every scaler's history holds one, most never seeing a kill.
+  std::vector<std::uint64_t> order_;
+  std::size_t head_ = 0;
 };
 
 }  // namespace vscaler::recommender

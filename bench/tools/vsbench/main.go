@@ -1,4 +1,4 @@
-// vsbench: the client side of bench/sections/edits.sh and bench/sections/scale.sh. It talks to
+// vsbench: the client side of bench/sections/edits.sh, scale.sh and recommender_memory.sh. It talks to
 // the local control plane with client-go and measures operators from the outside, the same way
 // for vscaler and for its controller-runtime peer.
 //
@@ -10,6 +10,7 @@
 //	vsbench resync    wait for the next burst of reconciles (the peer's cache resync) and time it
 //	vsbench apicount  the API server's request counters (reads and writes) for the bench resources
 //	vsbench resynclog wait in vscaler's debug log for a "resync pass" that started after a time
+//	vsbench populate-histories  scalers with filled checkpoints (recommender.go)
 //
 // Results go to stdout as "key<TAB>value" lines; progress to stderr.
 package main
@@ -95,6 +96,8 @@ func main() {
 		apicount(args)
 	case "resynclog":
 		resyncLog(args)
+	case "populate-histories":
+		populateHistories(args)
 	default:
 		fatal("unknown command %q", command)
 	}

@@ -131,4 +131,18 @@ TEST_CASE("each OOM kill is counted once, keyed by pod uid, container and restar
   CHECK(dedup.size() == 3);
   CHECK(dedup.first_time("uid-1", "app", 1));  // forgotten, counted again
   CHECK_FALSE(dedup.first_time("uid-2", "app", 1));
+  // Once full, the oldest goes first: (app, 2) went above; now (sidecar, 2), then (uid-2, app, 1).
+  CHECK(dedup.first_time("uid-1", "app", 2));
+  CHECK(dedup.first_time("uid-1", "sidecar", 2));
+  CHECK(dedup.size() == 3);
+  CHECK_FALSE(dedup.first_time("uid-1", "app", 1));
+  CHECK(dedup.first_time("uid-2", "app", 1));  // evicted by (sidecar, 2)
+}
+
+TEST_CASE("an OomDedup moved before any kill still counts kills") {
+  OomDedup dedup;
+  OomDedup moved(std::move(dedup));
+  CHECK(moved.size() == 0);
+  CHECK(moved.first_time("uid-1", "app", 1));
+  CHECK(moved.size() == 1);
 }
