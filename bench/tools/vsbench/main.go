@@ -195,6 +195,22 @@ func parallel(n, workers int, what string, job func(i int) error) int64 {
 	return failed.Load()
 }
 
+// populateClients returns the typed and dynamic clients of kubeconfig and creates the namespaces
+// PREFIX-000 .. PREFIX-(n-1), workers at a time; it returns how many creates failed.
+func populateClients(ctx context.Context, kubeconfig, prefix string, n, workers int) (*kubernetes.Clientset, dynamic.Interface, int64) {
+	kube := clientset(kubeconfig, true)
+	dyn, err := dynamic.NewForConfig(restConfig(kubeconfig))
+	if err != nil {
+		fatal("dynamic client: %v", err)
+	}
+	failed := parallel(n, workers, "namespaces", func(i int) error {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: namespaceName(prefix, i)}}, metav1.CreateOptions{})
+		return err
+	})
+	return kube, dyn, failed
+}
+
 func populate(args []string) {
 	fs := flag.NewFlagSet("populate", flag.ExitOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig")
@@ -211,17 +227,8 @@ func populate(args []string) {
 	if *scalers > *deployments || *namespaces < 1 {
 		fatal("populate: need 1 <= namespaces and scalers <= deployments")
 	}
-	kube := clientset(*kubeconfig, true)
-	dyn, err := dynamic.NewForConfig(restConfig(*kubeconfig))
-	if err != nil {
-		fatal("dynamic client: %v", err)
-	}
 	ctx := context.Background()
-	failed := parallel(*namespaces, *workers, "namespaces", func(i int) error {
-		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: namespaceName(*prefix, i)}}, metav1.CreateOptions{})
-		return err
-	})
+	kube, dyn, failed := populateClients(ctx, *kubeconfig, *prefix, *namespaces, *workers)
 	failed += parallel(*deployments, *workers, "deployments", func(k int) error {
 		ns, index := namespaceName(*prefix, k%*namespaces), k / *namespaces
 		c, m := "100m", "64Mi"

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 )
 
 var checkpointResource = schema.GroupVersionResource{Group: "scaling.vscaler.dev", Version: "v1beta1", Resource: "verticalscalercheckpoints"}
@@ -95,17 +94,8 @@ func populateHistories(args []string) {
 	workers := fs.Int("workers", 48, "parallel requests")
 	fs.Parse(args)
 	histories := readVariants(*variants)
-	kube := clientset(*kubeconfig, true)
-	dyn, err := dynamic.NewForConfig(restConfig(*kubeconfig))
-	if err != nil {
-		fatal("dynamic client: %v", err)
-	}
 	ctx := context.Background()
-	failed := parallel(*namespaces, *workers, "namespaces", func(i int) error {
-		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: namespaceName(*prefix, i)}}, metav1.CreateOptions{})
-		return err
-	})
+	kube, dyn, failed := populateClients(ctx, *kubeconfig, *prefix, *namespaces, *workers)
 	failed += parallel(*scalers, *workers, "scalers with histories", func(k int) error {
 		ns, index := namespaceName(*prefix, k%*namespaces), k / *namespaces
 		v := histories[k%len(histories)]
