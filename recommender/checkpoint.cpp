@@ -174,6 +174,7 @@ kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
     if (out.contains(name)) return field_error(path + ".name", "\"" + name + "\" appears twice");
     out.emplace(name, ContainerAggregate(std::move(state)));
   }
+  out.shrink_to_fit();
   return out;
 }
 

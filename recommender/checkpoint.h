@@ -7,19 +7,15 @@
 // recommendation equals the original. Decoding never throws; the error names the field.
 #pragma once
 
-#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "base/result.h"
 #include "recommender/aggregate_options.h"
-#include "recommender/container_aggregate.h"
+#include "recommender/container_aggregates.h"
 
 namespace vscaler::recommender {
-
-/// A scaler's history: one aggregate per container name.
-using ContainerAggregates = std::map<std::string, ContainerAggregate>;
 
 /// The checkpoint's API group/version and kind.
 inline constexpr const char* kCheckpointApiVersion = "scaling.vscaler.dev/v1beta1";

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "recommender/hash.h"
 #include "recommender/json_fields.h"
 
 namespace vscaler::recommender {
@@ -13,6 +14,13 @@ constexpr std::string_view kLogger = "recommender.checkpoints";
 
 std::string key_of(const ScalerId& scaler) {
   return scaler.namespace_ + "/" + scaler.name;
+}
+
+// The versions_ key: FNV-1a of "namespace/name". Two names that collided would share a slot: a
+// version of the other checkpoint is then sent, answered 409, and re-read (save()'s second
+// round), so a collision costs a request, never a wrong write.
+std::uint64_t slot_of(std::string_view key) {
+  return fnv1a(kFnvBasis, key);
 }
 
 std::string resource_version_of(const nlohmann::json& object) {
@@ -26,7 +34,7 @@ CheckpointStore::CheckpointStore(kube::Client client) : client_(std::move(client
 
 std::optional<std::string> CheckpointStore::known_version(const std::string& key) {
   std::lock_guard lock(mutex_);
-  auto it = versions_.find(key);
+  auto it = versions_.find(slot_of(key));
   if (it == versions_.end()) return std::nullopt;
   return it->second;
 }
@@ -35,15 +43,15 @@ void CheckpointStore::remember(const std::string& key, const nlohmann::json& obj
   std::string version = resource_version_of(object);
   std::lock_guard lock(mutex_);
   if (version.empty()) {
-    versions_.erase(key);
+    versions_.erase(slot_of(key));
   } else {
-    versions_[key] = std::move(version);
+    versions_[slot_of(key)] = std::move(version);
   }
 }
 
 void CheckpointStore::forget(const ScalerId& scaler) {
   std::lock_guard lock(mutex_);
-  versions_.erase(key_of(scaler));
+  versions_.erase(slot_of(key_of(scaler)));
 }
 
 kube::Result<LoadedCheckpoint, kube::ApiError> CheckpointStore::load(

@@ -6,12 +6,13 @@
 // scaler's uid (a leftover of an earlier scaler of the same name), is logged and ignored.
 #pragma once
 
-#include <map>
+#include <cstdint>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "base/result.h"
 #include "kube/client.h"
@@ -70,7 +71,9 @@ class CheckpointStore {
 
   kube::Client client_;
   std::mutex mutex_;
-  std::map<std::string, std::string> versions_;  // "namespace/name" -> resourceVersion
+  // Hash of "namespace/name" -> resourceVersion (see slot_of in the .cpp): a string key per
+  // checkpoint cost ~60 bytes more, at 10,000 scalers 0.6 MiB.
+  std::unordered_map<std::uint64_t, std::string> versions_;
 };
 
 }  // namespace vscaler::recommender

@@ -6,15 +6,14 @@
 #include <string>
 
 namespace vscaler::recommender {
-namespace {
-
-std::vector<HistogramBucket>::iterator find(std::vector<HistogramBucket>& buckets, int index) {
-  return std::lower_bound(
-      buckets.begin(), buckets.end(), index,
-      [](const HistogramBucket& b, int i) { return static_cast<int>(b.index) < i; });
+std::vector<HistogramBucket> DecayingHistogram::buckets() const {
+  std::vector<HistogramBucket> out;
+  out.reserve(buckets_.size());
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    out.push_back({static_cast<std::uint16_t>(buckets_.index(i)), buckets_.weight(i)});
+  }
+  return out;
 }
-
-}  // namespace
 
 void DecayingHistogram::shift_reference(const HistogramConfig& config, TimePoint time) {
   const std::int64_t half = config.half_life.count();
@@ -30,8 +29,10 @@ void DecayingHistogram::shift_reference(const HistogramConfig& config, TimePoint
   auto exponent = static_cast<int>(std::llround(double(reference_ms_ - rounded) / double(half)));
   const double eps = config.options->epsilon();
   total_weight_ = std::ldexp(total_weight_, exponent);
-  for (auto& b : buckets_) b.weight = std::ldexp(b.weight, exponent);
-  std::erase_if(buckets_, [eps](const HistogramBucket& b) { return b.weight < eps; });
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    buckets_.set_weight(i, std::ldexp(buckets_.weight(i), exponent));
+  }
+  buckets_.erase_if([eps](int, float weight) { return weight < eps; });
   if (buckets_.empty()) total_weight_ = 0;
   reference_ms_ = rounded;
 }
@@ -50,12 +51,12 @@ void DecayingHistogram::add_sample(const HistogramConfig& config, double value, 
   if (!(weight > 0) || !std::isfinite(value)) return;
   double w = weight * decay_factor(config, time);
   int index = config.options->find_bucket(value);
-  auto it = find(buckets_, index);
-  if (it != buckets_.end() && it->index == index) {
-    it->weight = static_cast<float>(double(it->weight) + w);
+  const std::size_t at = buckets_.lower_bound(index);
+  if (at < buckets_.size() && buckets_.index(at) == index) {
+    buckets_.set_weight(at, static_cast<float>(double(buckets_.weight(at)) + w));
   } else {
     if (w < config.options->epsilon()) return;  // too old to matter: VPA would drop it too
-    buckets_.insert(it, HistogramBucket{static_cast<std::uint16_t>(index), static_cast<float>(w)});
+    buckets_.insert(at, index, static_cast<float>(w));
   }
   total_weight_ += w;
 }
@@ -66,14 +67,15 @@ void DecayingHistogram::subtract_sample(const HistogramConfig& config, double va
   double w = weight *
              std::exp2(double(to_millis(time) - reference_ms_) / double(config.half_life.count()));
   int index = config.options->find_bucket(value);
-  auto it = find(buckets_, index);
-  if (it == buckets_.end() || it->index != index) return;
-  double left = double(it->weight) - w;
-  total_weight_ -= std::min(w, double(it->weight));
+  const std::size_t at = buckets_.lower_bound(index);
+  if (at == buckets_.size() || buckets_.index(at) != index) return;
+  const double stored = double(buckets_.weight(at));
+  double left = stored - w;
+  total_weight_ -= std::min(w, stored);
   if (left < config.options->epsilon()) {
-    buckets_.erase(it);
+    buckets_.erase(at);
   } else {
-    it->weight = static_cast<float>(left);
+    buckets_.set_weight(at, static_cast<float>(left));
   }
   if (buckets_.empty()) total_weight_ = 0;
 }
@@ -83,15 +85,15 @@ double DecayingHistogram::percentile(const HistogramConfig& config, double fract
   // The threshold comes from the buckets themselves rather than total_weight_: each float bucket
   // rounds on every add while the total does not, and the two drift apart over many samples.
   double sum = 0;
-  for (const auto& b : buckets_) sum += double(b.weight);
+  for (std::size_t i = 0; i < buckets_.size(); ++i) sum += double(buckets_.weight(i));
   const double threshold = fraction * sum;
   double partial = 0;
   size_t i = 0;
   for (; i + 1 < buckets_.size(); ++i) {
-    partial += double(buckets_[i].weight);
+    partial += double(buckets_.weight(i));
     if (partial >= threshold) break;
   }
-  int bucket = buckets_[i].index;
+  int bucket = buckets_.index(i);
   if (bucket < config.options->num_buckets() - 1) return config.options->bucket_start(bucket + 1);
   return config.options->bucket_start(bucket);
 }
@@ -122,7 +124,8 @@ kube::Result<DecayingHistogram> DecayingHistogram::restore(const HistogramConfig
   DecayingHistogram h;
   h.reference_ms_ = to_millis(reference);
   h.total_weight_ = buckets.empty() ? 0 : total_weight;
-  h.buckets_ = std::move(buckets);
+  h.buckets_.reserve(buckets.size());
+  for (const auto& b : buckets) h.buckets_.insert(h.buckets_.size(), b.index, b.weight);
   return h;
 }
 

@@ -3,15 +3,16 @@
 // half-life older than another counts half as much; percentiles are of the weighted samples.
 // When the exponent would pass kMaxDecayExponent the reference moves forward by whole half-lives
 // and every weight is scaled by the matching power of two (exact), so weights never overflow a
-// float. Only non-empty buckets are stored, as (uint16 index, float weight) pairs sorted by index:
-// a day of one container's usage typically touches a few dozen of the 176 buckets.
+// float. Only non-empty buckets are stored, as (index, float weight) pairs sorted by index, in a
+// BucketArray of exactly their size: a day of one container's usage typically touches a dozen
+// or two of the 176 buckets.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "base/result.h"
+#include "recommender/bucket_array.h"
 #include "recommender/histogram_options.h"
 #include "recommender/time.h"
 
@@ -55,12 +56,10 @@ class DecayingHistogram {
   double total_weight() const { return total_weight_; }
   /// The instant weights are relative to (epoch while nothing was ever added).
   TimePoint reference() const { return from_millis(reference_ms_); }
-  /// The stored buckets, sorted by index.
-  std::span<const HistogramBucket> buckets() const { return buckets_; }
+  /// A copy of the stored buckets, sorted by index (checkpoints, tests).
+  std::vector<HistogramBucket> buckets() const;
   /// Heap and inline bytes this histogram occupies (for the per-container memory budget).
-  std::size_t memory_bytes() const {
-    return sizeof(*this) + buckets_.capacity() * sizeof(HistogramBucket);
-  }
+  std::size_t memory_bytes() const { return sizeof(*this) + buckets_.heap_bytes(); }
   /// Releases spare capacity of the bucket vector.
   void shrink_to_fit() { buckets_.shrink_to_fit(); }
 
@@ -81,7 +80,7 @@ class DecayingHistogram {
 
   std::int64_t reference_ms_ = 0;
   double total_weight_ = 0;
-  std::vector<HistogramBucket> buckets_;
+  BucketArray buckets_;
 };
 
 }  // namespace vscaler::recommender

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace vscaler::recommender {
 
@@ -27,6 +28,11 @@ kube::Result<ExponentialHistogramOptions> ExponentialHistogramOptions::create(
   int n = static_cast<int>(std::ceil(std::log(max_value * (ratio - 1) / first_bucket_size + 1) /
                                      std::log(ratio))) +
           1;
+  // A histogram stores bucket indices in one byte (recommender/bucket_array.h).
+  if (n > kMaxBuckets) {
+    return kube::fail("histogram would have " + std::to_string(n) + " buckets; at most " +
+                      std::to_string(kMaxBuckets));
+  }
   options.starts_.reserve(static_cast<size_t>(n));
   for (int b = 0; b < n; ++b) {
     options.starts_.push_back(first_bucket_size * (std::pow(ratio, b) - 1) / (ratio - 1));

@@ -14,8 +14,10 @@ namespace vscaler::recommender {
 /// empty.
 class ExponentialHistogramOptions {
  public:
-  /// Checks the parameters (all positive, ratio > 1) and precomputes the bucket starts. The
-  /// error names the parameter that is wrong.
+  /// The most buckets a layout may have (a bucket index is stored in one byte).
+  static constexpr int kMaxBuckets = 256;
+  /// Checks the parameters (all positive, ratio > 1, at most kMaxBuckets buckets) and
+  /// precomputes the bucket starts. The error names the parameter that is wrong.
   static kube::Result<ExponentialHistogramOptions> create(double max_value,
                                                           double first_bucket_size, double ratio,
                                                           double epsilon);

@@ -1,6 +1,7 @@
 // Kill keys are 64-bit FNV-1a hashes of "uid/container/restartCount": 8 bytes a kill.
 #include "recommender/oom_dedup.h"
 
+#include <algorithm>
 #include <string>
 
 #include "recommender/hash.h"
@@ -14,13 +15,14 @@ bool OomDedup::first_time(std::string_view pod_uid, std::string_view container,
   h = fnv1a(h, container);
   h = fnv1a(h, "/");
   h = fnv1a(h, std::to_string(restart_count));
-  if (!seen_.insert(h).second) return false;
+  // A linear scan: kills are rare, and a hash set beside the ring cost 56 bytes in every
+  // scaler's history even when empty.
+  if (std::find(order_.begin(), order_.end(), h) != order_.end()) return false;
   if (order_.size() < capacity_) {
     order_.push_back(h);
     return true;
   }
-  seen_.erase(order_[head_]);  // full: the oldest makes room
-  order_[head_] = h;
+  order_[head_] = h;  // full: the oldest makes room
   head_ = (head_ + 1) % capacity_;
   return true;
 }

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 namespace vscaler::recommender {
@@ -25,8 +24,8 @@ class OomDedup {
 
  private:
   std::size_t capacity_;
-  std::unordered_set<std::uint64_t> seen_;
-  // Insertion order, for eviction: a ring once full, the oldest at head_. A vector, not a deque:
+  // The kills remembered, in insertion order for eviction: a ring once full, the oldest at
+  // head_. Searched linearly (first_time). A vector, not a deque:
   // an empty one allocates nothing (a std::deque allocates ~600 bytes even empty, and again when
   // moved from), and every scaler's history holds one, most never seeing a kill.
   std::vector<std::uint64_t> order_;

@@ -57,7 +57,7 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
       }
     }
   }
-  for (auto& [name, aggregate] : aggregates) aggregate.shrink_to_fit();
+  aggregates.shrink_to_fit();
   return stats;
 }
 

@@ -70,13 +70,7 @@ std::vector<ContainerRecommendation> ScalerHistory::recommendations(
 }
 
 std::size_t ScalerHistory::memory_bytes() const {
-  // A std::map node: three pointers, the colour, the key and the value.
-  std::size_t total = sizeof(*this);
-  for (const auto& [name, aggregate] : aggregates_) {
-    total += 4 * sizeof(void*) + sizeof(std::string) + aggregate.memory_bytes() +
-             (name.size() > 15 ? name.capacity() + 1 : 0);
-  }
-  return total;
+  return sizeof(*this) - sizeof(aggregates_) + aggregates_.memory_bytes();
 }
 
 }  // namespace vscaler::recommender

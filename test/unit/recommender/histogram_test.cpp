@@ -57,6 +57,11 @@ TEST_CASE("options reject nonsense parameters, naming them") {
   auto bad_first = ExponentialHistogramOptions::create(1000, 0, 1.05, 1e-4);
   REQUIRE_FALSE(bad_first.ok());
   CHECK(bad_first.error().find("first_bucket_size") != std::string::npos);
+  // Bucket indices are stored in one byte: a layout of more than 256 buckets is refused.
+  auto too_fine = ExponentialHistogramOptions::create(1000, 0.01, 1.01, 1e-4);
+  REQUIRE_FALSE(too_fine.ok());
+  CHECK(too_fine.error().find("at most 256") != std::string::npos);
+  CHECK(ExponentialHistogramOptions::create(1000, 0.01, 1.05, 1e-4).ok());
 }
 
 TEST_CASE("percentile returns the end of the bucket where the cumulative weight reaches it") {
