@@ -130,6 +130,9 @@ int run(const cmd::Options& options) {
   recommender_options.aggregate.memory_aggregation_interval = options.memory_aggregation_interval;
   recommender::LoopHooks recommender_hooks;
   recommender_hooks.scalers = [&manager] { return manager.store().snapshot(); };
+  recommender_hooks.scaler = [&manager](const std::string& key) {
+    return manager.store().get(key);
+  };
   recommender_hooks.synced = [&manager] { return manager.synced(); };
   recommender_hooks.begin_step = [&manager](std::string_view step) {
     return manager.leader_steps().begin(step);

@@ -56,9 +56,9 @@ void append_escaped(std::string& out, std::string_view text, bool quote) {
 
 // Appends {name="value",...} plus an optional extra label (histograms' "le"); nothing when
 // there are no labels at all.
-void append_labels(std::string& out, const std::vector<std::string>& names,
-                   const std::vector<std::string>& values, std::string_view extra_name = {},
-                   std::string_view extra_value = {}) {
+template <typename Values>
+void append_labels(std::string& out, const std::vector<std::string>& names, const Values& values,
+                   std::string_view extra_name = {}, std::string_view extra_value = {}) {
   if (names.empty() && extra_name.empty()) return;
   out += '{';
   bool first = true;
@@ -173,6 +173,20 @@ FamilyBase::FamilyBase(std::string name, std::string help, std::vector<std::stri
       help_(std::move(help)),
       label_names_(std::move(label_names)),
       type_(type) {}
+
+void FamilyBase::write_header(std::string& out) const {
+  append_header(out, *this);
+}
+
+void FamilyBase::write_sample(std::string& out, std::span<const std::string_view> values,
+                              double value) const {
+  check_arity(values.size());
+  out += name_;
+  append_labels(out, label_names_, values);
+  out += ' ';
+  out += format_value(value);
+  out += '\n';
+}
 
 void FamilyBase::check_arity(std::size_t count) const {
   if (count != label_names_.size()) {
@@ -335,6 +349,20 @@ Family<Metric>& Registry::add(const std::string& name, const std::string& help,
   auto* family = new Family<Metric>(name, help, std::move(label_names), type, std::move(bounds));
   families_.emplace(name, std::unique_ptr<FamilyBase>(family));
   return *family;
+}
+
+FamilyBase& Registry::add_family(std::unique_ptr<FamilyBase> family) {
+  const std::string& name = family->name();
+  if (!valid_metric_name(name)) throw std::invalid_argument("invalid metric name: " + name);
+  for (const auto& label : family->label_names()) {
+    if (!valid_label_name(label) || (family->type() == Type::kHistogram && label == "le")) {
+      throw std::invalid_argument("invalid label name " + label + " for metric " + name);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  auto [it, inserted] = families_.try_emplace(name);
+  if (inserted) it->second = std::move(family);
+  return *it->second;
 }
 
 CounterFamily& Registry::counter(const std::string& name, const std::string& help,

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -104,6 +105,11 @@ class FamilyBase {
 
  protected:
   FamilyBase(std::string name, std::string help, std::vector<std::string> label_names, Type type);
+  /// Appends the family's # HELP and # TYPE lines (for render()).
+  void write_header(std::string& out) const;
+  /// Appends one sample line `name{label="value",...} value` with these label values (in
+  /// label-name order), escaped as the text format requires (for render()).
+  void write_sample(std::string& out, std::span<const std::string_view> values, double value) const;
   /// Checks the number of label values against the label names; throws std::invalid_argument.
   void check_arity(std::size_t count) const;
 
@@ -205,6 +211,22 @@ class Registry {
                              std::vector<std::string> label_names,
                              std::vector<double> bounds = latency_buckets());
 
+  /// Registers a family that stores and renders its own series (a FamilyBase subclass built
+  /// from `args`: for series that a generic family would store too expensively, such as a
+  /// table of gauges per object). Idempotent like the others: a family of that name and class
+  /// already registered is returned (the new one is discarded); another class of that name, an
+  /// invalid name or label name throws std::invalid_argument.
+  template <typename F, typename... Args>
+  F& custom(Args&&... args) {
+    FamilyBase& family = add_family(std::make_unique<F>(std::forward<Args>(args)...));
+    auto* typed = dynamic_cast<F*>(&family);
+    if (typed == nullptr) {
+      throw std::invalid_argument("metric " + family.name() +
+                                  " is already registered as another family");
+    }
+    return *typed;
+  }
+
   /// The whole registry in the Prometheus text format, families sorted by name.
   std::string render() const;
 
@@ -212,6 +234,7 @@ class Registry {
   template <typename Metric>
   Family<Metric>& add(const std::string& name, const std::string& help,
                       std::vector<std::string> label_names, Type type, std::vector<double> bounds);
+  FamilyBase& add_family(std::unique_ptr<FamilyBase> family);
 
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<FamilyBase>, std::less<>> families_;

@@ -2,7 +2,7 @@
 #include "recommender/loop.h"
 
 #include <algorithm>
-#include <array>
+#include <set>
 #include <tuple>
 
 #include "base/log.h"
@@ -16,9 +16,6 @@ using nlohmann::json;
 constexpr std::string_view kLogger = "recommender";
 /// Scalers in one namespace from which a pass lists the namespace once instead of per scaler.
 constexpr std::size_t kSharedNamespaceScalers = 3;
-constexpr std::array<const char*, 4> kBounds = {"target", "lowerBound", "upperBound",
-                                                "uncappedTarget"};
-constexpr std::array<const char*, 2> kResources = {kCpu, kMemory};
 
 ResourceMap to_resource_map(const api::ResourceMap& map) {
   return ResourceMap(map.begin(), map.end());
@@ -28,19 +25,6 @@ bool any_recommended(const api::Scaler& scaler) {
   if (scaler.containers.empty()) return true;
   return std::any_of(scaler.containers.begin(), scaler.containers.end(),
                      [](const api::ContainerResources& e) { return !e.off && !e.fixed(); });
-}
-
-const ResourceMap& bound_of(const ContainerRecommendation& rec, std::size_t bound) {
-  switch (bound) {
-    case 0:
-      return rec.target;
-    case 1:
-      return rec.lower_bound;
-    case 2:
-      return rec.upper_bound;
-    default:
-      return rec.uncapped_target;
-  }
 }
 
 // What the pass saw, in words that stay the same while nothing changes (the message is part of
@@ -90,10 +74,7 @@ RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptio
                                        metrics::exponential_buckets(0.005, 2, 14))),
       samples_total_(registry.counter("vscaler_recommender_samples_total",
                                       "Container usage samples folded into the histories")),
-      recommendation_(
-          registry.gauge("vscaler_recommendation",
-                         "The recommender's current recommendation (cpu in cores, memory in bytes)",
-                         {"namespace", "verticalscaler", "container", "resource", "bound"})) {}
+      recommendation_(registry.custom<RecommendationGauges>()) {}
 
 RecommenderLoop::~RecommenderLoop() {
   stop();
@@ -223,10 +204,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   api_.begin_pass(std::move(shared));
   for (const api::Scaler* active : actives) {
     auto [it, inserted] = tracked_.try_emplace(active->uid);
-    if (inserted) {
-      it->second.id = {active->ns, active->name, active->uid};
-      it->second.key = active->key();
-    }
+    if (inserted) it->second.key = active->key();
     ++summary.scalers;
     passed.insert(active->uid);
     if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
@@ -241,7 +219,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
       continue;
     }
     remove_gauges(it->second);
-    api_.forget_checkpoint(it->second.id);
+    api_.forget_checkpoint(id_of(it->first, it->second));
     it = tracked_.erase(it);
   }
   for (const auto& [uid, tracked] : tracked_) {
@@ -270,7 +248,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
                                   const std::string& now, PassSummary& summary) {
   if (!tracked.restored) {
     ++summary.requests;
-    auto loaded = api_.load_checkpoint(tracked.id, options_.aggregate);
+    auto loaded = api_.load_checkpoint({scaler.ns, scaler.name, scaler.uid}, options_.aggregate);
     if (!loaded.ok()) {
       log::warn(
           kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
@@ -344,22 +322,26 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
     export_gauges(tracked, recs);
   }
-  if (publish(scaler, publication, now, summary.requests)) {
+  if (publish(scaler, tracked.key, publication, now, summary.requests)) {
     ++summary.published;
     if (hooks_.on_published) hooks_.on_published(tracked.key);
   }
   return true;
 }
 
-bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publication,
-                              const std::string& now, std::size_t& requests) {
-  // The informer's copy first: when it already says this, no request at all. Otherwise the
-  // first write rests on that copy, its resourceVersion the precondition: it is usually
-  // current, and a GET per published scaler is saved. A 409 means it lagged: each retry reads
-  // the scaler fresh.
-  auto update = status_update(scaler.status(), scaler.generation, publication, now);
+bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
+                              const Publication& publication, const std::string& now,
+                              std::size_t& requests) {
+  // The informer's copy first, as it is now (not the pass's snapshot, which the reconciler's
+  // status writes outdate during a long pass): when it already says this, no request at all.
+  // Otherwise the first write rests on that copy, its resourceVersion the precondition: it is
+  // usually current, and a GET per published scaler is saved. A 409 means it lagged: each
+  // retry reads the scaler fresh.
+  std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
+  const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
+  auto update = status_update(known.status(), known.generation, publication, now);
   if (!update) return false;
-  std::string resource_version = scaler.resource_version;
+  std::string resource_version = known.resource_version;
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {
     if (attempt > 0) {
       ++requests;
@@ -401,34 +383,17 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const Publication& publ
 
 void RecommenderLoop::export_gauges(Tracked& tracked,
                                     const std::vector<ContainerRecommendation>& recs) {
-  std::set<std::string> rows;
-  for (const auto& rec : recs) {
-    rows.insert(rec.container_name);
-    for (std::size_t b = 0; b < kBounds.size(); ++b) {
-      for (const char* resource : kResources) {
-        const auto* value = find(bound_of(rec, b), resource);
-        if (!value) continue;
-        recommendation_
-            .with(
-                {tracked.id.namespace_, tracked.id.name, rec.container_name, resource, kBounds[b]})
-            .set(base_units(*value));
-      }
-    }
-  }
-  for (const auto& container : tracked.gauge_rows) {
-    if (rows.count(container)) continue;
-    for (const char* bound : kBounds) {
-      for (const char* resource : kResources) {
-        recommendation_.remove(
-            {tracked.id.namespace_, tracked.id.name, container, resource, bound});
-      }
-    }
-  }
-  tracked.gauge_rows = std::move(rows);
+  if (recs.empty() && !tracked.gauges) return;
+  recommendation_.set(tracked.ns(), tracked.name(), recs);
+  tracked.gauges = !recs.empty();
 }
 
 void RecommenderLoop::remove_gauges(Tracked& tracked) {
   export_gauges(tracked, {});
+}
+
+ScalerId RecommenderLoop::id_of(const std::string& uid, const Tracked& tracked) {
+  return {std::string(tracked.ns()), std::string(tracked.name()), uid};
 }
 
 std::size_t RecommenderLoop::save_checkpoints() {
@@ -436,14 +401,14 @@ std::size_t RecommenderLoop::save_checkpoints() {
   std::size_t written = 0;
   for (auto& [uid, tracked] : tracked_) {
     if (!tracked.restored || tracked.history.aggregates().empty()) continue;
-    auto saved = api_.save_checkpoint(tracked.id, tracked.history);
+    const ScalerId id = id_of(uid, tracked);
+    auto saved = api_.save_checkpoint(id, tracked.history);
     if (saved.ok()) {
       ++written;
     } else if (!kube::is_not_found(saved.error())) {
-      log::warn(kLogger, "cannot write the checkpoint; next interval",
-                {{"namespace", tracked.id.namespace_},
-                 {"name", tracked.id.name},
-                 {"error", saved.error().to_string()}});
+      log::warn(
+          kLogger, "cannot write the checkpoint; next interval",
+          {{"namespace", id.namespace_}, {"name", id.name}, {"error", saved.error().to_string()}});
     }
   }
   return written;

@@ -17,7 +17,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -28,6 +27,7 @@
 #include "recommender/aggregate_options.h"
 #include "recommender/provided_status.h"
 #include "recommender/recommendation.h"
+#include "recommender/recommendation_gauges.h"
 #include "recommender/recommender_api.h"
 #include "recommender/scaler_history.h"
 
@@ -61,6 +61,12 @@ struct LoopHooks {
   /// True once the scalers are all known (the informer has synced); until then a pass would
   /// see none, so the first one waits for it (checked every second). Empty: known from the start.
   std::function<bool()> synced;
+  /// The scaler of this key ("namespace/name") as the operator knows it now
+  /// (controller::ScalerStore::get), nullptr when gone. A status write rests on it rather than on
+  /// the pass's snapshot: a pass over 10,000 scalers lasts minutes, and the reconciler writes
+  /// their status meanwhile, so a copy from the pass's start is stale by then (a 409, a GET and
+  /// a second PATCH each). Empty: the snapshot's copy is used.
+  std::function<std::shared_ptr<const api::Scaler>(const std::string& key)> scaler;
   /// Called with a scaler's key after its status got a new recommendation or reason.
   std::function<void(const std::string& key)> on_published;
 };
@@ -109,17 +115,23 @@ class RecommenderLoop {
   const ScalerHistory* history(const std::string& uid) const;
 
  private:
+  // One per scaler, by uid (the map's key). The scaler's namespace and name are kept once, as
+  // its key "namespace/name" (a namespace holds no '/'), and split where needed: 10,000 of these
+  // live as long as the scalers do.
   struct Tracked {
-    ScalerId id;
-    std::string key;
+    std::string key;  // "namespace/name", what on_published is given
     ScalerHistory history;
-    bool restored = false;             // the checkpoint was read (or found absent)
-    std::set<std::string> gauge_rows;  // containers with vscaler_recommendation series
+    bool restored = false;  // the checkpoint was read (or found absent)
+    bool gauges = false;    // vscaler_recommendation has series of this scaler
+    std::string_view ns() const { return std::string_view(key).substr(0, key.find('/')); }
+    std::string_view name() const { return std::string_view(key).substr(key.find('/') + 1); }
   };
+  // The ScalerId the checkpoint calls take.
+  static ScalerId id_of(const std::string& uid, const Tracked& tracked);
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
-  bool publish(const api::Scaler& scaler, const Publication& publication, const std::string& now,
-               std::size_t& requests);
+  bool publish(const api::Scaler& scaler, const std::string& key, const Publication& publication,
+               const std::string& now, std::size_t& requests);
   void export_gauges(Tracked& tracked, const std::vector<ContainerRecommendation>& recs);
   void remove_gauges(Tracked& tracked);
   void forget_all();
@@ -130,7 +142,7 @@ class RecommenderLoop {
   LoopOptions options_;
   metrics::HistogramFamily& pass_seconds_;
   metrics::CounterFamily& samples_total_;
-  metrics::GaugeFamily& recommendation_;
+  RecommendationGauges& recommendation_;
 
   std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
   bool was_leading_ = false;

@@ -292,6 +292,62 @@ TEST_CASE("a status conflict re-reads the scaler and writes again") {
   CHECK(f.condition("web")["reason"] == "Recommended");
 }
 
+TEST_CASE("the status write rests on the informer's current copy, not the pass's snapshot") {
+  // The pass's snapshot is taken at its start; the reconciler writes the scaler's status before
+  // the pass reaches it (a pass over 10,000 scalers lasts minutes). The informer has that write:
+  // the first PATCH uses its resourceVersion and keeps its condition, with no 409 and no GET.
+  for (bool with_hook : {true, false}) {
+    CAPTURE(with_hook);
+    Fixture f;
+    f.add_scaler(scaler_object("web", "u1"));
+    json& stored = f.api.scalers.at("web");
+    stored["metadata"]["resourceVersion"] = "11";
+    stored["status"]["conditions"].push_back(
+        {{"type", "Ready"}, {"status", "True"}, {"reason", "UpToDate"}});
+    LoopHooks hooks = f.hooks();
+    std::vector<std::string> looked_up;
+    if (with_hook) {
+      hooks.scaler = [&f, &looked_up](const std::string& key) {
+        looked_up.push_back(key);
+        auto parsed = api::parse_scaler(f.api.scalers.at("web"));
+        REQUIRE(parsed.ok());
+        return std::make_shared<const api::Scaler>(std::move(parsed).value());
+      };
+    }
+    RecommenderLoop loop(f.api, std::move(hooks), LoopOptions{}, f.registry);
+    f.api.inputs["web"] = usage(1, 0);
+    CHECK(loop.run_pass().published == 1);
+    // Without the hook (the former behaviour): a 409 on the stale copy, a GET, a second PATCH.
+    CHECK(f.api.count("patch web") == (with_hook ? 1 : 2));
+    CHECK(f.api.count("get web") == (with_hook ? 0 : 1));
+    if (with_hook) CHECK(looked_up == std::vector<std::string>{"shop/web"});
+    const json& conditions = f.api.scalers.at("web")["status"]["conditions"];
+    REQUIRE(conditions.size() == 3);
+    CHECK(conditions[1]["type"] == "Ready");  // the reconciler's write is kept
+    CHECK(f.condition("web")["reason"] == "Recommended");
+  }
+}
+
+TEST_CASE("a scaler recreated under the same name: the status write keeps the pass's copy") {
+  // The store's copy of the key has another uid: it is not this scaler's, so the write rests on
+  // the pass's own copy (and its precondition fails if the scaler was really replaced).
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  LoopHooks hooks = f.hooks();
+  hooks.scaler = [](const std::string&) {
+    auto parsed = api::parse_scaler(scaler_object("web", "u2"));
+    REQUIRE(parsed.ok());
+    auto other = parsed.value();
+    other.resource_version = "99";
+    return std::make_shared<const api::Scaler>(std::move(other));
+  };
+  RecommenderLoop loop(f.api, std::move(hooks), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(1, 0);
+  CHECK(loop.run_pass().published == 1);
+  CHECK(f.api.count("patch web") == 1);  // rv "10" of the pass's copy, which is current
+  CHECK(f.condition("web")["reason"] == "Recommended");
+}
+
 TEST_CASE("reasons: InsufficientHistory, NoMetrics keeps the recommendation, NoPodsMatched") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
