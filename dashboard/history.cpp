@@ -37,17 +37,6 @@ bool has_fixed(const api::Scaler& scaler) {
   return false;
 }
 
-// Drops what is older than the window, but keeps the newest of those: the chart's line starts
-// from the value that held when the window began.
-bool drop_old(std::deque<HistoryPoint>& ring, std::int64_t window_start) {
-  bool dropped = false;
-  while (ring.size() > 1 && ring[1].time <= window_start) {
-    ring.pop_front();
-    dropped = true;
-  }
-  return dropped;
-}
-
 }  // namespace
 
 std::map<std::string, HistoryPoint, std::less<>> recommended_targets(const json& status,
@@ -88,8 +77,8 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
   if (!inserted && track.resource_version == resource_version) {
     // The same object as last time: nothing to fold in, but the window still moves.
     bool dropped = false;
-    for (auto& [name, ring] : track.points) {
-      dropped = drop_old(ring, now - options_.window.count()) || dropped;
+    for (auto& series : track.series) {
+      dropped = series.ring.drop_before(now - options_.window.count()) || dropped;
     }
     if (dropped) track.version = ++next_version_;
     return;
@@ -124,21 +113,35 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
 
   auto window_start = now - options_.window.count();
   for (auto& [name, point] : recommended_targets(status, now)) {
-    auto& ring = track.points[name];
-    if (ring.empty() || ring.back().cpu != point.cpu || ring.back().memory != point.memory) {
-      ring.push_back(point);
-    }
-    while (ring.size() > options_.points_per_container) ring.pop_front();
-    drop_old(ring, window_start);
+    PointRing& ring = ring_for(track, name);
+    ring.add(point, options_.points_per_container);
+    ring.drop_before(window_start);
   }
+}
+
+const PointRing* History::find_ring(const Track& track, std::string_view container) {
+  for (const auto& series : track.series) {
+    if (series.container == container) return &series.ring;
+  }
+  return nullptr;
+}
+
+PointRing& History::ring_for(Track& track, std::string_view container) {
+  for (auto& series : track.series) {
+    if (series.container == container) return series.ring;
+  }
+  // Grown one at a time: a scaler has a handful of containers, and a vector's doubling would
+  // leave room unused in each of 10,000s of tracks.
+  track.series.reserve(track.series.size() + 1);
+  track.series.push_back(Series{std::string(container), PointRing()});
+  return track.series.back().ring;
 }
 
 std::vector<HistoryPoint> History::points(std::string_view key, std::string_view container) const {
   auto it = tracks_.find(key);
   if (it == tracks_.end()) return {};
-  auto ring = it->second.points.find(container);
-  if (ring == it->second.points.end()) return {};
-  return {ring->second.begin(), ring->second.end()};
+  const PointRing* ring = find_ring(it->second, container);
+  return ring != nullptr ? ring->points() : std::vector<HistoryPoint>();
 }
 
 std::uint64_t History::version(std::string_view key) const {

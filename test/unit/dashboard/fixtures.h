@@ -10,16 +10,17 @@
 
 namespace vscaler::dashboard::testing {
 
-/// A parsed scaler ns/name with `spec` and `status` (uid "uid-<name>").
+/// A parsed scaler ns/name with `spec` and `status` (uid "uid-<name>" unless `uid` is given).
 inline std::shared_ptr<const api::Scaler> scaler(const std::string& ns, const std::string& name,
                                                  nlohmann::json spec, nlohmann::json status,
-                                                 const std::string& resource_version = "1") {
+                                                 const std::string& resource_version = "1",
+                                                 const std::string& uid = "") {
   nlohmann::json object{{"apiVersion", "scaling.vscaler.dev/v1beta1"},
                         {"kind", "VerticalScaler"},
                         {"metadata",
                          {{"name", name},
                           {"namespace", ns},
-                          {"uid", "uid-" + name},
+                          {"uid", uid.empty() ? "uid-" + name : uid},
                           {"generation", 1},
                           {"resourceVersion", resource_version},
                           {"creationTimestamp", "2026-11-29T18:00:00Z"}}},

@@ -104,3 +104,56 @@ TEST_CASE("history: an unchanged object (same resourceVersion) is not folded in 
   CHECK(history.version("shop/web") != version);
   CHECK(history.points("shop/web", "app").size() == 2);
 }
+
+TEST_CASE("history: a scaler deleted and created again (a new uid) starts afresh") {
+  History history;
+  json spec{{"deploymentName", "web"}};
+  json status = status_with("app", {{"cpu", "100m"}}, {{"cpu", "100m"}});
+  history.observe({scaler("shop", "web", spec, status, "1", "uid-a")}, 100);
+  status["containers"][0]["requests"]["cpu"] = "200m";
+  status["recommendation"]["containerRecommendations"][0]["target"]["cpu"] = "200m";
+  history.observe({scaler("shop", "web", spec, status, "2", "uid-a")}, 200);
+  CHECK(history.points("shop/web", "app").size() == 2);
+  REQUIRE(history.last_change("shop/web") != nullptr);
+
+  // The same name, another object: its history is its own, from its first observation on.
+  json other = status_with("worker", {{"cpu", "300m"}}, {{"cpu", "300m"}});
+  history.observe({scaler("shop", "web", spec, other, "3", "uid-b")}, 300);
+  CHECK(history.points("shop/web", "app").empty());
+  auto points = history.points("shop/web", "worker");
+  REQUIRE(points.size() == 1);
+  CHECK(points[0].time == 300);
+  CHECK(*points[0].cpu == 300'000'000);
+  CHECK(history.last_change("shop/web") == nullptr);
+  CHECK(history.size() == 1);
+}
+
+TEST_CASE("history: targets come back exactly, to the nanounit, however large or small") {
+  HistoryOptions options;
+  options.points_per_container = 2;
+  History history(options);
+  json spec{{"deploymentName", "web"}};
+  int version = 0;
+  auto at = [&](const char* cpu, const char* memory) {
+    return scaler("shop", "web", spec,
+                  status_with("app", {{"cpu", "1"}}, {{"cpu", cpu}, {"memory", memory}}),
+                  std::to_string(++version));
+  };
+  using vscaler::kube::Int128;
+  const Int128 giga = 1'000'000'000;
+  history.observe({at("1n", "1.5")}, 100);     // a nanocore; a byte and a half
+  history.observe({at("1e12", "1e29")}, 200);  // beyond 64 bits of nanocores and of bytes
+  auto points = history.points("shop/web", "app");
+  REQUIRE(points.size() == 2);
+  CHECK(*points[0].cpu == 1);
+  CHECK(*points[0].memory == 1'500'000'000);
+  CHECK(*points[1].cpu == Int128(1'000'000'000'000) * giga);
+  CHECK(*points[1].memory == Int128(100'000'000'000'000) * 1'000'000'000'000'000 * giga);
+  history.observe({at("352m", "511772988")}, 300);
+  history.observe({at("352m", "410Mi")}, 400);  // the ring holds 2: packed again
+  points = history.points("shop/web", "app");
+  REQUIRE(points.size() == 2);
+  CHECK(*points[0].memory == Int128(511772988) * giga);
+  CHECK(*points[1].cpu == 352'000'000);
+  CHECK(*points[1].memory == Int128(410) * 1024 * 1024 * giga);
+}
