@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/flat_map.h"
 #include "base/result.h"
 #include "kube/quantity.h"
 
@@ -21,8 +22,10 @@ enum class UpdateMode { kAuto, kReconcile, kInitial, kOff };
 /// The API text of an update mode ("Auto", "Reconcile", "Initial", "Off").
 std::string_view to_string(UpdateMode mode);
 
-/// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable.
-using ResourceMap = std::map<std::string, kube::Quantity, std::less<>>;
+/// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable. A
+/// sorted vector (base/flat_map.h), not a std::map: one small block per map for the life of each
+/// scaler instead of a tree node per entry (issue 17).
+using ResourceMap = base::FlatMap<std::string, kube::Quantity, std::less<>>;
 
 /// spec.containers[].controlledValues: what a recommendation changes.
 enum class ControlledValues {

@@ -1,34 +1,71 @@
-// ScalerIndex: 64 shards of open-addressing tables for the readers, a reverse map for the (single)
-// writer. A lookup is one hash of namespace, kind and name, one shard read lock, and usually one
-// cache line of slots on a miss; std::unordered_map's node chains cost two or three cache misses
-// instead.
+// ScalerIndex: 64 shards of open-addressing tables for the readers, a table of Entries by scaler
+// key for the (single) writer. A lookup is one hash of namespace, kind and name, one shard read
+// lock, and usually one cache line of slots on a miss; std::unordered_map's node chains cost two
+// or three cache misses instead. Targets and Entries are one allocation each, the strings inline.
 #include "controller/scaler_index.h"
 
-#include <algorithm>
 #include <cstring>
-#include <memory>
+#include <new>
 #include <utility>
 
 namespace vscaler::controller {
+namespace {
 
-// The namespace length is compared too: names with a '/' cannot exist in Kubernetes, but a
-// mutating webhook sees objects before the API server validates them.
+// Both headers are trivially destructible: a block is freed without running a destructor.
+void* allocate_block(size_t header, size_t text) {
+  return ::operator new(header + text);
+}
+
+}  // namespace
+
+void ScalerIndex::BlockDelete::operator()(Entry* entry) const {
+  ::operator delete(entry);
+}
+
+void ScalerIndex::BlockDelete::operator()(Target* target) const {
+  ::operator delete(target);
+}
+
+ScalerIndex::EntryPtr ScalerIndex::make_entry(std::string_view scaler_key) {
+  void* block = allocate_block(sizeof(Entry), scaler_key.size());
+  EntryPtr entry(new (block) Entry{nullptr, nullptr, static_cast<uint32_t>(scaler_key.size())});
+  std::memcpy(entry.get() + 1, scaler_key.data(), scaler_key.size());
+  return entry;
+}
+
+ScalerIndex::TargetPtr ScalerIndex::make_target(std::string_view ns, std::string_view kind,
+                                                std::string_view name) {
+  void* block = allocate_block(sizeof(Target), ns.size() + kind.size() + name.size());
+  TargetPtr target(new (block) Target{nullptr, 0, static_cast<uint32_t>(ns.size()),
+                                      static_cast<uint32_t>(kind.size()),
+                                      static_cast<uint32_t>(name.size())});
+  char* text = reinterpret_cast<char*>(target.get() + 1);
+  std::memcpy(text, ns.data(), ns.size());
+  std::memcpy(text + ns.size(), kind.data(), kind.size());
+  std::memcpy(text + ns.size() + kind.size(), name.data(), name.size());
+  return target;
+}
+
+ScalerTarget ScalerIndex::target_value(const Target& target) {
+  return ScalerTarget{std::string(target.ns()), std::string(target.kind()),
+                      std::string(target.name())};
+}
+
+// Each part is compared on its own (with its length): "a"+"bc" is not "ab"+"c". Names with a '/'
+// cannot exist in Kubernetes, but a mutating webhook sees objects before the API server
+// validates them.
 bool ScalerIndex::same_target(const Target& target, std::string_view ns, std::string_view kind,
                               std::string_view name) {
-  const std::string& key = target.key;
-  return target.ns_size == ns.size() && target.kind_size == kind.size() &&
-         key.size() == ns.size() + 1 + kind.size() + 1 + name.size() &&
-         std::memcmp(key.data(), ns.data(), ns.size()) == 0 &&
-         std::memcmp(key.data() + ns.size() + 1, kind.data(), kind.size()) == 0 &&
-         std::memcmp(key.data() + ns.size() + 1 + kind.size() + 1, name.data(), name.size()) == 0;
+  return target.ns() == ns && target.kind() == kind && target.name() == name;
 }
 
 ScalerIndex::ScalerIndex() : seed_(base::random_hash_seed()) {}
 
 ScalerIndex::~ScalerIndex() {
   for (Shard& shard : shards_) {
-    shard.targets.for_each([](Target* target) { delete target; });
+    shard.targets.for_each([](Target* target) { BlockDelete{}(target); });
   }
+  by_scaler_.for_each([](Entry* entry) { BlockDelete{}(entry); });
 }
 
 uint64_t ScalerIndex::hash(std::string_view ns, std::string_view kind,
@@ -38,21 +75,27 @@ uint64_t ScalerIndex::hash(std::string_view ns, std::string_view kind,
       base::hash_bytes(base::hash_bytes(base::hash_bytes(seed_, ns), kind), name));
 }
 
+uint64_t ScalerIndex::key_hash(std::string_view scaler_key) const {
+  return base::hash_finish(base::hash_bytes(~seed_, scaler_key));
+}
+
 ScalerIndex::Target* ScalerIndex::find_locked(const Shard& shard, uint64_t h, std::string_view ns,
                                               std::string_view kind, std::string_view name) {
   return shard.targets.find(
       h, [&](const Target& target) { return same_target(target, ns, kind, name); });
 }
 
+ScalerIndex::Entry* ScalerIndex::find_entry(uint64_t h, std::string_view scaler_key) const {
+  return by_scaler_.find(h, [&](const Entry& entry) { return entry.key() == scaler_key; });
+}
+
 // Writers allocate before taking a shard's lock and free after releasing it, so readers of the
 // shard wait for a few slot moves at most, never for the allocator.
-void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget& target) {
-  uint64_t h = hash(target.ns, target.kind, target.name);
+void ScalerIndex::insert_locked(Entry* entry, std::string_view ns, std::string_view kind,
+                                std::string_view name) {
+  uint64_t h = hash(ns, kind, name);
   Shard& shard = shards_[h >> kShardShift];
-  auto fresh = std::make_unique<Target>(Target{
-      target.ns + "/" + target.kind + "/" + target.name, target.ns.size(), target.kind.size(), {}});
-  fresh->scalers.reserve(1);
-  std::string key(scaler_key);
+  TargetPtr fresh = make_target(ns, kind, name);     // freed after the lock when unused
   std::vector<base::OpenTable<Target>::Slot> spare;  // the grown array in, the old one out
   {
     std::shared_lock lock(shard.mutex);  // only this writer changes the shard: sizing is stable
@@ -62,61 +105,67 @@ void ScalerIndex::insert_locked(std::string_view scaler_key, const ScalerTarget&
   if (!spare.empty()) shard.targets.rehash(spare);
   // Never grows here: the table has room for one more.
   Target* found = shard.targets.find_or_insert(
-      h, [&](const Target& t) { return same_target(t, target.ns, target.kind, target.name); },
+      h, [&](const Target& t) { return same_target(t, ns, kind, name); },
       [&] { return fresh.release(); });
-  std::vector<std::string>& keys = found->scalers;
-  auto pos = std::lower_bound(keys.begin(), keys.end(), key);
-  // Allocates under the lock only for a second scaler on one workload (a Conflict, rare).
-  if (pos == keys.end() || *pos != key) keys.insert(pos, std::move(key));
+  entry->target = found;
+  Entry** link = &found->scalers;
+  while (*link && (*link)->key() < entry->key()) link = &(*link)->next;
+  entry->next = *link;
+  *link = entry;
+  ++found->count;
 }
 
-void ScalerIndex::erase_locked(std::string_view scaler_key, const ScalerTarget& target) {
-  uint64_t h = hash(target.ns, target.kind, target.name);
+// Unlinks `entry` from its target (and drops the target when it was its last scaler); the caller
+// frees `entry` once no reader can reach it, which is after this returns.
+void ScalerIndex::erase_locked(Entry* entry) {
+  Target* target = entry->target;
+  // The target's text is immutable and only this writer frees it: read it before the lock.
+  uint64_t h = hash(target->ns(), target->kind(), target->name());
   Shard& shard = shards_[h >> kShardShift];
-  std::unique_ptr<Target> gone;  // deleted after the lock is released
-  std::string removed;
+  TargetPtr gone;  // freed after the lock is released
   std::unique_lock lock(shard.mutex);
-  Target* found = find_locked(shard, h, target.ns, target.kind, target.name);
-  if (!found) return;
-  std::vector<std::string>& keys = found->scalers;
-  auto pos = std::lower_bound(keys.begin(), keys.end(), scaler_key);
-  if (pos != keys.end() && *pos == scaler_key) {
-    removed = std::move(*pos);
-    keys.erase(pos);
-  }
-  if (!keys.empty()) return;
-  gone.reset(found);
-  shard.targets.erase(h, found);
+  Entry** link = &target->scalers;
+  while (*link && *link != entry) link = &(*link)->next;
+  if (*link == nullptr) return;
+  *link = entry->next;
+  if (--target->count > 0) return;
+  shard.targets.erase(h, target);
+  gone.reset(target);
 }
 
 std::optional<ScalerTarget> ScalerIndex::upsert(std::string_view scaler_key, std::string_view ns,
                                                 std::string_view kind, std::string_view name) {
   std::lock_guard lock(writer_mutex_);
-  auto it = by_scaler_.find(scaler_key);
-  if (it != by_scaler_.end() && it->second.ns == ns && it->second.kind == kind &&
-      it->second.name == name) {
-    return std::nullopt;
-  }
-  ScalerTarget target{std::string(ns), std::string(kind), std::string(name)};
+  uint64_t h = key_hash(scaler_key);
+  Entry* old = find_entry(h, scaler_key);
+  if (old && same_target(*old->target, ns, kind, name)) return std::nullopt;
+  EntryPtr fresh = make_entry(scaler_key);
   // Insert into the new target before leaving the old one: a concurrent reader may see the
   // scaler under both workloads for an instant (an extra enqueue), never under neither.
-  insert_locked(scaler_key, target);
-  if (it == by_scaler_.end()) {
-    by_scaler_.emplace(std::string(scaler_key), std::move(target));
+  insert_locked(fresh.get(), ns, kind, name);
+  if (!old) {
+    by_scaler_.insert(h, fresh.release());
     size_.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
   }
-  erase_locked(scaler_key, it->second);
-  return std::exchange(it->second, std::move(target));
+  ScalerTarget previous = target_value(*old->target);
+  by_scaler_.erase(h, old);
+  by_scaler_.insert(h, fresh.release());
+  erase_locked(old);
+  BlockDelete{}(old);  // unreachable by readers now
+  return previous;
 }
 
 std::optional<ScalerTarget> ScalerIndex::remove(std::string_view scaler_key) {
   std::lock_guard lock(writer_mutex_);
-  auto it = by_scaler_.find(scaler_key);
-  if (it == by_scaler_.end()) return std::nullopt;
-  erase_locked(scaler_key, it->second);
-  ScalerTarget old = std::move(it->second);
-  by_scaler_.erase(it);
+  uint64_t h = key_hash(scaler_key);
+  Entry* entry = find_entry(h, scaler_key);
+  if (!entry) return std::nullopt;
+  ScalerTarget old = target_value(*entry->target);
+  by_scaler_.erase(h, entry);
+  by_scaler_.shrink(kInitialSlots);
+  erase_locked(entry);
+  BlockDelete{}(entry);  // unreachable by readers now
   size_.fetch_sub(1, std::memory_order_relaxed);
   return old;
 }
@@ -130,9 +179,9 @@ std::vector<std::string> ScalerIndex::lookup(std::string_view ns, std::string_vi
 
 std::optional<ScalerTarget> ScalerIndex::target_of(std::string_view scaler_key) const {
   std::lock_guard lock(writer_mutex_);
-  auto it = by_scaler_.find(scaler_key);
-  if (it == by_scaler_.end()) return std::nullopt;
-  return it->second;
+  Entry* entry = find_entry(key_hash(scaler_key), scaler_key);
+  if (!entry) return std::nullopt;
+  return target_value(*entry->target);
 }
 
 }  // namespace vscaler::controller

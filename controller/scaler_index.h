@@ -10,13 +10,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/open_table.h"
@@ -60,8 +59,8 @@ class ScalerIndex {
     std::shared_lock lock(shard.mutex);
     const Target* target = find_locked(shard, h, ns, kind, name);
     if (!target) return 0;
-    for (const std::string& key : target->scalers) on_key(std::string_view(key));
-    return target->scalers.size();
+    for (const Entry* entry = target->scalers; entry; entry = entry->next) on_key(entry->key());
+    return target->count;
   }
   /// The scalers targeting ns/kind/name, copied (for callers off the hot path, and tests).
   std::vector<std::string> lookup(std::string_view ns, std::string_view kind,
@@ -78,13 +77,39 @@ class ScalerIndex {
   static constexpr unsigned kShardShift = 64 - kShardBits;  // shard from the top bits of a hash
   static constexpr size_t kInitialSlots = 16;
 
-  /// One workload that scalers target.
-  struct Target {
-    std::string key;                   // "namespace/kind/name"
-    size_t ns_size;                    // where the namespace ends in key
-    size_t kind_size;                  // the kind's length, after the namespace's '/'
-    std::vector<std::string> scalers;  // sorted; almost always one (more is a Conflict)
+  struct Target;
+  /// One indexed scaler, in one block: this header, then the key's bytes ("namespace/name").
+  /// Moving a scaler to another workload makes a new Entry (a reader may meanwhile find the
+  /// scaler under both), so an Entry's target never changes.
+  struct Entry {
+    Entry* next;     // the next scaler of the same target, in key order; null at the end
+    Target* target;  // the workload it targets
+    uint32_t key_size;
+    std::string_view key() const { return {reinterpret_cast<const char*>(this + 1), key_size}; }
   };
+  /// One workload that scalers target, in one block: this header, then the bytes of its
+  /// namespace, kind and name, unseparated (~64 bytes, where three std::strings, a vector and
+  /// its key string took ~250; issue 17).
+  struct Target {
+    Entry* scalers;  // sorted by key, linked through Entry::next; almost always one (more is a
+                     // Conflict)
+    uint32_t count;  // how many scalers the list holds
+    uint32_t ns_size;
+    uint32_t kind_size;
+    uint32_t name_size;
+    const char* text() const { return reinterpret_cast<const char*>(this + 1); }
+    std::string_view ns() const { return {text(), ns_size}; }
+    std::string_view kind() const { return {text() + ns_size, kind_size}; }
+    std::string_view name() const { return {text() + ns_size + kind_size, name_size}; }
+  };
+  /// Frees a block made by make_entry or make_target.
+  struct BlockDelete {
+    void operator()(Entry* entry) const;
+    void operator()(Target* target) const;
+  };
+  using EntryPtr = std::unique_ptr<Entry, BlockDelete>;
+  using TargetPtr = std::unique_ptr<Target, BlockDelete>;
+
   /// A shard's table (base/open_table.h) owns its Targets. Its slots keep the hash beside the
   /// pointer, so a miss (most workload writes in a cluster) touches no Target, usually one cache
   /// line.
@@ -92,24 +117,26 @@ class ScalerIndex {
     mutable std::shared_mutex mutex;
     base::OpenTable<Target> targets{kInitialSlots};
   };
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>{}(key); }
-  };
 
+  static EntryPtr make_entry(std::string_view scaler_key);
+  static TargetPtr make_target(std::string_view ns, std::string_view kind, std::string_view name);
+  static ScalerTarget target_value(const Target& target);
   uint64_t hash(std::string_view ns, std::string_view kind, std::string_view name) const;
+  uint64_t key_hash(std::string_view scaler_key) const;
   static bool same_target(const Target& target, std::string_view ns, std::string_view kind,
                           std::string_view name);
   static Target* find_locked(const Shard& shard, uint64_t hash, std::string_view ns,
                              std::string_view kind, std::string_view name);
-  void insert_locked(std::string_view scaler_key, const ScalerTarget& target);
-  void erase_locked(std::string_view scaler_key, const ScalerTarget& target);
+  Entry* find_entry(uint64_t hash, std::string_view scaler_key) const;
+  void insert_locked(Entry* entry, std::string_view ns, std::string_view kind,
+                     std::string_view name);
+  void erase_locked(Entry* entry);
 
   const uint64_t seed_;  // random per index: scaler and workload names come from users
   std::array<Shard, size_t{1} << kShardBits> shards_;
-  // Writers only: scaler key -> its target, to move or remove it. Serialises writers.
+  // Writers only: scaler key -> its Entry (owned here), to move or remove it. Serialises writers.
   mutable std::mutex writer_mutex_;
-  std::unordered_map<std::string, ScalerTarget, KeyHash, std::equal_to<>> by_scaler_;
+  base::OpenTable<Entry> by_scaler_{kInitialSlots};
   std::atomic<size_t> size_{0};
 };
 

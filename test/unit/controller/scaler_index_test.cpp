@@ -196,3 +196,25 @@ TEST_CASE("lookups are safe and consistent while the informer updates the index"
   CHECK(index.lookup("ns", "Deployment", "blue").empty());
   CHECK(index.size() == kScalers + kScalers * 10);
 }
+
+TEST_CASE("the kind/name boundary is part of the key") {
+  ScalerIndex index;
+  index.upsert("a/s", "a", "Deployment", "x");
+  CHECK(index.lookup("a", "Deploymen", "tx").empty());
+  CHECK(index.lookup("a", "Deploymentx", "").empty());
+  CHECK(index.lookup("a", "Deployment", "x").size() == 1);
+}
+
+TEST_CASE("the conflict losers stay in key order as the first and the last scalers leave") {
+  ScalerIndex index;
+  for (const char* key : {"shop/c", "shop/a", "shop/d", "shop/b"}) {
+    index.upsert(key, "shop", "Deployment", "web");
+  }
+  index.remove("shop/a");
+  index.remove("shop/d");
+  CHECK(index.lookup("shop", "Deployment", "web") == std::vector<std::string>{"shop/b", "shop/c"});
+  index.upsert("shop/a", "shop", "Deployment", "web");
+  CHECK(index.lookup("shop", "Deployment", "web") ==
+        std::vector<std::string>{"shop/a", "shop/b", "shop/c"});
+  CHECK(index.target_of("shop/b") == ScalerTarget{"shop", "Deployment", "web"});
+}
