@@ -73,7 +73,7 @@ nlohmann::json scalar_to_json(Element element) {
     case ElementType::DOUBLE:
       return element.get_double().value_unsafe();
     case ElementType::STRING:
-      return std::string(element.get_string().value_unsafe());
+      return element.get_string().value_unsafe();  // built in place, no temporary string
     case ElementType::BOOL:
       return element.get_bool().value_unsafe();
     case ElementType::NULL_VALUE:
@@ -181,42 +181,21 @@ std::uint64_t hash_bytes(std::string_view bytes) {
 
 constexpr std::uint64_t kEmptyObject = 0x51ed270b27c3a1f3ULL;
 
-// The patterns still matching below `key` (nullptr key: an array element, matched only by "*")
-// into `next` (cleared first, so one vector serves all members of an object); `ignored` says a
-// pattern ends here (the member is left out).
-void descend(const std::vector<const Pattern*>& alive, std::size_t depth,
-             const std::string_view* key, bool& ignored, std::vector<const Pattern*>& next) {
-  next.clear();
-  for (const Pattern* pattern : alive) {
-    const std::string& token = (*pattern)[depth];
-    if (token != "*" && (key == nullptr || token != *key)) continue;
-    if (pattern->size() == depth + 1) {
-      ignored = true;
-    } else {
-      next.push_back(pattern);
-    }
-  }
+bool is_any(const std::string& token) {
+  return token.size() == 1 && token[0] == '*';
 }
 
+// A subtree no ignored pattern reaches: no pattern bookkeeping at all (most of a template).
 // Recursion depth is bounded by ParseOptions::max_depth, enforced before this runs.
-std::uint64_t digest_of(Element element, const std::vector<const Pattern*>& alive,
-                        std::size_t depth) {
+std::uint64_t digest_plain(Element element) {
   switch (element.type()) {
     case ElementType::OBJECT: {
       std::uint64_t sum = 0;  // a sum: member order does not matter
       bool any = false;
+      // Named, not a temporary: its iterators point into it (GCC's -Wdangling-pointer).
       simdjson::dom::object members = element.get_object().value_unsafe();
-      std::vector<const Pattern*> next;
       for (auto [key, value] : members) {
-        bool ignored = false;
-        descend(alive, depth, &key, ignored, next);
-        if (ignored) continue;
-        std::uint64_t child = digest_of(value, next, depth + 1);
-        // An object emptied by ignoring its members counts as absent ({} after a reset).
-        if (!next.empty() && child == kEmptyObject && value.type() == ElementType::OBJECT) {
-          continue;
-        }
-        sum += mix(hash_bytes(key), child);
+        sum += mix(hash_bytes(key), digest_plain(value));
         any = true;
       }
       return any ? mix(1, sum) : kEmptyObject;
@@ -224,12 +203,7 @@ std::uint64_t digest_of(Element element, const std::vector<const Pattern*>& aliv
     case ElementType::ARRAY: {
       std::uint64_t hash = 2;
       simdjson::dom::array items = element.get_array().value_unsafe();
-      std::vector<const Pattern*> next;
-      for (Element item : items) {
-        bool ignored = false;
-        descend(alive, depth, nullptr, ignored, next);
-        if (!ignored) hash = mix(hash, digest_of(item, next, depth + 1));
-      }
+      for (Element item : items) hash = mix(hash, digest_plain(item));
       return hash;
     }
     case ElementType::STRING:
@@ -252,6 +226,73 @@ std::uint64_t digest_of(Element element, const std::vector<const Pattern*>& aliv
   return 9;
 }
 
+// The ignored patterns still alive at some depth of the walk: the range [begin, end) of one
+// stack shared by the whole walk (a child's range is pushed above its parent's and popped after
+// it), so the walk allocates nothing per object. Indices, not pointers: pushing may move it.
+struct Alive {
+  std::vector<const Pattern*>& stack;
+  std::size_t begin;
+  std::size_t end;
+};
+
+// Pushes the patterns of `alive` still matching below `key` (nullptr: an array element, matched
+// only by "*") and returns their range; `ignored` says a pattern ends here (the member is left
+// out).
+Alive descend(const Alive& alive, std::size_t depth, const std::string_view* key, bool& ignored) {
+  std::size_t begin = alive.stack.size();
+  for (std::size_t i = alive.begin; i < alive.end; ++i) {
+    const Pattern* pattern = alive.stack[i];
+    const std::string& token = (*pattern)[depth];
+    if (!is_any(token) && (key == nullptr || token != *key)) continue;
+    if (pattern->size() == depth + 1) {
+      ignored = true;
+    } else {
+      alive.stack.push_back(pattern);
+    }
+  }
+  return Alive{alive.stack, begin, alive.stack.size()};
+}
+
+// Recursion depth is bounded by ParseOptions::max_depth, enforced before this runs.
+std::uint64_t digest_of(Element element, const Alive& alive, std::size_t depth) {
+  if (alive.begin == alive.end) return digest_plain(element);
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      std::uint64_t sum = 0;  // a sum: member order does not matter
+      bool any = false;
+      simdjson::dom::object members = element.get_object().value_unsafe();
+      for (auto [key, value] : members) {
+        bool ignored = false;
+        Alive next = descend(alive, depth, &key, ignored);
+        std::uint64_t child = ignored ? 0 : digest_of(value, next, depth + 1);
+        alive.stack.resize(next.begin);
+        if (ignored) continue;
+        // An object emptied by ignoring its members counts as absent ({} after a reset).
+        if (next.begin != next.end && child == kEmptyObject &&
+            value.type() == ElementType::OBJECT) {
+          continue;
+        }
+        sum += mix(hash_bytes(key), child);
+        any = true;
+      }
+      return any ? mix(1, sum) : kEmptyObject;
+    }
+    case ElementType::ARRAY: {
+      std::uint64_t hash = 2;
+      simdjson::dom::array items = element.get_array().value_unsafe();
+      for (Element item : items) {
+        bool ignored = false;
+        Alive next = descend(alive, depth, nullptr, ignored);
+        if (!ignored) hash = mix(hash, digest_of(item, next, depth + 1));
+        alive.stack.resize(next.begin);
+      }
+      return hash;
+    }
+    default:
+      return digest_plain(element);
+  }
+}
+
 // The digest of the subtree `spec` names in `element` (an absent subtree has one of its own).
 std::optional<std::uint64_t> digest(Element element, const Projection::Digest* spec) {
   if (spec == nullptr || element.type() == ElementType::NULL_VALUE) return std::nullopt;
@@ -261,11 +302,13 @@ std::optional<std::uint64_t> digest(Element element, const Projection::Digest* s
     if (element.get_object().value_unsafe().at_key(key).get(next)) return 10;
     element = next;
   }
-  std::vector<const Pattern*> alive;
+  // The walk's pattern stack, kept by the thread (it holds a few pointers per level).
+  thread_local std::vector<const Pattern*> stack;
+  stack.clear();
   for (const Pattern& pattern : spec->ignored) {
-    if (!pattern.empty()) alive.push_back(&pattern);
+    if (!pattern.empty()) stack.push_back(&pattern);
   }
-  return digest_of(element, alive, 0);
+  return digest_of(element, Alive{stack, 0, stack.size()}, 0);
 }
 
 nlohmann::json convert(Element element, const ParseOptions& options) {

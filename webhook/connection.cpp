@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 
@@ -66,6 +67,9 @@ Wait Connection::advance(Clock::time_point now) {
         std::chrono::duration<double> took = now - accepted_;
         env_.handshake_seconds->observe(took.count());
         if (stream_.http2()) {
+          // HTTP/2 sessions idle on their own (no kIdle phase): OpenSSL frees their buffers
+          // after each record.
+          stream_.release_buffers_after_each_record();
           http2_ = std::make_unique<Http2Session>(id_, env_, now);
           if (!http2_->ok()) return close("http2_session");
           phase_ = Phase::kHttp2;
@@ -167,8 +171,10 @@ Wait Connection::read_request(Clock::time_point now) {
     if (phase_ == Phase::kBody && in_.size() >= head_bytes_ + body_bytes_) {
       // One request served here per turn: the next waits for the loop's next turn.
       if (served_here_) return Wait{EPOLLIN, deadline_, false, true};
-      // The body with room for the JSON parser's padding, so it parses in place (no copy).
-      std::string body;
+      // The body with room for the JSON parser's padding, so it parses in place (no copy), in
+      // the storage of the last one served here when there is one.
+      std::string body = std::move(spare_body_);
+      spare_body_ = std::string();
       body.reserve(body_bytes_ + kParsePadding);
       body.assign(in_, head_bytes_, body_bytes_);
       Request request{std::move(head_), std::move(body), request_start_};
@@ -178,6 +184,9 @@ Wait Connection::read_request(Clock::time_point now) {
       if (env_.serve_here) {
         if (auto response = env_.serve_here(request)) {
           served_here_ = true;
+          spare_body_ = std::move(request.body);
+          spare_body_.clear();
+          release_if_large(spare_body_);
           return on_response(std::move(*response), now);
         }
       }
@@ -195,6 +204,7 @@ Wait Connection::read_request(Clock::time_point now) {
     if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
+    if (io == tls::Io::kWantRead && phase_ == Phase::kIdle) return wait_idle(now);
     if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
     return close();  // the peer closed or broke the connection
   }
@@ -299,7 +309,7 @@ Wait Connection::after_write(Clock::time_point now) {
       release_if_large(in_);
       // Nothing read ahead (the usual case: the client waited for this answer): wait for the
       // socket instead of a read(2) that finds it empty.
-      if (in_.empty() && !stream_.pending()) return Wait{EPOLLIN, deadline_, false};
+      if (in_.empty() && !stream_.pending()) return wait_idle(now);
       return read_request(now);  // a pipelined request, or bytes OpenSSL already holds
     case Then::kClose:
       stream_.shutdown();
@@ -350,6 +360,16 @@ Wait Connection::on_deadline(Clock::time_point now) {
     case Phase::kWriting:
       return close("write_timeout");
     case Phase::kIdle:
+      if (buffers_held_ && now < deadline_) {
+        // Idle for idle_buffer_release: most keep-alive connections stay so for long; they hold
+        // no buffer while they do (in kIdle nothing is read ahead: in_ is empty).
+        buffers_held_ = false;
+        stream_.release_buffers();
+        if (in_.empty()) std::string().swap(in_);
+        std::string().swap(spare_body_);
+        return Wait{EPOLLIN, deadline_, false};
+      }
+      return close();
     case Phase::kLinger:
       return close();
   }
@@ -377,6 +397,11 @@ Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {
   return Wait{io == tls::Io::kWantWrite ? static_cast<std::uint32_t>(EPOLLOUT)
                                         : static_cast<std::uint32_t>(EPOLLIN),
               deadline, false};
+}
+
+Wait Connection::wait_idle(Clock::time_point now) {
+  buffers_held_ = true;
+  return Wait{EPOLLIN, std::min(deadline_, now + env_.limits.idle_buffer_release), false};
 }
 
 Wait Connection::close(std::string_view reason) {

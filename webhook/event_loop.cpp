@@ -159,9 +159,15 @@ void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {
     entry.events = wait.events;
   }
   if (wait.deadline != entry.deadline) {
-    timers_.erase({entry.deadline, id});
+    // The timer's node is moved, not freed and allocated again: every request moves it.
+    auto node = timers_.extract({entry.deadline, id});
     entry.deadline = wait.deadline;
-    timers_.insert({entry.deadline, id});
+    if (node.empty()) {
+      timers_.insert({entry.deadline, id});
+    } else {
+      node.value() = {entry.deadline, id};
+      timers_.insert(std::move(node));
+    }
   }
 }
 

@@ -1,5 +1,7 @@
 #include "webhook/http.h"
 
+#include <algorithm>
+
 namespace vscaler::webhook::http {
 namespace {
 
@@ -113,6 +115,9 @@ HeadResult parse_head(std::string_view buffer, RequestHead& head) {
   if (end == std::string_view::npos) return {};
   std::string_view block = buffer.substr(start, end + 2 - start);  // each line ends with CRLF
   head = RequestHead{};
+  // One allocation for the fields instead of one per doubling (a line per field, after the
+  // request line).
+  head.headers.reserve(static_cast<std::size_t>(std::count(block.begin(), block.end(), '\n')));
   auto line_end = block.find("\r\n");
   if (!parse_request_line(block.substr(0, line_end), head)) {
     return malformed("malformed request line");

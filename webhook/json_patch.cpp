@@ -38,25 +38,26 @@ kube::Result<kube::Unit> validate_json_patch(const nlohmann::json& patch) {
   if (!patch.is_array()) return fail("a JSON patch must be an array of operations");
   for (std::size_t i = 0; i < patch.size(); ++i) {
     const auto& operation = patch[i];
-    std::string where = "patch operation " + std::to_string(i);
-    if (!operation.is_object()) return fail(where + " is not an object");
+    // Built only for a message: every patched response passes through here.
+    auto where = [i] { return "patch operation " + std::to_string(i); };
+    if (!operation.is_object()) return fail(where() + " is not an object");
     auto op = operation.find("op");
-    if (op == operation.end() || !op->is_string()) return fail(where + " has no op");
+    if (op == operation.end() || !op->is_string()) return fail(where() + " has no op");
     const auto& name = op->get_ref<const std::string&>();
     bool needs_value = name == "add" || name == "replace" || name == "test";
     bool needs_from = name == "move" || name == "copy";
     if (!needs_value && !needs_from && name != "remove") {
-      return fail(where + " has an unknown op " + quote(name));
+      return fail(where() + " has an unknown op " + quote(name));
     }
     auto path = operation.find("path");
     if (path == operation.end() || !valid_pointer(*path)) {
-      return fail(where + " has no valid JSON pointer path");
+      return fail(where() + " has no valid JSON pointer path");
     }
-    if (needs_value && !operation.contains("value")) return fail(where + " has no value");
+    if (needs_value && !operation.contains("value")) return fail(where() + " has no value");
     if (needs_from) {
       auto from = operation.find("from");
       if (from == operation.end() || !valid_pointer(*from)) {
-        return fail(where + " has no valid JSON pointer from");
+        return fail(where() + " has no valid JSON pointer from");
       }
     }
   }

@@ -129,6 +129,7 @@ class AdmissionServer::Impl {
     limits.request_timeout = options_.request_timeout;
     limits.write_timeout = options_.io_timeout;
     limits.keep_alive_timeout = options_.keep_alive_timeout;
+    limits.idle_buffer_release = options_.idle_buffer_release;
     limits.linger_timeout = std::min(options_.request_timeout, std::chrono::milliseconds(2000));
     limits.max_header_bytes = options_.max_header_bytes;
     limits.max_body_bytes = options_.max_body_bytes;

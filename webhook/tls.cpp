@@ -51,10 +51,13 @@ kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) 
   if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
     return kube::fail(openssl_error("SSL_CTX_set_cipher_list"));
   }
-  // Idle keep-alive connections are most of them: release their read and write buffers (about
-  // 34 KiB each) while no record is in flight. Partial writes suit the non-blocking loop.
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                                  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Partial writes suit the non-blocking loop. No SSL_MODE_RELEASE_BUFFERS: it frees the read
+  // and write buffers (about 50 KiB) after every record, and allocating them again for each
+  // request (glibc consolidating its free lists for each such large block) was 5 % of the
+  // server's CPU under bench/sections/webhook.sh. Connections release them once idle instead
+  // (Stream::release_buffers, ConnectionLimits::idle_buffer_release), which keeps idle
+  // keep-alive connections, most of them, as small as before.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Read-ahead: one read(2) takes what the kernel holds, up to the buffer's length, instead of
   // a record header and then its body (a 22 KB review took 5 reads; now 2). The records already
   // read wait in OpenSSL's buffer: every caller reads until it would block, or reads again before
@@ -141,6 +144,14 @@ void Stream::shutdown() {
   // One close_notify; the peer's answer is not awaited (the socket is closed or drained raw).
   if (SSL_is_init_finished(ssl_)) (void)SSL_shutdown(ssl_);
   ERR_clear_error();
+}
+
+bool Stream::release_buffers() {
+  return SSL_free_buffers(ssl_) == 1;
+}
+
+void Stream::release_buffers_after_each_record() {
+  SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 
 bool Stream::http2() const {

@@ -18,6 +18,7 @@
 #include "webhook/connection_limiter.h"
 #include "webhook/http.h"
 #include "webhook/server.h"
+#include "webhook/tls.h"
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;
@@ -251,6 +252,79 @@ TEST_CASE("front end: idle keep-alive connections are closed after keep_alive_ti
   auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(elapsed >= 900ms);
   CHECK(elapsed < 2s);
+}
+
+TEST_CASE("front end: a connection idle past idle_buffer_release answers again, closed on time") {
+  // Its TLS and request buffers are freed after 50 ms idle; the next review allocates them
+  // again, and freeing them moves neither the keep-alive deadline nor the TLS state.
+  Server s([](AdmissionServerOptions& options) {
+    options.idle_buffer_release = 50ms;
+    options.keep_alive_timeout = 1s;
+  });
+  auto client = s.connect();
+  REQUIRE(client->ok());
+  for (int i = 1; i <= 3; ++i) {
+    CAPTURE(i);
+    std::this_thread::sleep_for(200ms);  // past the release (the first: after the handshake)
+    REQUIRE(client->send(review_request("/allow", "u-" + std::to_string(i), 30000)));
+    CHECK(client->read_response().substr(0, 15) == "HTTP/1.1 200 OK");
+  }
+  auto start = std::chrono::steady_clock::now();
+  CHECK(closed_by_peer_within(client->fd(), 3s));
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed >= 900ms);
+  CHECK(elapsed < 2s);
+}
+
+TEST_CASE("tls: a stream frees its buffers only when no record is read ahead") {
+  vscaler::testing::StartedServer s([](AdmissionServerOptions&) {});
+  auto ctx = vscaler::webhook::tls::make_server_context(*s.certs, /*offer_http2=*/false);
+  REQUIRE(ctx.ok());
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) == 0);
+  vscaler::webhook::tls::Stream server(ctx->get(), fds[0]);
+  REQUIRE(server.ok());
+  SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
+  SSL* client = SSL_new(client_ctx);
+  SSL_set_fd(client, fds[1]);
+  SSL_set_connect_state(client);
+  using vscaler::webhook::tls::Io;
+  bool client_done = false;
+  bool server_done = false;
+  for (int i = 0; i < 100 && !(client_done && server_done); ++i) {
+    if (!client_done) client_done = SSL_do_handshake(client) == 1;
+    if (!server_done) server_done = server.handshake() == Io::kDone;
+  }
+  REQUIRE(client_done);
+  REQUIRE(server_done);
+  // Two records in one go: read-ahead takes both, the first read returns only the first.
+  REQUIRE(SSL_write(client, "first", 5) == 5);
+  REQUIRE(SSL_write(client, "second", 6) == 6);
+  std::string in;
+  Io io = Io::kWantRead;
+  for (int i = 0; i < 100 && io == Io::kWantRead; ++i) io = server.read(in, 5);
+  REQUIRE(io == Io::kDone);
+  CHECK(in == "first");
+  CHECK(server.pending());
+  CHECK_FALSE(server.release_buffers());  // "second" waits in the read buffer: kept
+  CHECK(server.read(in, 64) == Io::kDone);
+  CHECK(in == "firstsecond");
+  CHECK(server.release_buffers());
+  // Freed buffers come back for the next record, both ways.
+  REQUIRE(SSL_write(client, "third", 5) == 5);
+  io = Io::kWantRead;
+  for (int i = 0; i < 100 && io == Io::kWantRead; ++i) io = server.read(in, 64);
+  CHECK(in == "firstsecondthird");
+  std::string answer = "answer";
+  std::size_t offset = 0;
+  CHECK(server.write(answer, offset) == Io::kDone);
+  char buffer[16];
+  int n = SSL_read(client, buffer, sizeof buffer);
+  CHECK(std::string(buffer, static_cast<std::size_t>(std::max(n, 0))) == "answer");
+  SSL_free(client);
+  SSL_CTX_free(client_ctx);
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST_CASE("front end: a keep-alive connection is closed after keep_alive_max_requests answers") {
