@@ -47,7 +47,7 @@ std::chrono::microseconds Expectations::expect_first_look(std::string_view key,
   auto it = entries_.find(key);
   microseconds delay = microseconds::zero();
   if (it == entries_.end()) {
-    it = entries_.emplace(std::string(key), Entry{{}, now, options_.recheck_initial, {}}).first;
+    it = entries_.emplace(std::string(key), Entry{{}, now, std::chrono::milliseconds(0), {}}).first;
     // Only an UPDATE's write is certainly still to come; a CREATE or DELETE is looked at once.
     if (expectation.min_generation_exclusive > 0 && options_.first_look_initial.count() > 0) {
       delay = microseconds(static_cast<int64_t>(first_look_us_));
@@ -94,7 +94,11 @@ std::optional<std::chrono::milliseconds> Expectations::check(std::string_view ke
     return std::nullopt;
   }
   std::chrono::milliseconds delay = entry.next_delay;
-  entry.next_delay = std::min(entry.next_delay * 2, options_.recheck_max);
+  // At least 1 ms from the second re-check on, whatever the options say: doubling zero would
+  // look again at once forever.
+  entry.next_delay = delay.count() == 0
+                         ? std::max(options_.recheck_initial, std::chrono::milliseconds(1))
+                         : std::min(delay * 2, options_.recheck_max);
   return delay;
 }
 

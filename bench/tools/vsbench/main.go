@@ -374,6 +374,7 @@ func latency(args []string) {
 	warmup := fs.Int("warmup", 5, "edits before measuring (connections, caches)")
 	pause := fs.Duration("pause", 50*time.Millisecond, "pause after each restore")
 	timeout := fs.Duration("timeout", 30*time.Second, "per edit")
+	samplesFile := fs.String("samples", "", "also write each measured edit's latency (ms), one per line, in edit order")
 	fs.Parse(args)
 	kube := clientset(*kubeconfig, false)
 	ctx := context.Background()
@@ -411,6 +412,15 @@ func latency(args []string) {
 			samples = append(samples, float64(time.Since(written).Microseconds())/1000)
 		}
 		time.Sleep(*pause)
+	}
+	if *samplesFile != "" {
+		var lines strings.Builder
+		for _, sample := range samples {
+			fmt.Fprintf(&lines, "%.3f\n", sample)
+		}
+		if err := os.WriteFile(*samplesFile, []byte(lines.String()), 0o644); err != nil {
+			fatal("latency: %v", err)
+		}
 	}
 	sort.Float64s(samples)
 	fmt.Printf("p50_ms\t%.2f\np99_ms\t%.2f\nmax_ms\t%.2f\nedits\t%d\n",

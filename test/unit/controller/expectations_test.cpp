@@ -61,6 +61,8 @@ TEST_CASE("nothing expected is satisfied at once and keeps no entry") {
 TEST_CASE("a generation expectation waits until the stored generation passes it") {
   Fixture f;
   f.store.expect("shop/web", generation(5));
+  // The look that found it not stored was a round trip itself: the first re-check is at once.
+  CHECK(f.store.check("shop/web", at(5)) == 0ms);
   CHECK(f.store.check("shop/web", at(5)) == 1ms);
   CHECK(f.store.check("shop/web", at(5)) == 2ms);
   CHECK(f.store.check("shop/web", at(5)) == 4ms);
@@ -117,6 +119,18 @@ TEST_CASE("an expectation never made visible is given up after the deadline of i
   f.now += 10s;
   CHECK_FALSE(f.store.check("shop/web", at(5)));
   CHECK(f.store.size() == 0);
+}
+
+TEST_CASE("re-checks never repeat at once, whatever the options say") {
+  Expectations::Clock::time_point now = Expectations::Clock::time_point(1h);
+  ExpectationsOptions options;
+  options.now = [&now] { return now; };
+  options.recheck_initial = 0ms;
+  Expectations store(options);
+  store.expect("shop/web", generation(5));
+  CHECK(store.check("shop/web", at(5)) == 0ms);
+  CHECK(store.check("shop/web", at(5)) == 1ms);
+  CHECK(store.check("shop/web", at(5)) == 2ms);
 }
 
 TEST_CASE("re-check delays are capped") {
