@@ -2,15 +2,15 @@
 // manager's ControllerExpectations; DESIGN.md event flow item 3). The admission hook records, per
 // scaler key, what its write must make visible ("generation > G", "uid U gone, or deletionTimestamp
 // set", "exists"), merged per key (max G). The reconciler reports what it read and is told whether
-// the expectation is satisfied, or when to look again (a short doubling backoff, not a failure),
-// until it is or its deadline (30 s from the newest hint) passes. The work queue carries keys only.
-// A hinted UPDATE is first looked at when such writes are usually stored: the hook answers before
-// the API server stores the write, and a look too early only reads the old object (a GET, or a
-// no-op blind PATCH, more per edit, and a re-check). The delay is learned from the first looks
-// themselves (a quantile estimate of the admission -> stored lag: up on a look too early, down on
-// one in time). It aims at the median, not a high quantile: a look in time restores at once, one
-// too early costs a request and a 1 ms re-check; waiting for nearly every write to be stored made
-// most restores wait longer than needed (issue 17).
+// the expectation is satisfied, or when to look again (at once, then a short doubling backoff; not
+// a failure), until it is or its deadline (30 s from the newest hint) passes. The work queue
+// carries keys only. A hinted UPDATE is first looked at when such writes are usually stored: the
+// hook answers before the API server stores the write, and a look too early only reads the old
+// object (a GET, or a no-op blind PATCH, more per edit, and a re-check). The delay is learned from
+// the first looks themselves (a quantile estimate of the admission -> stored lag: up on a look too
+// early, down on one in time). It aims at the median, not a high quantile: a look in time restores
+// at once, one too early costs a request and an immediate re-check; waiting for nearly every write
+// to be stored made most restores wait longer than needed (issue 17).
 #pragma once
 
 #include <chrono>
