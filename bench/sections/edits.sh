@@ -70,9 +70,9 @@ for run in $(seq "$runs"); do
     tr '\n' ' ' <"$out/latency.$op.$run" >&2
     echo >&2
     {
-      printf 'p50\tedit -> declared resources restored (Reconcile mode), p50 (ms)\t%s\n' "$(value p50_ms "$out/latency.$op.$run")"
-      printf 'p99\tedit -> declared resources restored (Reconcile mode), p99 (ms)\t%s\n' "$(value p99_ms "$out/latency.$op.$run")"
-      printf 'calls\tedit -> restored: API requests per edit, the edit included\t%s\n' \
+      printf 'p50\tedit -> declared resources restored (Reconcile mode), p50 (ms; goal: below the full-cache peer)\t%s\n' "$(value p50_ms "$out/latency.$op.$run")"
+      printf 'p99\tedit -> declared resources restored (Reconcile mode), p99 (ms; goal: below the full-cache peer)\t%s\n' "$(value p99_ms "$out/latency.$op.$run")"
+      printf 'calls\tedit -> restored: API requests per edit, the edit included (goal: <= the full-cache peer)\t%s\n' \
         "$(awk -v r="$requests" -v n="$((edits + 5))" 'BEGIN {print r / n}')"
     } >"$out/$op.$run"
     if [ "$run" = 1 ]; then

@@ -94,9 +94,9 @@ for op in "${operators[@]}"; do
   echo "scale: $op RSS $((rss / 1024)) MiB, peak $((hwm / 1024)) MiB; resync ${wall} ms," \
     "$reads reads, $writes writes" >&2
   {
-    printf 'rss\tmemory: RSS once settled (MiB), %s\t%s\n' "$size" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
-    printf 'hwm\tmemory: peak RSS (MiB), %s\t%s\n' "$size" "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
-    printf 'wall\tone resync (peer: its cache resync), nothing drifted: wall time (ms), %s\t%s\n' "$size" "$wall"
+    printf 'rss\tmemory: RSS once settled (MiB; goal <= 40), %s\t%s\n' "$size" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
+    printf 'hwm\tmemory: peak RSS (MiB; goal <= 64), %s\t%s\n' "$size" "$(awk -v k="$hwm" 'BEGIN {print k / 1024}')"
+    printf 'wall\tone resync (peer: its cache resync), nothing drifted: wall time (ms; goal <= 1000), %s\t%s\n' "$size" "$wall"
     printf 'reads\tone resync (peer: its cache resync), nothing drifted: API reads\t%s\n' "$reads"
     printf 'writes\tone resync (peer: its cache resync), nothing drifted: API writes (goal 0)\t%s\n' "$writes"
   } >"$out/$op"
