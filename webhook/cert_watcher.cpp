@@ -180,6 +180,7 @@ kube::Result<kube::Unit> CertWatcher::reload() {
 
 kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
   seen_state_ = state;
+  settling_ = false;
   auto attempt = [&]() -> kube::Result<std::shared_ptr<const CertificatePair>> {
     auto cert = read_file(cert_path_);
     if (!cert) return fail(std::move(cert).error());
@@ -196,6 +197,14 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
   if (!loaded) {
     last_failed_ = true;
     bool had_pair = current() != nullptr;
+    // A serving pair covers for a rotation caught half-way: the first failure of a file state
+    // waits for one retry after the settle interval. Without a pair there is nothing to cover,
+    // so the reason is reported at once.
+    if (had_pair && unreported_failure_state_ != state) {
+      unreported_failure_state_ = state;
+      settling_ = true;
+      return fail(std::move(loaded).error());
+    }
     // Retried on every poll; logged and counted once per file state and reason.
     std::string key = state + "|" + loaded.error();
     if (key != last_logged_failure_) {
@@ -214,6 +223,7 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
   auto pair = std::move(loaded).value();
   last_failed_ = false;
   last_logged_failure_.clear();
+  unreported_failure_state_.clear();
   expiry_.set(static_cast<double>(pair->not_after()));
   reloads_ok_.inc();
   std::shared_ptr<const CertificatePair> previous;
@@ -261,12 +271,16 @@ void CertWatcher::stop() {
 
 void CertWatcher::run() {
   std::unique_lock lock(thread_mutex_);
-  while (!wake_.wait_for(lock, options_.poll_interval, [this] { return stopping_; })) {
+  auto wait = options_.poll_interval;
+  while (!wake_.wait_for(lock, wait, [this] { return stopping_; })) {
     lock.unlock();
     {
       std::lock_guard load_lock(load_mutex_);
       auto state = identity(cert_path_) + "|" + identity(key_path_);
       if (state != seen_state_ || last_failed_) (void)load_locked(state);
+      // A failure not reported yet is looked at again soon: by then either the rotation has
+      // finished or the failure is real and gets reported.
+      wait = settling_ ? options_.settle_interval : options_.poll_interval;
     }
     lock.lock();
   }

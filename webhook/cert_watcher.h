@@ -69,6 +69,11 @@ struct CertWatcherOptions {
   /// compared with the last one seen. Polling rather than inotify: it sees every way a file can
   /// change (symlink swaps, renames, in-place writes, a remounted volume) with one code path.
   std::chrono::milliseconds poll_interval{1000};
+  /// How long after a failed load of a changed pair the same files are tried again before the
+  /// failure is reported. A tool that writes the key and then the certificate (certs/rotate.sh
+  /// renames them one at a time) leaves a mismatched pair for a moment; caught there, the load
+  /// succeeds on this retry and nothing is logged or counted.
+  std::chrono::milliseconds settle_interval{100};
   /// Where vscaler_serving_cert_expiry_timestamp_seconds and the reload counter live.
   metrics::Registry* registry = &metrics::default_registry();
 };
@@ -77,8 +82,9 @@ struct CertWatcherOptions {
 ///
 /// A new pair that cannot be used (unreadable, not PEM, key and certificate not matching, or a
 /// half-written file caught mid-rotation) never replaces a working one: the old pair keeps
-/// serving, the reason is logged once per distinct file state, and the load is retried on every
-/// poll until it succeeds.
+/// serving and the load is retried on every poll until it succeeds. While a pair is serving, a
+/// failure is reported (logged, counted) only when it outlasts one settle interval — the same
+/// file state failing twice — and then once per distinct file state and reason.
 class CertWatcher {
  public:
   explicit CertWatcher(CertWatcherOptions options);
@@ -136,6 +142,10 @@ class CertWatcher {
   std::string seen_state_;
   std::string last_logged_failure_;
   bool last_failed_ = false;
+  // The file state whose first failed load was not reported yet; the poll retries it after the
+  // settle interval rather than the poll interval.
+  std::string unreported_failure_state_;
+  bool settling_ = false;
 
   std::mutex thread_mutex_;
   std::condition_variable wake_;

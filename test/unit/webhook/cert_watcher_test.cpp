@@ -115,6 +115,78 @@ TEST_CASE("certs: the watcher loads, exposes the expiry, keeps the old pair on a
   watcher.stop();
 }
 
+namespace {
+
+// The failure count the watcher's registry shows (0 before the first failure).
+int reload_failures(Registry& registry) {
+  auto text = registry.render();
+  const std::string name = "vscaler_serving_cert_reloads_total{result=\"failure\"} ";
+  auto at = text.find(name);
+  return at == std::string::npos ? 0 : std::stoi(text.substr(at + name.size()));
+}
+
+template <typename Predicate>
+bool eventually(Predicate done, std::chrono::milliseconds within = 3s) {
+  auto deadline = std::chrono::steady_clock::now() + within;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("certs: a rotation caught between its key and its certificate is not a failure") {
+  // certs/rotate.sh renames the new key into place, then the new certificate: a poll between the
+  // two sees a mismatched pair. The watcher retries that state after the settle interval and,
+  // the certificate having arrived meanwhile, loads the new pair without reporting anything.
+  TestCa ca;
+  TempDir dir;
+  Registry registry;
+  auto first = ca.issue(1, 10);
+  write_file(dir.file("tls.crt"), first.cert);
+  write_file(dir.file("tls.key"), first.key);
+  CertWatcherOptions options;
+  options.cert_dir = dir.path();
+  options.poll_interval = 10ms;
+  options.settle_interval = 400ms;
+  options.registry = &registry;
+  CertWatcher watcher(options);
+  watcher.start();
+  REQUIRE(watcher.generation() == 1);
+  auto first_expiry = watcher.current()->not_after();
+
+  auto next = ca.issue(2, 20);
+  write_file(dir.file("tls.key"), next.key);
+  std::this_thread::sleep_for(100ms);  // ten polls: the mismatch has been seen, not reported
+  write_file(dir.file("tls.crt"), next.cert);
+  CHECK(eventually([&] { return watcher.generation() == 2; }));
+  CHECK(watcher.current()->not_after() > first_expiry);  // the 20-day certificate
+  CHECK(reload_failures(registry) == 0);
+}
+
+TEST_CASE("certs: a mismatch that outlasts the settle interval is reported once") {
+  TestCa ca;
+  TempDir dir;
+  Registry registry;
+  auto first = ca.issue(1, 10);
+  write_file(dir.file("tls.crt"), first.cert);
+  write_file(dir.file("tls.key"), first.key);
+  CertWatcherOptions options;
+  options.cert_dir = dir.path();
+  options.poll_interval = 10ms;
+  options.settle_interval = 20ms;
+  options.registry = &registry;
+  CertWatcher watcher(options);
+  watcher.start();
+  write_file(dir.file("tls.key"), ca.issue(2, 20).key);
+  CHECK(eventually([&] { return reload_failures(registry) == 1; }));
+  std::this_thread::sleep_for(100ms);  // many more polls of the same broken state
+  CHECK(reload_failures(registry) == 1);
+  CHECK(watcher.generation() == 1);  // the first pair keeps serving
+}
+
 TEST_CASE("certs: a missing directory is not fatal; loading starts when the files appear") {
   TempDir dir;
   Registry registry;
