@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/unit/support/eventually.h"
 #include "test/unit/support/local_http_server.h"
 
 using namespace std::chrono_literals;
@@ -95,13 +96,9 @@ class FakeApiServer : public testing::LocalHttpServer {
   int deployment_patches_ = 0;
 };
 
+// Twenty seconds: these wait on a manager with several threads, slow under the sanitizers.
 bool eventually(const std::function<bool()>& condition) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
+  return testing::eventually(condition, 20s);
 }
 
 }  // namespace

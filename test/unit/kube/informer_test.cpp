@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kube/watch.h"
+#include "test/unit/support/eventually.h"
 
 using namespace vscaler::kube;
 using nlohmann::json;
@@ -306,15 +307,7 @@ struct Recorder {
   }
 };
 
-bool eventually(const std::function<bool()>& condition,
-                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return condition();
-}
+using vscaler::testing::eventually;
 
 InformerOptions fast_options() {
   InformerOptions options;

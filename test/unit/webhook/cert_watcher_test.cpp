@@ -8,10 +8,12 @@
 #include <chrono>
 #include <thread>
 
+#include "test/unit/support/eventually.h"
 #include "test/unit/webhook/tls_fixture.h"
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;
+using vscaler::testing::eventually;
 using vscaler::testing::TempDir;
 using vscaler::testing::TestCa;
 using vscaler::testing::write_file;
@@ -125,15 +127,27 @@ int reload_failures(Registry& registry) {
   return at == std::string::npos ? 0 : std::stoi(text.substr(at + name.size()));
 }
 
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds within = 3s) {
-  auto deadline = std::chrono::steady_clock::now() + within;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
+// A watcher polling every 10 ms, started on a directory holding a valid 10-day pair.
+struct StartedWatcher {
+  explicit StartedWatcher(std::chrono::milliseconds settle) : watcher(options(settle)) {
+    watcher.start();
   }
-  return true;
-}
+  CertWatcherOptions options(std::chrono::milliseconds settle) {
+    auto first = ca.issue(1, 10);
+    write_file(dir.file("tls.crt"), first.cert);
+    write_file(dir.file("tls.key"), first.key);
+    CertWatcherOptions result;
+    result.cert_dir = dir.path();
+    result.poll_interval = 10ms;
+    result.settle_interval = settle;
+    result.registry = &registry;
+    return result;
+  }
+  TestCa ca;
+  TempDir dir;
+  Registry registry;
+  CertWatcher watcher;
+};
 
 }  // namespace
 
@@ -141,19 +155,8 @@ TEST_CASE("certs: a rotation caught between its key and its certificate is not a
   // certs/rotate.sh renames the new key into place, then the new certificate: a poll between the
   // two sees a mismatched pair. The watcher retries that state after the settle interval and,
   // the certificate having arrived meanwhile, loads the new pair without reporting anything.
-  TestCa ca;
-  TempDir dir;
-  Registry registry;
-  auto first = ca.issue(1, 10);
-  write_file(dir.file("tls.crt"), first.cert);
-  write_file(dir.file("tls.key"), first.key);
-  CertWatcherOptions options;
-  options.cert_dir = dir.path();
-  options.poll_interval = 10ms;
-  options.settle_interval = 400ms;
-  options.registry = &registry;
-  CertWatcher watcher(options);
-  watcher.start();
+  StartedWatcher started(400ms);
+  auto& [ca, dir, registry, watcher] = started;
   REQUIRE(watcher.generation() == 1);
   auto first_expiry = watcher.current()->not_after();
 
@@ -167,19 +170,8 @@ TEST_CASE("certs: a rotation caught between its key and its certificate is not a
 }
 
 TEST_CASE("certs: a mismatch that outlasts the settle interval is reported once") {
-  TestCa ca;
-  TempDir dir;
-  Registry registry;
-  auto first = ca.issue(1, 10);
-  write_file(dir.file("tls.crt"), first.cert);
-  write_file(dir.file("tls.key"), first.key);
-  CertWatcherOptions options;
-  options.cert_dir = dir.path();
-  options.poll_interval = 10ms;
-  options.settle_interval = 20ms;
-  options.registry = &registry;
-  CertWatcher watcher(options);
-  watcher.start();
+  StartedWatcher started(20ms);
+  auto& [ca, dir, registry, watcher] = started;
   write_file(dir.file("tls.key"), ca.issue(2, 20).key);
   CHECK(eventually([&] { return reload_failures(registry) == 1; }));
   std::this_thread::sleep_for(100ms);  // many more polls of the same broken state
