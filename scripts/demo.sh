@@ -10,17 +10,16 @@ demo_dir=$cluster_dir/demo
 export KUBECONFIG=$cluster_dir/kubeconfig
 export KUBECTL=$cluster_dir/bin/kubectl
 k() { "$KUBECTL" "$@"; }
+# shellcheck source=process.sh
+. "$root/scripts/process.sh"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# vscaler.pid holds the record "PID STARTTIME" of the vscaler the demo started (scripts/process.sh).
 stop_vscaler() {
   if [ -f "$demo_dir/vscaler.pid" ]; then
-    local pid
-    pid=$(cat "$demo_dir/vscaler.pid")
-    if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q vscaler; then
-      kill -TERM "$pid"
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      echo "demo: stopped vscaler (pid $pid)"
-    fi
+    local record
+    record=$(cat "$demo_dir/vscaler.pid")
+    if process_stop "$record" 5; then echo "demo: stopped vscaler (pid ${record%% *})"; fi
     rm -f "$demo_dir/vscaler.pid"
   fi
 }
@@ -54,15 +53,14 @@ step "3. vscaler, running as a process (log: $demo_dir/vscaler.log)"
 # the admin: the webhooks skip that user, so vscaler's own patches never meet its own hook.
 operator_kubeconfig=$("$root/test/cluster/operator-kubeconfig.sh")
 echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubeconfig)"
-setsid "$root/build/vscaler" --kubeconfig "$operator_kubeconfig" --webhook-port "$port" \
-  --cert-dir "$demo_dir/certs" --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 \
-  --resync-period 30s --recommender-interval 15s > "$demo_dir/vscaler.log" 2>&1 < /dev/null &
-echo $! > "$demo_dir/vscaler.pid"
-for _ in $(seq 1 150); do
-  curl -fsS http://127.0.0.1:18081/readyz >/dev/null 2>&1 && break
-  kill -0 "$(cat "$demo_dir/vscaler.pid")" 2>/dev/null || { tail -20 "$demo_dir/vscaler.log"; exit 1; }
-  sleep 0.2
-done
+: > "$demo_dir/vscaler.log"
+PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" \
+  --kubeconfig "$operator_kubeconfig" --webhook-port "$port" --cert-dir "$demo_dir/certs" \
+  --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --resync-period 30s \
+  --recommender-interval 15s
+echo "$PROCESS_RECORD" > "$demo_dir/vscaler.pid"
+process_await "$PROCESS_RECORD" 30 "demo: vscaler" "$demo_dir/vscaler.log" \
+  curl -fsS http://127.0.0.1:18081/readyz || exit 1
 echo "   ready: webhook https://127.0.0.1:$port, metrics http://127.0.0.1:18080/metrics"
 
 step "4. a sample Deployment (namespace shop) with resources of its own"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs vscaler's test suites and ends with one line "tests: N passed, N failed".
-# Usage: test/run.sh all|unit|sanitizers|fuzz-replay|integration|minimal|full
+# Usage: test/run.sh all|unit|sanitizers|fuzz-replay|scripts|integration|minimal|full
 # The integration and end-to-end suites run against private local clusters (see run_on_plane):
 # `integration` runs both planes' suites, `minimal` or `full` one plane's.
 set -uo pipefail
@@ -46,6 +46,16 @@ run_fuzz_replay() {
     [ -x "$target" ] || continue
     name=$(basename "$target")
     "$target" "test/fuzz/corpus/${name%_fuzz}" || ok=1
+  done
+  return $ok
+}
+
+# The tests of the shell helpers (test/scripts/*_test.sh), which need no cluster.
+run_scripts() {
+  local script ok=0
+  for script in test/scripts/*_test.sh; do
+    [ -f "$script" ] || continue
+    bash "$script" || { echo "FAILED: $script"; ok=1; }
   done
   return $ok
 }
@@ -129,6 +139,7 @@ case "$what" in
     suite unit-tsan run_unit build/tsan
     ;;
   fuzz-replay) suite fuzz-replay run_fuzz_replay ;;
+  scripts) suite scripts run_scripts ;;
   integration) run_integration ;;
   minimal | full) run_on_plane "$what" ;;
   all)
@@ -136,11 +147,12 @@ case "$what" in
     suite unit-asan-ubsan run_unit build/asan
     suite unit-tsan run_unit build/tsan
     suite fuzz-replay run_fuzz_replay
+    suite scripts run_scripts
     suite format-check make --no-print-directory format-check
     run_integration
     ;;
   *)
-    echo "usage: test/run.sh all|unit|sanitizers|fuzz-replay|integration|minimal|full" >&2
+    echo "usage: test/run.sh all|unit|sanitizers|fuzz-replay|scripts|integration|minimal|full" >&2
     exit 2
     ;;
 esac

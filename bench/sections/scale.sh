@@ -47,7 +47,8 @@ echo "scale: populated in $((SECONDS - start)) s" >&2
 control_plane_memory() {
   local name pid
   for name in etcd kube-apiserver; do
-    pid=$(cat "$BENCH_CLUSTER_DIR/$name.pid" 2>/dev/null) || continue
+    # NAME.pid holds "PID STARTTIME" (scripts/process.sh).
+    read -r pid _ <"$BENCH_CLUSTER_DIR/$name.pid" 2>/dev/null || continue
     echo "scale: $name VmRSS $(($(proc_kib "$pid" VmRSS) / 1024)) MiB," \
       "VmHWM $(($(proc_kib "$pid" VmHWM) / 1024)) MiB" >&2
   done

@@ -11,6 +11,8 @@
 
 root=${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 bench_bin=$root/build/bench
+# shellcheck source=../../scripts/process.sh
+. "$root/scripts/process.sh"
 BENCH_PIDS=()
 BENCH_OWN_CLUSTER=
 BENCH_WEBHOOK=
@@ -76,7 +78,7 @@ bench_free_port() {
 # ports (vscaler with its webhooks registered for its port), waits for /readyz. Sets OP_PID,
 # OP_METRICS (URL) and OP_LOG.
 start_operator() {
-  local kind=$1 metrics_port health_port deadline
+  local kind=$1 metrics_port health_port command=()
   shift
   metrics_port=$(bench_free_port)
   health_port=$(bench_free_port)
@@ -95,33 +97,27 @@ start_operator() {
       local operator_kc
       operator_kc=$(VSCALER_CLUSTER_DIR=$BENCH_CLUSTER_DIR KUBECTL=$KUBECTL \
         "$root/test/cluster/operator-kubeconfig.sh") || return 1
-      "$VSCALER_BIN" --kubeconfig "$operator_kc" --webhook-port "$webhook_port" \
-        --cert-dir "$BENCH_WORK/certs" --metrics-addr "127.0.0.1:$metrics_port" \
-        --health-addr "127.0.0.1:$health_port" "$@" >"$OP_LOG" 2>&1 &
+      command=("$VSCALER_BIN" --kubeconfig "$operator_kc" --webhook-port "$webhook_port"
+        --cert-dir "$BENCH_WORK/certs" --metrics-addr "127.0.0.1:$metrics_port"
+        --health-addr "127.0.0.1:$health_port" "$@")
       ;;
     peer-full | peer-meta)
       local variant=()
       [ "$kind" = peer-meta ] && variant=(--metadata-only)
-      "$bench_bin/peer-controller-runtime" --kubeconfig "$KUBECONFIG" "${variant[@]}" \
-        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
-        "$@" >"$OP_LOG" 2>&1 &
+      command=("$bench_bin/peer-controller-runtime" --kubeconfig "$KUBECONFIG" "${variant[@]}"
+        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" "$@")
       ;;
     *)
       echo "start_operator: unknown kind $kind" >&2
       return 1
       ;;
   esac
-  OP_PID=$!
+  : >"$OP_LOG"
+  process_spawn "$OP_LOG" "${command[@]}"
+  OP_PID=${PROCESS_RECORD%% *}
   BENCH_PIDS+=("$OP_PID")
-  deadline=$((SECONDS + 600))
-  until curl -fsS --max-time 2 "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; do
-    if ! kill -0 "$OP_PID" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-      echo "bench: $kind did not become ready; its log:" >&2
-      tail -n 20 "$OP_LOG" >&2
-      return 1
-    fi
-    sleep 0.2
-  done
+  process_await "$PROCESS_RECORD" 600 "bench: $kind" "$OP_LOG" \
+    curl -fsS --max-time 2 "http://127.0.0.1:$health_port/readyz"
 }
 
 # stop_operator: stops the operator start_operator started (and vscaler's webhooks).

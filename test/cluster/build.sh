@@ -80,15 +80,15 @@ build_one() {
   ) &
   ticker=$!
   (cd "$here/$module" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
-    -o "$dir/.$name.tmp" "$pkg" </dev/null) || rc=$?
+    -o "$dir/.$name.tmp.$$" "$pkg" </dev/null) || rc=$?
   kill "$ticker" 2>/dev/null || true
   wait "$ticker" 2>/dev/null || true
   if [ "$rc" != 0 ]; then
-    rm -f "$dir/.$name.tmp"
+    rm -f "$dir/.$name.tmp.$$"
     echo "build.sh: [$n/$m] $name: go build $pkg failed (exit $rc); its errors are above" >&2
     exit 1
   fi
-  mv "$dir/.$name.tmp" "$dir/$name"
+  mv "$dir/.$name.tmp.$$" "$dir/$name"
   echo "build.sh: [$n/$m] $name: built in $(fmt_secs $((SECONDS - start)))" >&2
 }
 

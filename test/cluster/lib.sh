@@ -11,14 +11,16 @@ print_paths() {
   echo "try:        KUBECONFIG=$CLUSTER_DIR/kubeconfig $CLUSTER_DIR/bin/kubectl get namespaces"
 }
 
-# pid_alive NAME: true when the process recorded in NAME.pid runs and is the binary we started.
+# The components are tracked exactly (scripts/process.sh): NAME.pid holds the record "PID
+# STARTTIME" of the process start_process forked, which is the component itself.
+# shellcheck source=../../scripts/process.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/process.sh"
+
+# pid_alive NAME: true when the process recorded in NAME.pid runs (and is the one we started).
 pid_alive() {
-  local pidfile=$CLUSTER_DIR/$1.pid pid
+  local pidfile=$CLUSTER_DIR/$1.pid
   [ -f "$pidfile" ] || return 1
-  pid=$(cat "$pidfile")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  # Guard against pid reuse: the command line must name the binary we started.
-  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$1"
+  process_alive "$(cat "$pidfile")"
 }
 
 # cluster_running: true when any process of a cluster in CLUSTER_DIR still runs.
@@ -32,8 +34,9 @@ cluster_running() {
 start_process() {
   local name=$1
   shift
-  setsid "$@" > "$CLUSTER_DIR/$name.log" 2>&1 < /dev/null &
-  echo $! > "$CLUSTER_DIR/$name.pid"
+  : > "$CLUSTER_DIR/$name.log"
+  PROCESS_DETACH=1 process_spawn "$CLUSTER_DIR/$name.log" "$@"
+  echo "$PROCESS_RECORD" > "$CLUSTER_DIR/$name.pid"
 }
 
 # start_from_args NAME BINARY [ARGS_FILE]: starts BINARY with the arguments kept in ARGS_FILE
@@ -47,19 +50,15 @@ start_from_args() {
 start_apiserver() { start_from_args kube-apiserver "$KUBE_BIN_DIR/kube-apiserver" apiserver.args; }
 
 # stop_process NAME [GRACE_SECONDS]: SIGTERM, up to GRACE (default 15) s, then SIGKILL; only the
-# pid we recorded. kube-apiserver holds open watch connections to the end of its grace, so its
-# callers pass a shorter one (nothing it holds needs a clean shutdown: etcd has the data).
+# process we recorded, whatever its command line says. kube-apiserver holds open watch
+# connections to the end of its grace, so its callers pass a shorter one (nothing it holds needs
+# a clean shutdown: etcd has the data). False when it was not running.
 stop_process() {
-  local name=$1 grace=${2:-15} pid
-  pid_alive "$name" || { rm -f "$CLUSTER_DIR/$name.pid"; return 1; }
-  pid=$(cat "$CLUSTER_DIR/$name.pid")
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 $((grace * 10))); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$CLUSTER_DIR/$name.pid"
+  local name=$1 grace=${2:-15} pidfile=$CLUSTER_DIR/$1.pid rc=1
+  [ -f "$pidfile" ] || return 1
+  process_stop "$(cat "$pidfile")" "$grace" && rc=0
+  rm -f "$pidfile"
+  return $rc
 }
 
 # stop_all: stops every component this cluster directory recorded; prints the names it stopped.
@@ -91,29 +90,21 @@ apiserver_ready() { admin_curl /readyz >/dev/null 2>&1; }
 # 200 (their serving certificates are self-signed or ours; what is probed is liveness, not trust).
 health_ok() { curl -fsSk --max-time 5 "$1" >/dev/null 2>&1; }
 
-# fail_component NAME WHY: the one line naming what failed, then the tail of its log.
+# fail_component NAME WHY: the one line naming what failed and the state of its process, then
+# the tail of its log.
 fail_component() {
-  echo "test/cluster: $1 $2; last lines of $CLUSTER_DIR/$1.log:" >&2
-  tail -n 30 "$CLUSTER_DIR/$1.log" >&2 2>/dev/null || true
+  { printf 'test/cluster: %s %s; ' "$1" "$2"; process_describe "$(cat "$CLUSTER_DIR/$1.pid" 2>/dev/null)"
+    echo "last lines of $CLUSTER_DIR/$1.log:"; tail -n 30 "$CLUSTER_DIR/$1.log" 2>/dev/null; } >&2
 }
 
 # wait_for WHAT SECONDS COMMAND...: polls COMMAND until it succeeds; on timeout, or when WHAT's
-# process exits first, says so with the tail of WHAT's log and fails.
+# process exits first, says so (what the kernel knows of the process, then the tail of WHAT's
+# log) and fails. Run it in the shell that started WHAT, so an exit status can be read.
 wait_for() {
-  local what=$1 seconds=$2 deadline
+  local what=$1 seconds=$2
   shift 2
-  deadline=$((SECONDS + seconds))
-  until "$@" >/dev/null 2>&1; do
-    if ! pid_alive "$what"; then
-      fail_component "$what" "exited before it was ready"
-      return 1
-    fi
-    if [ $SECONDS -ge $deadline ]; then
-      fail_component "$what" "did not become ready within ${seconds}s"
-      return 1
-    fi
-    sleep 0.5
-  done
+  process_await "$(cat "$CLUSTER_DIR/$what.pid" 2>/dev/null)" "$seconds" "test/cluster: $what" \
+    "$CLUSTER_DIR/$what.log" "$@"
 }
 
 # port_clash NAME: true when NAME's log says its port was taken (picked free, then lost to

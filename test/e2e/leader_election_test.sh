@@ -51,19 +51,12 @@ start_replica() {
   starts=$((starts + 1))
   LOG[$name]=$WORK_DIR/$name-$starts.log
   WEBHOOK[$name]=$(free_port)
-  "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "${WEBHOOK[$name]}" --cert-dir "$CERT_DIR" \
-    --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
-    --namespace "$ns" --resync-period 1s --leader-elect --leader-election-namespace "$lease_ns" \
-    >>"${LOG[$name]}" 2>&1 &
-  PID[$name]=$!
-  deadline=$((SECONDS + 60))
-  until curl -fsS "${HEALTH[$name]}/readyz" >/dev/null 2>&1; do
-    if ! kill -0 "${PID[$name]}" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-      tail -n 20 "${LOG[$name]}" >&2
-      fail "replica $name did not become ready"
-    fi
-    sleep 0.2
-  done
+  process_spawn "${LOG[$name]}" "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "${WEBHOOK[$name]}" \
+    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
+    --namespace "$ns" --resync-period 1s --leader-elect --leader-election-namespace "$lease_ns"
+  PID[$name]=${PROCESS_RECORD%% *}
+  process_await "$PROCESS_RECORD" 60 "replica $name" "${LOG[$name]}" curl -fsS "${HEALTH[$name]}/readyz" ||
+    fail "replica $name did not become ready"
 }
 
 # m NAME SERIES: one series of a replica's metrics (0 when absent).

@@ -4,6 +4,8 @@ set -euo pipefail
 : "${KUBECTL:?run through test/run.sh (KUBECTL unset)}"
 
 k() { "$KUBECTL" "$@"; }
+# shellcheck source=../../scripts/process.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/process.sh"
 
 # fail MESSAGE: print and stop the test.
 fail() {
@@ -93,26 +95,19 @@ start_operator() {
   OPERATOR_LOG=$WORK_DIR/operator.log
   local kubeconfig
   kubeconfig=$(operator_kubeconfig) || fail "no kubeconfig for $VSCALER_USER"
-  "$VSCALER_BIN" --kubeconfig "$kubeconfig" --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" \
-    --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
-    "$@" >>"$OPERATOR_LOG" 2>&1 &
-  OPERATOR_PID=$!
+  process_spawn "$OPERATOR_LOG" "$VSCALER_BIN" --kubeconfig "$kubeconfig" --webhook-port "$WEBHOOK_PORT" \
+    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" "$@"
+  OPERATOR_RECORD=$PROCESS_RECORD
+  OPERATOR_PID=${OPERATOR_RECORD%% *}
   trap 'stop_operator' EXIT
-  local deadline=$((SECONDS + 60))
-  until curl -fsS "$HEALTH_URL/readyz" >/dev/null 2>&1; do
-    if ! kill -0 "$OPERATOR_PID" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-      echo "operator did not become ready; its log:" >&2
-      tail -n 40 "$OPERATOR_LOG" >&2
-      exit 1
-    fi
-    sleep 0.2
-  done
+  process_await "$OPERATOR_RECORD" 60 "the operator" "$OPERATOR_LOG" curl -fsS "$HEALTH_URL/readyz" ||
+    exit 1
 }
 
 stop_operator() {
-  if [ -n "${OPERATOR_PID:-}" ] && kill -0 "$OPERATOR_PID" 2>/dev/null; then
-    kill -TERM "$OPERATOR_PID" 2>/dev/null || true
-    wait "$OPERATOR_PID" 2>/dev/null || true
+  if [ -n "${OPERATOR_RECORD:-}" ]; then
+    kill -CONT "$OPERATOR_PID" 2>/dev/null || true # a test may have stopped it (SIGSTOP)
+    process_stop "$OPERATOR_RECORD" || true
   fi
   if [ "${KEEP_LOGS:-}" = "" ] && [ -n "${WORK_DIR:-}" ]; then rm -rf "$WORK_DIR"; fi
 }

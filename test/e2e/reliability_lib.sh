@@ -68,7 +68,7 @@ PY
 }
 
 # operator_alive: the operator process still runs.
-operator_alive() { kill -0 "$OPERATOR_PID" 2>/dev/null; }
+operator_alive() { process_alive "$OPERATOR_RECORD"; }
 
 # healthz: the operator's /healthz answers 200.
 healthz() { curl -fsS "$HEALTH_URL/healthz" >/dev/null; }
@@ -157,16 +157,11 @@ rel_start_operator() {
   METRICS_URL=http://127.0.0.1:$metrics_port/metrics
   HEALTH_URL=http://127.0.0.1:$health_port
   OPERATOR_LOG=$WORK_DIR/operator.log
-  "$VSCALER_BIN" --kubeconfig "${REL_KUBECONFIG:-$KUBECONFIG}" --webhook-port "$WEBHOOK_PORT" \
-    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" \
-    --health-addr "127.0.0.1:$health_port" "$@" >>"$OPERATOR_LOG" 2>&1 &
-  OPERATOR_PID=$!
-  deadline=$((SECONDS + ${REL_START_SECONDS:-60}))
-  until curl -fsS "$HEALTH_URL/readyz" >/dev/null 2>&1; do
-    if ! kill -0 "$OPERATOR_PID" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-      tail -n 20 "$OPERATOR_LOG" >&2
-      fail "the operator did not become ready"
-    fi
-    sleep 0.2
-  done
+  process_spawn "$OPERATOR_LOG" "$VSCALER_BIN" --kubeconfig "${REL_KUBECONFIG:-$KUBECONFIG}" \
+    --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" \
+    --health-addr "127.0.0.1:$health_port" "$@"
+  OPERATOR_RECORD=$PROCESS_RECORD
+  OPERATOR_PID=${OPERATOR_RECORD%% *}
+  process_await "$OPERATOR_RECORD" "${REL_START_SECONDS:-60}" "the operator" "$OPERATOR_LOG" \
+    curl -fsS "$HEALTH_URL/readyz" || fail "the operator did not become ready"
 }
