@@ -46,21 +46,19 @@ grep -q '^sleep' <(tr '\0' ' ' <"/proc/$(pid_of "$late")/cmdline") || fail "the 
 ok "a process that execs late is alive before and after, and awaited"
 
 # 2. Exits at once: reported dead with its status; killed: with its signal.
-spawn bash -c 'exit 3'
-rc=0
-process_await "$PROCESS_RECORD" 10 "quitter" "$work/log" false 2>"$work/await.err" || rc=$?
-[ "$rc" != 0 ] || fail "awaiting a process that exited succeeded"
-grep -q "^quitter exited before it was ready: pid [0-9]* exited with status 3$" "$work/await.err" ||
-  fail "the exit status is not named: $(cat "$work/await.err")"
-ok "an exit at once is reported with its status: $(head -n1 "$work/await.err")"
-
-spawn bash -c 'kill -KILL $$'
-rc=0
-process_await "$PROCESS_RECORD" 10 "victim" "$work/log" false 2>"$work/await.err" || rc=$?
-[ "$rc" != 0 ] || fail "awaiting a killed process succeeded"
-grep -q "^victim exited before it was ready: pid [0-9]* was killed by signal 9 (SIGKILL)$" "$work/await.err" ||
-  fail "the signal is not named: $(cat "$work/await.err")"
-ok "a kill is reported with its signal: $(head -n1 "$work/await.err")"
+# reported_dead NAME WANT COMMAND...: awaiting COMMAND's readiness fails, saying WANT.
+reported_dead() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  spawn "$@"
+  process_await "$PROCESS_RECORD" 10 "$name" "$work/log" false 2>"$work/await.err" || rc=$?
+  [ "$rc" != 0 ] || fail "awaiting $name succeeded"
+  grep -q "^$name exited before it was ready: pid [0-9]* $want$" "$work/await.err" ||
+    fail "$name: '$want' is not said: $(cat "$work/await.err")"
+  ok "$name is reported: $(head -n1 "$work/await.err")"
+}
+reported_dead quitter "exited with status 3" bash -c 'exit 3'
+reported_dead victim "was killed by signal 9 (SIGKILL)" bash -c 'kill -KILL $$'
 
 # A process that never gets ready: the timeout says it is alive.
 spawn sleep 30
@@ -88,11 +86,11 @@ process_alive "$renamed" && fail "a stopped process still runs"
 process_stop "$renamed" 2 && fail "stopping a stopped process claims it ran"
 
 spawn bash -c 'trap "" TERM; while :; do sleep 0.1; done'
-stubborn=$PROCESS_RECORD
+ignores_term=$PROCESS_RECORD
 sleep 0.2
 before=$SECONDS
-process_stop "$stubborn" 1 || fail "process_stop did not stop a process ignoring SIGTERM"
-process_alive "$stubborn" && fail "a process ignoring SIGTERM still runs"
+process_stop "$ignores_term" 1 || fail "process_stop did not stop a process ignoring SIGTERM"
+process_alive "$ignores_term" && fail "a process ignoring SIGTERM still runs"
 [ $((SECONDS - before)) -le 5 ] || fail "stopping took $((SECONDS - before)) s with a 1 s grace"
 ok "process_stop stops what it started, SIGKILL after the grace"
 
