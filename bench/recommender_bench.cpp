@@ -56,7 +56,7 @@ UsageSample usage(Shape shape, int container, int minute) {
     cpu = 0.3 + 0.25 * std::sin(minute * 2 * M_PI / kMinutes);
     memory = (400 + 200 * std::sin(minute * 2 * M_PI / kMinutes)) * kMi;
   }
-  return {kT0 + minutes(minute), cpu, memory, 0.5};
+  return {kT0 + minutes(minute), cpu, memory};
 }
 
 std::vector<ContainerAggregate> day_of(Shape shape, const AggregateOptions& options) {

@@ -11,7 +11,7 @@ kube::Result<kube::Unit> AggregateOptions::validate() const {
   if (memory_aggregation_interval.count() <= 0) {
     return kube::fail("memory aggregation interval must be > 0");
   }
-  if (!(min_cpu_sample_weight > 0)) return kube::fail("min cpu sample weight must be > 0");
+  if (!(cpu_sample_weight > 0)) return kube::fail("cpu sample weight must be > 0");
   if (!(oom_bump_ratio >= 1)) return kube::fail("oom bump ratio must be >= 1");
   if (!(oom_min_bump_bytes >= 0)) return kube::fail("oom min bump must be >= 0 bytes");
   if (pod_clock_horizon.count() <= 0) return kube::fail("pod clock horizon must be > 0");

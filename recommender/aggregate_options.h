@@ -18,8 +18,10 @@ struct AggregateOptions {
   Duration memory_half_life = std::chrono::hours(24);
   /// --memory-aggregation-interval: memory keeps one peak per interval of this length.
   Duration memory_aggregation_interval = std::chrono::hours(24);
-  /// A CPU sample weighs the container's CPU request in cores, at least this (VPA: 0.1).
-  double min_cpu_sample_weight = 0.1;
+  /// The weight of every CPU sample (VPA 1.8's minSampleWeight, 0.1). Equal for all samples:
+  /// VPA before 1.8 weighed by the CPU request, so that pods of unequal requests outvoted each
+  /// other (kubernetes/autoscaler #7818).
+  double cpu_sample_weight = 0.1;
   /// An OOM kill counts as a memory sample of max(used * ratio, used + min bump) (VPA: 1.2).
   double oom_bump_ratio = 1.2;
   /// ... and at least this many bytes more than used (VPA: 100 MiB).

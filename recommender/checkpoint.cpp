@@ -11,6 +11,14 @@ namespace {
 using nlohmann::json;
 using Error = kube::Failure<std::string>;
 
+// The memoryWindow an older version requires: epoch end (no window open), no peaks.
+json empty_memory_window() {
+  return {{"end", format_rfc3339(TimePoint{})},
+          {"peak", 0},
+          {"oomPeak", 0},
+          {"lastSampleStart", format_rfc3339(TimePoint{})}};
+}
+
 nlohmann::json encode_histogram(const DecayingHistogram& h) {
   json buckets = json::object();
   for (const auto& b : h.buckets()) buckets[std::to_string(b.index)] = double(b.weight);
@@ -115,21 +123,8 @@ kube::Result<std::pair<std::string, AggregateState>> decode_container(
     return field_error(path + ".totalSamplesCount", "must be a non-negative integer");
   }
   s.total_samples_count = (*count)->get<std::uint64_t>();
-  auto window = member(c, path, "memoryWindow");
-  if (!window.ok()) return kube::fail(window.error());
-  const std::string wpath = path + ".memoryWindow";
-  auto end = time(**window, wpath, "end");
-  if (!end.ok()) return kube::fail(end.error());
-  auto peak = number(**window, wpath, "peak");
-  if (!peak.ok()) return kube::fail(peak.error());
-  auto oom_peak = number(**window, wpath, "oomPeak");
-  if (!oom_peak.ok()) return kube::fail(oom_peak.error());
-  auto last_memory = time(**window, wpath, "lastSampleStart");
-  if (!last_memory.ok()) return kube::fail(last_memory.error());
-  s.window_end = *end;
-  s.memory_peak = *peak;
-  s.oom_peak = *oom_peak;
-  s.last_memory_sample = *last_memory;
+  // memoryWindow: the single window of checkpoints written before memory windows were per
+  // pod. Windows are not restored any more (as VPA's checkpoints hold none): read and ignored.
   return std::pair{(*name)->get<std::string>(), std::move(s)};
 }
 
@@ -145,11 +140,9 @@ nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates) {
                           {"firstSampleStart", format_rfc3339(s.first_sample_start)},
                           {"lastSampleStart", format_rfc3339(s.last_sample_start)},
                           {"totalSamplesCount", s.total_samples_count},
-                          {"memoryWindow",
-                           {{"end", format_rfc3339(s.window_end)},
-                            {"peak", s.memory_peak},
-                            {"oomPeak", s.oom_peak},
-                            {"lastSampleStart", format_rfc3339(s.last_memory_sample)}}}});
+                          // An empty window, for a replica of an older version that requires
+                          // the field (a rolling upgrade): it opens a new window, as we do.
+                          {"memoryWindow", empty_memory_window()}});
   }
   return {{"version", kCheckpointVersion}, {"containers", std::move(containers)}};
 }

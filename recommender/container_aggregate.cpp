@@ -1,4 +1,5 @@
-// Per-container history: the sample rules of VPA's ContainerState/AggregateContainerState.
+// Per-container history: the sample rules of VPA 1.8's ContainerState (per pod: the duplicate
+// filter and the memory window) and AggregateContainerState (per container name: histograms).
 #include "recommender/container_aggregate.h"
 
 #include <algorithm>
@@ -15,102 +16,114 @@ std::uint64_t pod_key(std::string_view pod_uid) {
 ContainerAggregate::ContainerAggregate(AggregateState state)
     : state_(std::move(state)), restored_floor_ms_(to_millis(state_.last_sample_start)) {}
 
-bool ContainerAggregate::advance_pod_clock(const AggregateOptions& options, std::uint64_t pod,
-                                           TimePoint time) {
-  const std::int64_t t = to_millis(time);
+const ContainerAggregate::PodState* ContainerAggregate::find_pod(std::uint64_t pod) const {
   auto it = std::lower_bound(pods_.begin(), pods_.end(), pod,
-                             [](const PodClock& c, std::uint64_t p) { return c.pod < p; });
-  if (it != pods_.end() && it->pod == pod) {
-    if (t <= it->last_ms) return false;
-    it->last_ms = t;
-    return true;
-  }
-  // A pod not seen since the restore: whatever the checkpoint covered was counted already.
-  if (t <= restored_floor_ms_) return false;
-  // New pod: forget pods that have not reported within the horizon (they are gone), so the
-  // filter stays as small as the set of live pods.
-  const std::int64_t cutoff = t - options.pod_clock_horizon.count();
-  std::erase_if(pods_, [cutoff](const PodClock& c) { return c.last_ms < cutoff; });
-  it = std::lower_bound(pods_.begin(), pods_.end(), pod,
-                        [](const PodClock& c, std::uint64_t p) { return c.pod < p; });
-  pods_.insert(it, PodClock{pod, t});
-  return true;
+                             [](const PodState& p, std::uint64_t key) { return p.pod < key; });
+  return it != pods_.end() && it->pod == pod ? &*it : nullptr;
+}
+
+ContainerAggregate::PodState& ContainerAggregate::pod_state(const AggregateOptions& options,
+                                                            std::uint64_t pod,
+                                                            std::int64_t now_ms) {
+  if (const PodState* found = find_pod(pod)) return const_cast<PodState&>(*found);
+  // New pod: forget pods not heard of within the horizon (they are gone), so the list stays as
+  // small as the set of live pods. A pod known only by an OOM kill was last heard of then.
+  const std::int64_t cutoff = now_ms - options.pod_clock_horizon.count();
+  const std::int64_t interval_ms = options.memory_aggregation_interval.count();
+  std::erase_if(pods_, [&](const PodState& p) {
+    return std::max(p.last_ms, p.window_end_ms - interval_ms) < cutoff;
+  });
+  auto it = std::lower_bound(pods_.begin(), pods_.end(), pod,
+                             [](const PodState& p, std::uint64_t key) { return p.pod < key; });
+  return *pods_.insert(it, PodState{pod});
+}
+
+std::optional<PodMemoryWindow> ContainerAggregate::memory_window(std::uint64_t pod) const {
+  const PodState* p = find_pod(pod);
+  if (p == nullptr || p->window_end_ms == 0) return std::nullopt;
+  return PodMemoryWindow{from_millis(p->window_end_ms), p->memory_peak, p->oom_peak};
 }
 
 SampleOutcome ContainerAggregate::add_sample(const AggregateOptions& options, std::uint64_t pod,
                                              const UsageSample& sample) {
   if (!std::isfinite(sample.cpu_cores) || sample.cpu_cores < 0 ||
-      !std::isfinite(sample.memory_bytes) || sample.memory_bytes < 0 ||
-      !std::isfinite(sample.cpu_request_cores)) {
+      !std::isfinite(sample.memory_bytes) || sample.memory_bytes < 0) {
     return SampleOutcome::kInvalid;
   }
-  if (!advance_pod_clock(options, pod, sample.time)) return SampleOutcome::kStale;
-  // Samples weigh the current request: when the request rises, older history effectively
-  // decays faster, which reacts quickly to CPU starvation (VPA's reasoning).
-  state_.cpu.add_sample(options.cpu_config(), sample.cpu_cores,
-                        std::max(sample.cpu_request_cores, options.min_cpu_sample_weight),
+  const std::int64_t t = to_millis(sample.time);
+  // Whatever the restored checkpoint covered was counted already, whichever pod it came from.
+  if (t <= restored_floor_ms_) return SampleOutcome::kStale;
+  PodState& state = pod_state(options, pod, t);
+  if (t <= state.last_ms) return SampleOutcome::kStale;
+  state.last_ms = t;
+  state_.cpu.add_sample(options.cpu_config(), sample.cpu_cores, options.cpu_sample_weight,
                         sample.time);
   if (state_.total_samples_count == 0 || sample.time < state_.first_sample_start) {
     state_.first_sample_start = sample.time;
   }
   if (sample.time > state_.last_sample_start) state_.last_sample_start = sample.time;
   ++state_.total_samples_count;
-  add_memory_peak(options, sample.memory_bytes, sample.time, false);
+  add_memory_peak(options, state, sample.memory_bytes, sample.time, false);
   return SampleOutcome::kAdded;
 }
 
-void ContainerAggregate::add_memory_peak(const AggregateOptions& options, double bytes,
-                                         TimePoint time, bool oom) {
+void ContainerAggregate::add_memory_peak(const AggregateOptions& options, PodState& pod,
+                                         double bytes, TimePoint time, bool oom) {
   const HistogramConfig config = options.memory_config();
-  if (time > state_.last_memory_sample) state_.last_memory_sample = time;
-  if (to_millis(state_.window_end) == 0) state_.window_end = time;  // the first sample
+  const auto peak = static_cast<float>(bytes);
+  const std::int64_t t = to_millis(time);
+  if (pod.window_end_ms == 0) pod.window_end_ms = t;  // the pod's first sample
   bool add_new_peak = false;
-  if (time < state_.window_end) {
+  if (t < pod.window_end_ms) {
     // Opening a window always adds its first peak, so the window's histogram entry is the
     // larger of the two peaks. (VPA skips the replacement when that peak is 0, losing the
     // window's real peak after a first sample of 0 bytes; here a 0 peak is replaced too.)
-    double old_peak = std::max(state_.memory_peak, state_.oom_peak);
-    if (bytes > old_peak) {
-      state_.memory.subtract_sample(config, old_peak, 1.0, state_.window_end);
+    const float old_peak = std::max(pod.memory_peak, pod.oom_peak);
+    if (peak > old_peak) {
+      state_.memory.subtract_sample(config, old_peak, 1.0, from_millis(pod.window_end_ms));
       add_new_peak = true;
     }
   } else {
     // Move the window forward by whole intervals until it ends after `time`.
-    const auto interval = options.memory_aggregation_interval;
-    auto shift = ((time - state_.window_end) / interval) * interval + interval;
-    state_.window_end += shift;
-    state_.memory_peak = 0;
-    state_.oom_peak = 0;
+    const std::int64_t interval = options.memory_aggregation_interval.count();
+    pod.window_end_ms += (t - pod.window_end_ms) / interval * interval + interval;
+    pod.memory_peak = 0;
+    pod.oom_peak = 0;
     add_new_peak = true;
   }
   if (!add_new_peak) return;
   // The peak is recorded at the window's end, so all peaks of one interval decay alike.
-  state_.memory.add_sample(config, bytes, 1.0, state_.window_end);
-  (oom ? state_.oom_peak : state_.memory_peak) = bytes;
+  state_.memory.add_sample(config, peak, 1.0, from_millis(pod.window_end_ms));
+  (oom ? pod.oom_peak : pod.memory_peak) = peak;
 }
 
 kube::Result<kube::Unit> ContainerAggregate::record_oom(const AggregateOptions& options,
-                                                        TimePoint time,
+                                                        std::uint64_t pod, TimePoint time,
                                                         double memory_request_bytes) {
-  if (to_millis(time) <= restored_floor_ms_) {
+  const std::int64_t t = to_millis(time);
+  if (t <= restored_floor_ms_) {
     return kube::fail("OOM kill at " + format_rfc3339(time) +
                       " is not newer than the restored checkpoint (already counted)");
   }
-  if (to_millis(state_.last_memory_sample) != 0 &&
-      time < state_.last_memory_sample - options.memory_aggregation_interval) {
+  const PodState* known = find_pod(pod);
+  if (known != nullptr && known->last_ms != 0 &&
+      time < from_millis(known->last_ms) - options.memory_aggregation_interval) {
     return kube::fail("OOM kill at " + format_rfc3339(time) +
                       " is older than one memory aggregation interval");
   }
-  // The OOM-derived peak is left out of `used` so that repeated kills do not compound.
-  double used = std::max(std::max(memory_request_bytes, 0.0), state_.memory_peak);
-  double needed = std::max(used + options.oom_min_bump_bytes, used * options.oom_bump_ratio);
-  add_memory_peak(options, needed, time, true);
+  PodState& state = pod_state(options, pod, t);
+  // The OOM-derived peak is left out of `used` so that repeated kills do not compound; the
+  // killed pod's own peak counts, not the largest replica's.
+  const double used =
+      std::max(std::max(memory_request_bytes, 0.0), static_cast<double>(state.memory_peak));
+  const double needed = std::max(used + options.oom_min_bump_bytes, used * options.oom_bump_ratio);
+  add_memory_peak(options, state, needed, time, true);
   return kube::Unit{};
 }
 
 std::size_t ContainerAggregate::memory_bytes() const {
   return sizeof(*this) - 2 * sizeof(DecayingHistogram) + state_.cpu.memory_bytes() +
-         state_.memory.memory_bytes() + pods_.capacity() * sizeof(PodClock);
+         state_.memory.memory_bytes() + pods_.capacity() * sizeof(PodState);
 }
 
 void ContainerAggregate::shrink_to_fit() {

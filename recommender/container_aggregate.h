@@ -1,11 +1,14 @@
-// ContainerAggregate: the usage history of one container name across the target's pods (as VPA
-// aggregates by container name): a CPU histogram of samples weighted by the CPU request, a memory
-// histogram of one peak per aggregation interval, the first/last sample times and the sample
-// count that confidence is computed from, and per-pod clocks that drop a sample not newer than
-// that pod's last one (metrics-server answers the same sample until its next scrape).
+// ContainerAggregate: the usage history of one container name across the target's pods, VPA 1.8's
+// model: the histograms are shared by the container name (AggregateContainerState), the memory
+// windows are per pod (ContainerState). A CPU histogram of samples of equal weight, a memory
+// histogram of one peak per pod per aggregation interval, the first/last sample times and the
+// sample count that confidence is computed from, and per pod a clock that drops a sample not newer
+// than that pod's last one (metrics-server answers the same sample until its next scrape) and the
+// pod's current memory window (its peak and OOM-derived peak).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -18,10 +21,9 @@ namespace vscaler::recommender {
 
 /// One usage sample of one container of one pod.
 struct UsageSample {
-  TimePoint time;                ///< PodMetrics timestamp (end of the measurement window)
-  double cpu_cores = 0;          ///< usage.cpu in cores
-  double memory_bytes = 0;       ///< usage.memory (working set) in bytes
-  double cpu_request_cores = 0;  ///< the container's CPU request in cores (0 when none)
+  TimePoint time;           ///< PodMetrics timestamp (end of the measurement window)
+  double cpu_cores = 0;     ///< usage.cpu in cores
+  double memory_bytes = 0;  ///< usage.memory (working set) in bytes
 };
 
 /// What add_sample did with a sample.
@@ -34,19 +36,23 @@ enum class SampleOutcome {
 /// A stable 64-bit key for a pod (FNV-1a of its uid), for the per-pod duplicate filter.
 std::uint64_t pod_key(std::string_view pod_uid);
 
-/// The parts of an aggregate a checkpoint holds (the per-pod clocks are not kept: after a
-/// restore, samples not newer than the restored last sample are treated as already counted).
+/// The parts of an aggregate a checkpoint holds, as VPA's checkpoint does: the per-pod clocks
+/// and memory windows are not kept. After a restore, samples not newer than the restored last
+/// sample are treated as already counted; a pod's window opens anew with its next sample.
 struct AggregateState {
-  DecayingHistogram cpu;                  ///< CPU usage, weighted by request
-  DecayingHistogram memory;               ///< memory peaks, one per interval
+  DecayingHistogram cpu;                  ///< CPU usage, every sample of the same weight
+  DecayingHistogram memory;               ///< memory peaks, one per pod per interval
   TimePoint first_sample_start;           ///< earliest CPU sample (epoch: none yet)
   TimePoint last_sample_start;            ///< latest CPU sample (epoch: none yet)
   std::uint64_t total_samples_count = 0;  ///< CPU samples folded in
-  TimePoint window_end;                   ///< end of the current memory aggregation interval
-  double memory_peak = 0;                 ///< usage peak (bytes) of the current interval
-  double oom_peak = 0;                    ///< OOM-derived peak (bytes) of the current interval
-  TimePoint last_memory_sample;           ///< latest memory sample, OOM kills included
   friend bool operator==(const AggregateState&, const AggregateState&) = default;
+};
+
+/// One pod's current memory aggregation interval (VPA's ContainerState window).
+struct PodMemoryWindow {
+  TimePoint end;           ///< end of the pod's current interval
+  double memory_peak = 0;  ///< the pod's usage peak (bytes) in it
+  double oom_peak = 0;     ///< the pod's OOM-derived peak (bytes) in it
 };
 
 /// One container name's history (see the file comment). Not thread-safe: one pass owns it.
@@ -56,18 +62,23 @@ class ContainerAggregate {
   /// Resumes from a checkpointed state: samples up to its last sample count as seen.
   explicit ContainerAggregate(AggregateState state);
 
-  /// Folds one pod's sample in: CPU weighted by max(request, min weight), memory as the
-  /// interval's peak (a higher peak replaces the previous one in the histogram).
+  /// Folds one pod's sample in: CPU with the same weight as every other sample (VPA 1.8: pods
+  /// of unequal requests, common once pods are resized in place, must not outvote each other),
+  /// memory as the pod's peak of its current interval (a higher peak replaces the pod's previous
+  /// one in the histogram).
   SampleOutcome add_sample(const AggregateOptions& options, std::uint64_t pod,
                            const UsageSample& sample);
 
-  /// Counts an OOM kill at `time` of a container whose memory request is `memory_request_bytes`
-  /// (0 when none) as a memory sample of max(used + min bump, used * ratio), used = max(request,
-  /// the current interval's usage peak). An error (nothing changes) when the kill is older than
-  /// one aggregation interval before the last memory sample, or not newer than a restored
-  /// checkpoint's last sample (it was counted before the restart).
-  kube::Result<kube::Unit> record_oom(const AggregateOptions& options, TimePoint time,
-                                      double memory_request_bytes);
+  /// Counts an OOM kill at `time` of the container in `pod` whose memory request is
+  /// `memory_request_bytes` (0 when none) as a memory sample of max(used + min bump, used *
+  /// ratio), used = max(request, that pod's usage peak of its current interval). An error
+  /// (nothing changes) when the kill is older than one aggregation interval before the pod's
+  /// last sample, or not newer than a restored checkpoint's last sample (counted before).
+  kube::Result<kube::Unit> record_oom(const AggregateOptions& options, std::uint64_t pod,
+                                      TimePoint time, double memory_request_bytes);
+
+  /// The current memory window of `pod`; nullopt when the pod has none (never seen, or gone).
+  std::optional<PodMemoryWindow> memory_window(std::uint64_t pod) const;
 
   /// The checkpointable state.
   const AggregateState& state() const { return state_; }
@@ -79,18 +90,28 @@ class ContainerAggregate {
   void shrink_to_fit();
 
  private:
-  // Updates the interval peak with `bytes` at `time` (VPA's addMemorySample).
-  void add_memory_peak(const AggregateOptions& options, double bytes, TimePoint time, bool oom);
-  // True when `time` is newer than the pod's last sample; records it.
-  bool advance_pod_clock(const AggregateOptions& options, std::uint64_t pod, TimePoint time);
-
-  struct PodClock {
+  // What the aggregate keeps of one pod: 32 bytes, so that a scaler of many replicas stays
+  // small. Peaks are floats (24-bit mantissa: within 64 bytes at 1 GiB); the histogram is given
+  // the float-rounded value too, so a replaced peak is subtracted from the bucket it was added to.
+  struct PodState {
     std::uint64_t pod;
-    std::int64_t last_ms;
+    std::int64_t last_ms = 0;        // latest usage sample (0: none yet, only an OOM kill)
+    std::int64_t window_end_ms = 0;  // end of the pod's memory interval (0: none open)
+    float memory_peak = 0;
+    float oom_peak = 0;
   };
+  static_assert(sizeof(PodState) == 32);
+
+  // Updates the pod's interval peak with `bytes` at `time` (VPA's addMemorySample).
+  void add_memory_peak(const AggregateOptions& options, PodState& pod, double bytes, TimePoint time,
+                       bool oom);
+  // The state of `pod`, added (pods not heard of within the horizon are dropped first) when new.
+  PodState& pod_state(const AggregateOptions& options, std::uint64_t pod, std::int64_t now_ms);
+  const PodState* find_pod(std::uint64_t pod) const;
+
   AggregateState state_;
   std::int64_t restored_floor_ms_ = 0;  // last sample of the checkpoint restored from, else 0
-  std::vector<PodClock> pods_;          // sorted by pod
+  std::vector<PodState> pods_;          // sorted by pod
 };
 
 }  // namespace vscaler::recommender

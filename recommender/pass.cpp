@@ -23,14 +23,8 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
     const std::uint64_t key = pod_key(pod.uid);
     for (const auto& c : usage.containers) {
       if (!wanted(c.name)) continue;
-      double request = 0;
-      if (const auto* spec = find_container(pod, c.name)) {
-        const auto* cpu = find(spec->requests, kCpu);
-        if (!cpu) cpu = find(spec->limits, kCpu);  // defaulted from the limit
-        if (cpu) request = base_units(*cpu);
-      }
-      switch (aggregates[c.name].add_sample(
-          options, key, {usage.timestamp, c.cpu_cores, c.memory_bytes, request})) {
+      switch (aggregates[c.name].add_sample(options, key,
+                                            {usage.timestamp, c.cpu_cores, c.memory_bytes})) {
         case SampleOutcome::kAdded:
           ++stats.samples_added;
           break;
@@ -47,8 +41,8 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
     for (const auto& kill : pod.oom_kills) {
       if (!wanted(kill.container)) continue;
       if (!oom_dedup.first_time(kill.pod_uid, kill.container, kill.restart_count)) continue;
-      auto counted = aggregates[kill.container].record_oom(options, kill.finished_at,
-                                                           kill.memory_request_bytes);
+      auto counted = aggregates[kill.container].record_oom(
+          options, pod_key(kill.pod_uid), kill.finished_at, kill.memory_request_bytes);
       if (counted.ok()) {
         ++stats.oom_kills_counted;
       } else {

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
         const auto seed = std::uint32_t((v * 2 + int(c)) * kMinutes * 4 + m * 2);
         UsageSample sample{start + std::chrono::minutes(m),
                            shape.cpu_min + shape.cpu_span * noise(seed),
-                           (shape.mem_min + shape.mem_span * noise(seed + 1)) * kMi, 0.5};
+                           (shape.mem_min + shape.mem_span * noise(seed + 1)) * kMi};
         for (auto pod : pods) (void)aggregate.add_sample(options, pod, sample);
       }
       aggregate.shrink_to_fit();

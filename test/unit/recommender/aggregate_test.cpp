@@ -1,6 +1,6 @@
-// ContainerAggregate: request-weighted CPU samples, one memory peak per aggregation interval,
-// the per-pod duplicate filter, OOM kills as bumped memory samples, and the memory budget of a
-// day of history.
+// ContainerAggregate: CPU samples of equal weight, one memory peak per pod per aggregation
+// interval, the per-pod duplicate filter, OOM kills as bumped memory samples of the killed pod,
+// and the memory budget of a day of history.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -19,20 +19,33 @@ constexpr double kMi = 1024.0 * 1024.0;
 const std::uint64_t kPodA = pod_key("8f2d5c1e-aaaa-4d7e-9a55-000000000001");
 const std::uint64_t kPodB = pod_key("8f2d5c1e-bbbb-4d7e-9a55-000000000002");
 
-UsageSample sample(TimePoint t, double cpu, double memory, double request = 0.5) {
-  return {t, cpu, memory, request};
+const std::uint64_t kPodC = pod_key("8f2d5c1e-cccc-4d7e-9a55-000000000003");
+
+UsageSample sample(TimePoint t, double cpu, double memory) {
+  return {t, cpu, memory};
+}
+
+// The buckets the memory histogram holds peaks in, smallest first.
+std::vector<int> memory_peaks(const ContainerAggregate& a) {
+  std::vector<int> out;
+  for (const auto& b : a.state().memory.buckets()) out.push_back(b.index);
+  return out;
+}
+
+int bucket(double bytes) {
+  return ExponentialHistogramOptions::memory().find_bucket(bytes);
 }
 }  // namespace
 
-TEST_CASE("CPU samples weigh the container's CPU request, at least 0.1 core") {
+TEST_CASE("every CPU sample weighs the same, whatever its pod's request (VPA 1.8)") {
   AggregateOptions options;
   ContainerAggregate a;
-  CHECK(a.add_sample(options, kPodA, sample(kT0, 0.1, 1e8, 2.0)) == SampleOutcome::kAdded);
-  CHECK(a.add_sample(options, kPodB, sample(kT0, 1.0, 1e8, 0.01)) == SampleOutcome::kAdded);
+  CHECK(a.add_sample(options, kPodA, sample(kT0, 0.1, 1e8)) == SampleOutcome::kAdded);
+  CHECK(a.add_sample(options, kPodB, sample(kT0, 1.0, 1e8)) == SampleOutcome::kAdded);
   const auto& buckets = a.state().cpu.buckets();
   REQUIRE(buckets.size() == 2);
-  CHECK(buckets[0].weight == doctest::Approx(2.0));  // request 2 cores
-  CHECK(buckets[1].weight == doctest::Approx(0.1));  // request 10m -> the minimum weight
+  CHECK(buckets[0].weight == doctest::Approx(0.1));
+  CHECK(buckets[1].weight == doctest::Approx(0.1));
   CHECK(a.state().total_samples_count == 2);
   CHECK(a.state().first_sample_start == kT0);
   CHECK(a.state().last_sample_start == kT0);
@@ -53,25 +66,44 @@ TEST_CASE("a sample not newer than its pod's last one is skipped; other pods' ar
   CHECK(a.state().last_sample_start == kT0 + seconds(15));
 }
 
-TEST_CASE("memory keeps one peak per aggregation interval; a higher one replaces it") {
+TEST_CASE("memory keeps one peak per pod per aggregation interval; a higher one replaces it") {
   AggregateOptions options;
   options.memory_aggregation_interval = hours(1);
   ContainerAggregate a;
-  const auto& layout = ExponentialHistogramOptions::memory();
   (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 100e6));
   (void)a.add_sample(options, kPodA, sample(kT0 + minutes(10), 0.1, 300e6));
   (void)a.add_sample(options, kPodB, sample(kT0 + minutes(20), 0.1, 200e6));
-  // One interval: the histogram holds only its peak, 300 MB, with weight 1 (at the window end).
-  REQUIRE(a.state().memory.buckets().size() == 1);
-  CHECK(a.state().memory.buckets()[0].index == layout.find_bucket(300e6));
-  CHECK(a.state().memory_peak == 300e6);
-  CHECK(a.state().window_end == kT0 + hours(1));
-  // The next interval adds a second peak; an empty interval in between is skipped over.
+  // One interval per pod: A's peak replaced its first sample; B keeps its own peak beside it.
+  CHECK(memory_peaks(a) == std::vector<int>{bucket(200e6), bucket(300e6)});
+  auto window_a = a.memory_window(kPodA);
+  REQUIRE(window_a);
+  CHECK(window_a->memory_peak == 300e6);
+  CHECK(window_a->end == kT0 + hours(1));
+  REQUIRE(a.memory_window(kPodB));
+  CHECK(a.memory_window(kPodB)->end == kT0 + minutes(20) + hours(1));
+  CHECK_FALSE(a.memory_window(kPodC));
+  // A's next interval adds a third peak; an empty interval in between is skipped over.
   (void)a.add_sample(options, kPodA, sample(kT0 + hours(2) + minutes(5), 0.1, 150e6));
-  CHECK(a.state().window_end == kT0 + hours(3));
-  CHECK(a.state().memory_peak == 150e6);
-  REQUIRE(a.state().memory.buckets().size() == 2);
-  CHECK(a.state().memory.buckets()[0].index == layout.find_bucket(150e6));
+  window_a = a.memory_window(kPodA);
+  REQUIRE(window_a);
+  CHECK(window_a->end == kT0 + hours(3));
+  CHECK(window_a->memory_peak == 150e6);
+  CHECK(memory_peaks(a).size() == 3);
+  CHECK(a.state().memory.total_weight() == doctest::Approx(3.0).epsilon(0.2));  // decayed
+}
+
+TEST_CASE("a smaller replica's peaks are kept beside the largest one's, not replaced by it") {
+  // A StatefulSet whose primary uses 1 GiB and whose replicas use 256 and 512 MiB: one peak per
+  // pod, so the band spans the three instead of collapsing onto the primary.
+  AggregateOptions options;
+  ContainerAggregate a;
+  (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 1024 * kMi));
+  (void)a.add_sample(options, kPodB, sample(kT0, 0.1, 256 * kMi));
+  (void)a.add_sample(options, kPodC, sample(kT0, 0.1, 512 * kMi));
+  // The primary grows 5%: only its own peak moves.
+  (void)a.add_sample(options, kPodA, sample(kT0 + minutes(1), 0.1, 1.05 * 1024 * kMi));
+  CHECK(memory_peaks(a) ==
+        std::vector<int>{bucket(256 * kMi), bucket(512 * kMi), bucket(1.05 * 1024 * kMi)});
 }
 
 TEST_CASE("a first sample of 0 bytes does not hide the window's real peak") {
@@ -80,40 +112,65 @@ TEST_CASE("a first sample of 0 bytes does not hide the window's real peak") {
   (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 0));
   (void)a.add_sample(options, kPodA, sample(kT0 + minutes(1), 0.1, 300e6));
   REQUIRE(a.state().memory.buckets().size() == 1);
-  CHECK(a.state().memory.buckets()[0].index ==
-        ExponentialHistogramOptions::memory().find_bucket(300e6));
+  CHECK(a.state().memory.buckets()[0].index == bucket(300e6));
   CHECK(a.state().memory.total_weight() == doctest::Approx(1.0));
 }
 
-TEST_CASE("an OOM kill is a memory sample of max(used + 100Mi, 1.2 x used)") {
+TEST_CASE("an OOM kill is a memory sample of max(used + 100Mi, 1.2 x used) of the killed pod") {
   AggregateOptions options;
-  const auto& layout = ExponentialHistogramOptions::memory();
   SUBCASE("small request: +100Mi wins") {
     ContainerAggregate a;
     (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 200 * kMi));
     // used = max(request 300Mi, peak 200Mi) = 300Mi; needed = max(400Mi, 360Mi) = 400Mi.
-    REQUIRE(a.record_oom(options, kT0 + minutes(1), 300 * kMi).ok());
-    CHECK(a.state().oom_peak == 400 * kMi);
-    CHECK(a.state().memory_peak == 200 * kMi);
-    REQUIRE(a.state().memory.buckets().size() == 1);  // the OOM peak replaced the usage peak
-    CHECK(a.state().memory.buckets()[0].index == layout.find_bucket(400 * kMi));
+    REQUIRE(a.record_oom(options, kPodA, kT0 + minutes(1), 300 * kMi).ok());
+    REQUIRE(a.memory_window(kPodA));
+    CHECK(a.memory_window(kPodA)->oom_peak == 400 * kMi);
+    CHECK(a.memory_window(kPodA)->memory_peak == 200 * kMi);
+    // The OOM peak replaced the usage peak.
+    CHECK(memory_peaks(a) == std::vector<int>{bucket(400 * kMi)});
   }
   SUBCASE("large peak: x1.2 wins, and a second kill does not compound on the first") {
     ContainerAggregate a;
     (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 1024 * kMi));
-    REQUIRE(a.record_oom(options, kT0 + minutes(1), 0).ok());
-    CHECK(a.state().oom_peak == doctest::Approx(1.2 * 1024 * kMi));
-    REQUIRE(a.record_oom(options, kT0 + minutes(2), 0).ok());
-    CHECK(a.state().oom_peak == doctest::Approx(1.2 * 1024 * kMi));
+    REQUIRE(a.record_oom(options, kPodA, kT0 + minutes(1), 0).ok());
+    CHECK(a.memory_window(kPodA)->oom_peak == doctest::Approx(1.2 * 1024 * kMi));
+    REQUIRE(a.record_oom(options, kPodA, kT0 + minutes(2), 0).ok());
+    CHECK(a.memory_window(kPodA)->oom_peak == doctest::Approx(1.2 * 1024 * kMi));
     CHECK(a.state().memory.buckets().size() == 1);
   }
-  SUBCASE("a kill older than one interval before the last sample is refused") {
+  SUBCASE("the small replica's kill bumps from its own peak, not from the largest pod's") {
+    ContainerAggregate a;
+    (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 2048 * kMi));
+    (void)a.add_sample(options, kPodB, sample(kT0, 0.1, 200 * kMi));
+    REQUIRE(a.record_oom(options, kPodB, kT0 + minutes(1), 0).ok());
+    // B: used 200Mi -> max(300Mi, 240Mi) = 300Mi, replacing B's 200Mi; A's 2Gi untouched.
+    CHECK(a.memory_window(kPodB)->oom_peak == 300 * kMi);
+    CHECK(memory_peaks(a) == std::vector<int>{bucket(300 * kMi), bucket(2048 * kMi)});
+  }
+  SUBCASE("a kill of a pod never sampled counts from its request") {
+    ContainerAggregate a;
+    REQUIRE(a.record_oom(options, kPodC, kT0, 512 * kMi).ok());
+    CHECK(a.memory_window(kPodC)->oom_peak == doctest::Approx(614.4 * kMi));  // 1.2 x 512Mi
+    // Its first usage sample afterwards is stale-checked against nothing: it is counted.
+    CHECK(a.add_sample(options, kPodC, sample(kT0 + seconds(1), 0.1, 100 * kMi)) ==
+          SampleOutcome::kAdded);
+  }
+  SUBCASE("a kill older than one interval before the pod's last sample is refused") {
     ContainerAggregate a;
     (void)a.add_sample(options, kPodA, sample(kT0 + hours(48), 0.1, 100 * kMi));
-    auto old = a.record_oom(options, kT0, 100 * kMi);
+    auto old = a.record_oom(options, kPodA, kT0, 100 * kMi);
     REQUIRE_FALSE(old.ok());
     CHECK(old.error().find("older") != std::string::npos);
   }
+}
+
+TEST_CASE("a pod not heard of within the horizon is forgotten; its peak stays in the history") {
+  AggregateOptions options;
+  ContainerAggregate a;
+  (void)a.add_sample(options, kPodA, sample(kT0, 0.1, 300 * kMi));
+  (void)a.add_sample(options, kPodB, sample(kT0 + hours(2), 0.1, 100 * kMi));
+  CHECK_FALSE(a.memory_window(kPodA));
+  CHECK(memory_peaks(a).size() == 2);
 }
 
 TEST_CASE("a restored aggregate treats samples up to its last one as counted") {
@@ -127,7 +184,8 @@ TEST_CASE("a restored aggregate treats samples up to its last one as counted") {
   CHECK(restored.add_sample(options, kPodB, sample(kT0 + minutes(2), 0.2, 1e8)) ==
         SampleOutcome::kAdded);
   CHECK(restored.state().total_samples_count == 3);
-  CHECK_FALSE(restored.record_oom(options, kT0 + minutes(1), 0).ok());
+  CHECK_FALSE(restored.record_oom(options, kPodA, kT0 + minutes(1), 0).ok());
+  CHECK_FALSE(restored.memory_window(kPodA));  // windows are not checkpointed (as VPA's)
 }
 
 namespace {

@@ -31,7 +31,7 @@ TEST_CASE("entries sorted by name; operator[] creates, at() and find() look up")
   }
   CHECK(names(aggregates) ==
         std::vector<std::string>{"a-very-long-container-name", "app", "sidecar", "worker"});
-  REQUIRE(aggregates["app"].add_sample(options, pod_key("p1"), {kT0, 0.3, 1e8, 0.5}) ==
+  REQUIRE(aggregates["app"].add_sample(options, pod_key("p1"), {kT0, 0.3, 1e8}) ==
           SampleOutcome::kAdded);
   CHECK(aggregates.size() == 4);  // operator[] of an existing name creates nothing
   CHECK(aggregates.at("app").state().total_samples_count == 1);
@@ -52,7 +52,7 @@ TEST_CASE(
   ContainerAggregates aggregates;
   const std::size_t empty = aggregates.memory_bytes();
   CHECK(empty == sizeof(ContainerAggregates));
-  (void)aggregates["app"].add_sample(options, pod_key("p1"), {kT0, 0.3, 1e8, 0.5});
+  (void)aggregates["app"].add_sample(options, pod_key("p1"), {kT0, 0.3, 1e8});
   (void)aggregates["a-very-long-container-name"];
   aggregates.shrink_to_fit();
   const std::size_t expected =

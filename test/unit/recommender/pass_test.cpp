@@ -14,17 +14,18 @@ namespace {
 constexpr double kMi = 1024.0 * 1024.0;
 
 json pod(const std::string& name, const std::string& uid, const std::string& rs_uid,
-         bool oom_killed) {
-  json p = {{"metadata",
-             {{"name", name},
-              {"uid", uid},
-              {"ownerReferences",
-               json::array({{{"kind", "ReplicaSet"}, {"uid", rs_uid}, {"controller", true}}})}}},
-            {"spec",
-             {{"containers",
-               json::array({{{"name", "app"},
-                             {"resources", {{"requests", {{"cpu", "200m"}, {"memory", "512Mi"}}}}}},
-                            {{"name", "sidecar"}}})}}}};
+         bool oom_killed, const char* cpu_request = "200m") {
+  json p = {
+      {"metadata",
+       {{"name", name},
+        {"uid", uid},
+        {"ownerReferences",
+         json::array({{{"kind", "ReplicaSet"}, {"uid", rs_uid}, {"controller", true}}})}}},
+      {"spec",
+       {{"containers",
+         json::array({{{"name", "app"},
+                       {"resources", {{"requests", {{"cpu", cpu_request}, {"memory", "512Mi"}}}}}},
+                      {{"name", "sidecar"}}})}}}};
   if (oom_killed) {
     p["status"]["containerStatuses"] = json::array(
         {{{"name", "app"},
@@ -89,7 +90,8 @@ TEST_CASE("a pass folds the target's pods only, skips repeats, counts an OOM kil
   const auto& app = aggregates.at("app");
   CHECK(app.state().total_samples_count == 4);
   // The OOM kill: used = max(request 512Mi, peak 400Mi); 1.2 x 512Mi = 614.4Mi > 612Mi.
-  CHECK(app.state().oom_peak == doctest::Approx(614.4 * kMi));
+  REQUIRE(app.memory_window(pod_key("uid-1")));
+  CHECK(app.memory_window(pod_key("uid-1"))->oom_peak == doctest::Approx(614.4 * kMi));
 
   auto r = recommend("app", estimate(app, options, RecommendationOptions{}, 2), {});
   CHECK(r.target.at(kCpu).to_string() == "352m");  // 0.3 core's bucket end x 1.15, no canary
@@ -107,4 +109,44 @@ TEST_CASE("a pass with no metrics for the pods reports it") {
   CHECK(stats.pods_with_metrics == 0);
   CHECK(stats.samples_added == 0);
   CHECK(aggregates.empty());
+}
+
+TEST_CASE("pods of unequal CPU requests give the same recommendation as pods of equal ones") {
+  // A rollout in progress, or pods resized in place at different times: requests 1000m / 500m /
+  // 100m, usage 0.08 / 0.4 / 0.9 cores. Weighted by request (VPA before 1.8) the busiest pod
+  // would count a tenth of the idlest and get half of what it uses.
+  auto fold = [](const char* r1, const char* r2, const char* r3) {
+    json pods = {{"items", json::array({pod("web-1", "uid-1", "rs-web", false, r1),
+                                        pod("web-2", "uid-2", "rs-web", false, r2),
+                                        pod("web-3", "uid-3", "rs-web", false, r3)})}};
+    auto owned = parse_pod_list(pods)->pods;
+    AggregateOptions options;
+    OomDedup dedup;
+    ContainerAggregates aggregates;
+    for (int minute = 0; minute < 10; ++minute) {
+      auto item = [&](const char* name, const char* cpu) {
+        return json{
+            {"metadata", {{"name", name}, {"namespace", "shop"}}},
+            {"timestamp", "2026-11-29T18:0" + std::to_string(minute) + ":00Z"},
+            {"window", "15s"},
+            {"containers",
+             json::array({{{"name", "app"}, {"usage", {{"cpu", cpu}, {"memory", "400Mi"}}}}})}};
+      };
+      json list = {{"items", json::array({item("web-1", "80m"), item("web-2", "400m"),
+                                          item("web-3", "900m")})}};
+      auto parsed = parse_pod_metrics_list(list);
+      REQUIRE(parsed.ok());
+      (void)fold_pass(aggregates, parsed->pods, owned, dedup, options);
+    }
+    return recommend("app", estimate(aggregates.at("app"), options, RecommendationOptions{}, 1),
+                     {});
+  };
+  auto unequal = fold("1000m", "500m", "100m");
+  auto equal = fold("500m", "500m", "500m");
+  CHECK(unequal.target == equal.target);
+  CHECK(unequal.lower_bound == equal.lower_bound);
+  CHECK(unequal.upper_bound == equal.upper_bound);
+  // Equal weights: p90 of {0.08, 0.4, 0.9} x 10 samples each is the 0.9-core bucket, so the
+  // busiest pod gets at least what it uses plus the 15% margin.
+  CHECK(unequal.target.at(kCpu).to_double() >= 0.9 * 1.15);
 }

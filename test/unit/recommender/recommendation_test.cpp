@@ -5,6 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <string>
+
 using namespace vscaler::recommender;
 using std::chrono::hours;
 using std::chrono::minutes;
@@ -22,12 +25,11 @@ Quantity q(const char* text) {
 }
 
 // `n` samples one minute apart of constant usage.
-ContainerAggregate steady(int n, double cpu, double memory, double request = 0.3) {
+ContainerAggregate steady(int n, double cpu, double memory) {
   AggregateOptions options;
   ContainerAggregate a;
   for (int m = 0; m < n; ++m) {
-    REQUIRE(a.add_sample(options, kPod, {kT0 + minutes(m), cpu, memory, request}) ==
-            SampleOutcome::kAdded);
+    REQUIRE(a.add_sample(options, kPod, {kT0 + minutes(m), cpu, memory}) == SampleOutcome::kAdded);
   }
   return a;
 }
@@ -77,7 +79,7 @@ TEST_CASE("confidence counts samples per minute of a day, not the half-life") {
   options.cpu_half_life = minutes(5);  // a test-shortened half-life changes nothing here
   ContainerAggregate a;
   for (int i = 0; i <= 144; ++i) {
-    (void)a.add_sample(options, kPod, {kT0 + minutes(10 * i), 0.3, 400 * kMi, 0.3});
+    (void)a.add_sample(options, kPod, {kT0 + minutes(10 * i), 0.3, 400 * kMi});
   }
   CHECK(confidence(a.state(), hours(24)) == doctest::Approx(145.0 / 1440.0));
 }
@@ -98,12 +100,50 @@ TEST_CASE("an OOM kill bumps the memory target") {
   auto before = recommend_one(a);
   // used = max(request 512Mi, peak 400Mi) = 512Mi; max(612Mi, 614.4Mi) = 614.4Mi = 644245094 B,
   // in the bucket ending at 664.6e6: target = 664.6e6 * 1.15 >= 614.4Mi * 1.15.
-  REQUIRE(a.record_oom(options, kT0 + minutes(60), 512 * kMi).ok());
+  REQUIRE(a.record_oom(options, kPod, kT0 + minutes(60), 512 * kMi).ok());
   auto after = recommend_one(a);
   CHECK(after.target.at(kMemory) > before.target.at(kMemory));
   CHECK(after.target.at(kMemory).to_double() >= 614.4 * kMi * 1.15);
   CHECK(after.target.at(kMemory).to_double() <= 614.4 * kMi * 1.15 * 1.05);
   CHECK(after.target.at(kCpu) == before.target.at(kCpu));
+}
+
+namespace {
+// VPA's exponential memory layout, written out from its definition (first bucket 1e7 bytes, each
+// next 5% wider): bucket i starts at 1e7 * (1.05^i - 1) / 0.05, and a percentile is the end of
+// the bucket where the cumulative weight reaches it.
+double memory_bucket_end(double bytes) {
+  const double first = 1e7, ratio = 1.05;
+  const int i = int(std::log(bytes * (ratio - 1) / first + 1) / std::log(ratio));
+  return first * (std::pow(ratio, i + 1) - 1) / (ratio - 1);
+}
+}  // namespace
+
+TEST_CASE("three replicas at 256 / 512 / 1024 Mi: VPA's per-pod peaks give the band") {
+  // A day at one sample a minute per pod, memory constant per pod: every window holds the three
+  // pods' peaks with equal weight. p90 of {256, 512, 1024} reaches the 1024Mi bucket, p50 the
+  // 512Mi one (the cumulative weight 2/3 >= 1/2). Confidence: lifespan 1439 minutes of 1440,
+  // samples 3 x 1440 / 1440 = 3, so 1439/1440.
+  AggregateOptions options;
+  ContainerAggregate a;
+  const double usage[] = {256 * kMi, 512 * kMi, 1024 * kMi};
+  for (int m = 0; m < 1440; ++m) {
+    for (int p = 0; p < 3; ++p) {
+      REQUIRE(a.add_sample(options, pod_key("pod-" + std::to_string(p)),
+                           {kT0 + minutes(m), 0.1, usage[p]}) == SampleOutcome::kAdded);
+    }
+  }
+  const double conf = 1439.0 / 1440.0;
+  CHECK(confidence(a.state(), hours(24)) == doctest::Approx(conf));
+  const Estimate e = estimate(a, options, RecommendationOptions{}, 1);
+  const double target = memory_bucket_end(1024 * kMi) * 1.15;
+  const double lower = memory_bucket_end(512 * kMi) * 1.15 * std::pow(1 + 0.001 / conf, -2);
+  CHECK(e.target.memory_bytes == doctest::Approx(target));
+  CHECK(e.lower_bound.memory_bytes == doctest::Approx(lower));
+  // In MiB: target 1181.3, lowerBound 598.4 (one window per container name would have made
+  // both the 1024Mi pod's: lowerBound 1181.3 too).
+  CHECK(target / kMi == doctest::Approx(1181.3).epsilon(0.0001));
+  CHECK(lower / kMi == doctest::Approx(598.4).epsilon(0.0001));
 }
 
 TEST_CASE("per-pod minimums are shared equally among the pod's containers") {

@@ -51,7 +51,7 @@ ContainerAggregates sample_history(const AggregateOptions& options) {
   for (int m = 0; m < 30; ++m) {
     (void)aggregates["app"].add_sample(
         options, pod_key("uid-1"),
-        {from_millis(1'764'547'200'000) + std::chrono::minutes(m), 0.1 * m, 1e8 + 1e7 * m, 0.2});
+        {from_millis(1'764'547'200'000) + std::chrono::minutes(m), 0.1 * m, 1e8 + 1e7 * m});
   }
   return aggregates;
 }
