@@ -128,6 +128,14 @@ int run(const cmd::Options& options) {
   recommender_options.aggregate.cpu_half_life = options.cpu_histogram_decay_half_life;
   recommender_options.aggregate.memory_half_life = options.memory_histogram_decay_half_life;
   recommender_options.aggregate.memory_aggregation_interval = options.memory_aggregation_interval;
+  recommender_options.recommendation.rounding = {options.round_cpu_millicores,
+                                                 options.round_memory_bytes};
+  if (options.max_allowed_cpu) {
+    recommender_options.max_allowed.emplace(recommender::kCpu, *options.max_allowed_cpu);
+  }
+  if (options.max_allowed_memory) {
+    recommender_options.max_allowed.emplace(recommender::kMemory, *options.max_allowed_memory);
+  }
   recommender::LoopHooks recommender_hooks;
   recommender_hooks.scalers = [&manager] { return manager.store().snapshot(); };
   recommender_hooks.scaler = [&manager](const std::string& key) {

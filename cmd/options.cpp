@@ -47,6 +47,14 @@ Flags:
   --min-update-interval DUR
                         least time between two recommendation-driven template patches of one
                         workload (default 10m)
+  --round-cpu-millicores N
+                        published CPU values round up to a multiple of N millicores (default 1)
+  --round-memory-bytes QUANTITY
+                        published memory values round up to a multiple of this (default 1Mi)
+  --container-recommendation-max-allowed-cpu QUANTITY
+  --container-recommendation-max-allowed-memory QUANTITY
+                        the most any container is recommended unless its scaler's maxAllowed
+                        says otherwise (default: no cap but the largest node's allocatable)
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -61,6 +69,18 @@ kube::Result<int> parse_int(const std::string& flag, const std::string& value, i
                       std::to_string(max) + ", got \"" + value + "\"");
   }
   return result;
+}
+
+// A positive quantity flag; `whole` also requires a whole number (bytes).
+kube::Result<kube::Quantity> parse_quantity_flag(const std::string& flag, const std::string& value,
+                                                 bool whole) {
+  auto parsed = kube::Quantity::parse(value);
+  if (!parsed.ok()) return kube::fail(flag + ": " + parsed.error());
+  if (!(parsed->nanos() > 0) || (whole && parsed->nanos() % 1'000'000'000 != 0)) {
+    return kube::fail(flag + ": must be a positive " + (whole ? "whole " : "") +
+                      "quantity (like 1Mi or 2), got \"" + value + "\"");
+  }
+  return *parsed;
 }
 
 }  // namespace
@@ -152,6 +172,38 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
        duration(options.memory_aggregation_interval, "--memory-aggregation-interval", false)},
       {"--min-update-interval",
        duration(options.min_update_interval, "--min-update-interval", true)},
+      {"--round-cpu-millicores",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto step = parse_int("--round-cpu-millicores", value, 1, 1'000'000);
+         if (!step.ok()) return kube::fail(step.error());
+         options.round_cpu_millicores = *step;
+         return kube::Unit{};
+       }},
+      {"--round-memory-bytes",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto step = parse_quantity_flag("--round-memory-bytes", value, true);
+         if (!step.ok()) return kube::fail(step.error());
+         if (step->nanos() / 1'000'000'000 > kube::Int128(1) << 40) {
+           return kube::fail("--round-memory-bytes: at most 1Ti, got \"" + value + "\"");
+         }
+         options.round_memory_bytes = static_cast<std::int64_t>(step->nanos() / 1'000'000'000);
+         return kube::Unit{};
+       }},
+      {"--container-recommendation-max-allowed-cpu",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto cap = parse_quantity_flag("--container-recommendation-max-allowed-cpu", value, false);
+         if (!cap.ok()) return kube::fail(cap.error());
+         options.max_allowed_cpu = *cap;
+         return kube::Unit{};
+       }},
+      {"--container-recommendation-max-allowed-memory",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto cap =
+             parse_quantity_flag("--container-recommendation-max-allowed-memory", value, true);
+         if (!cap.ok()) return kube::fail(cap.error());
+         options.max_allowed_memory = *cap;
+         return kube::Unit{};
+       }},
       {"--log-level",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          if (value != "debug" && value != "info" && value != "warn" && value != "error") {

@@ -3,11 +3,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "base/time.h"
+#include "kube/quantity.h"
 
 namespace vscaler::cmd {
 
@@ -40,6 +43,14 @@ struct Options {
   /// --min-update-interval: least time between two recommendation-driven template patches of
   /// one workload.
   std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// --round-cpu-millicores: published CPU rounds up to a multiple of this (VPA's flag).
+  std::int64_t round_cpu_millicores = 1;
+  /// --round-memory-bytes: published memory rounds up to a multiple of this (default 1Mi).
+  std::int64_t round_memory_bytes = 1024 * 1024;
+  /// --container-recommendation-max-allowed-cpu / -memory: the most any container is
+  /// recommended unless its scaler's maxAllowed says otherwise; unset: no such cap.
+  std::optional<kube::Quantity> max_allowed_cpu;
+  std::optional<kube::Quantity> max_allowed_memory;
   bool help = false;
   bool version = false;
 };

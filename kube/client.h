@@ -44,6 +44,7 @@ struct ResourceType {
 /// Resource types vscaler and its tests use; any other can be written the same way.
 namespace resources {
 inline const ResourceType kNamespaces{"", "v1", "namespaces", false};
+inline const ResourceType kNodes{"", "v1", "nodes", false};
 inline const ResourceType kConfigMaps{"", "v1", "configmaps", true};
 inline const ResourceType kSecrets{"", "v1", "secrets", true};
 inline const ResourceType kServiceAccounts{"", "v1", "serviceaccounts", true};

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "recommender/cluster_caps.h"
 #include "recommender/limit_range.h"
 
 namespace vscaler::recommender {
@@ -202,6 +203,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     if (count >= kSharedNamespaceScalers) shared.insert(ns);
   }
   api_.begin_pass(std::move(shared));
+  if (!actives.empty()) refresh_caps(summary);
   for (const api::Scaler* active : actives) {
     auto [it, inserted] = tracked_.try_emplace(active->uid);
     if (inserted) it->second.key = active->key();
@@ -242,6 +244,25 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
              {"history_bytes", std::to_string(summary.history_bytes)},
              {"seconds", std::to_string(summary.seconds)}});
   return summary;
+}
+
+void RecommenderLoop::refresh_caps(PassSummary& summary) {
+  auto largest = api_.largest_node();
+  ++summary.requests;
+  if (largest.ok()) {
+    largest_node_ = std::move(largest).value();
+    if (nodes_unlisted_) log::info(kLogger, "nodes listed again; the largest node caps again");
+    nodes_unlisted_ = false;
+  } else if (!nodes_unlisted_) {
+    // The last node list stands (nodes rarely shrink); before any, only the flags cap. Said
+    // once: a namespaced install may not list nodes at all.
+    nodes_unlisted_ = true;
+    log::warn(kLogger,
+              "cannot list nodes; recommendations are capped by the last node list and the "
+              "--container-recommendation-max-allowed-* flags only",
+              {{"error", largest.error().to_string()}});
+  }
+  caps_ = cluster_caps(largest_node_, options_.max_allowed);
 }
 
 bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
@@ -297,13 +318,13 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     log::debug(kLogger, "OOM kill not counted",
                {{"namespace", scaler.ns}, {"name", scaler.name}, {"reason", error}});
   }
-  auto range = [&scaler, &inputs](const std::string& container) {
+  auto range = [this, &scaler, &inputs](const std::string& container) {
     AllowedRange allowed;
     if (const api::ContainerResources* entry = scaler.entry_for(container)) {
       allowed.min_allowed = to_resource_map(entry->min_allowed);
       allowed.max_allowed = to_resource_map(entry->max_allowed);
     }
-    return within_limit_range(std::move(allowed), inputs->limit_range);
+    return within_limit_range(within_cluster_caps(std::move(allowed), caps_), inputs->limit_range);
   };
   std::vector<ContainerRecommendation> recs;
   for (auto& rec :

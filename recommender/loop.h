@@ -47,7 +47,10 @@ struct LoopOptions {
   /// --checkpoint-interval.
   std::chrono::milliseconds checkpoint_interval{600'000};
   AggregateOptions aggregate;            ///< half-lives, aggregation interval
-  RecommendationOptions recommendation;  ///< percentiles, margin, per-pod minimums
+  RecommendationOptions recommendation;  ///< percentiles, margin, per-pod minimums, rounding
+  /// --container-recommendation-max-allowed-cpu / -memory: no container is recommended more
+  /// (a scaler's maxAllowed wins); the largest node's allocatable caps as well.
+  ResourceMap max_allowed;
   int status_attempts = 4;  ///< status writes tried on 409 Conflict (re-read each time)
 };
 
@@ -132,6 +135,8 @@ class RecommenderLoop {
                    PassSummary& summary);
   bool publish(const api::Scaler& scaler, const std::string& key, const Publication& publication,
                const std::string& now, std::size_t& requests);
+  // Lists the nodes (once per pass) and sets caps_ from the largest and the flags.
+  void refresh_caps(PassSummary& summary);
   void export_gauges(Tracked& tracked, const std::vector<ContainerRecommendation>& recs);
   void remove_gauges(Tracked& tracked);
   void forget_all();
@@ -146,6 +151,9 @@ class RecommenderLoop {
 
   std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
   bool was_leading_ = false;
+  ResourceMap largest_node_;     // the last node list's largest allocatable; the loop's thread only
+  ResourceMap caps_;             // this pass's cluster caps (cluster_caps)
+  bool nodes_unlisted_ = false;  // the last node list failed (logged once until one succeeds)
 
   std::mutex mutex_;
   std::condition_variable wake_;

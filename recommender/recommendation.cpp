@@ -39,8 +39,9 @@ Amounts finite(Amounts a) {
           std::min(a.memory_bytes, memory.bucket_start(memory.num_buckets() - 1))};
 }
 
-ResourceMap to_map(Amounts a) {
-  return {{kCpu, cpu_quantity(a.cpu_cores)}, {kMemory, memory_quantity(a.memory_bytes)}};
+ResourceMap to_map(Amounts a, const Rounding& rounding) {
+  return {{kCpu, cpu_quantity(a.cpu_cores, rounding.cpu_millicores)},
+          {kMemory, memory_quantity(a.memory_bytes, rounding.memory_bytes)}};
 }
 
 }  // namespace
@@ -83,13 +84,13 @@ kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity&
 }
 
 ContainerRecommendation recommend(const std::string& container_name, const Estimate& estimate,
-                                  const AllowedRange& range) {
+                                  const AllowedRange& range, const Rounding& rounding) {
   ContainerRecommendation r;
   r.container_name = container_name;
-  r.uncapped_target = to_map(estimate.target);
+  r.uncapped_target = to_map(estimate.target, rounding);
   r.target = r.uncapped_target;
-  r.lower_bound = to_map(estimate.lower_bound);
-  r.upper_bound = to_map(estimate.upper_bound);
+  r.lower_bound = to_map(estimate.lower_bound, rounding);
+  r.upper_bound = to_map(estimate.upper_bound, rounding);
   for (ResourceMap* bound : {&r.target, &r.lower_bound, &r.upper_bound}) {
     for (auto& [resource, value] : *bound) value = clamp_to_range(resource, value, range);
   }

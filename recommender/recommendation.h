@@ -29,6 +29,8 @@ struct RecommendationOptions {
   /// day also gives 1). Independent of the half-lives, so shortened half-lives in tests do not
   /// make a young history look confident.
   Duration confidence_interval = std::chrono::hours(24);
+  /// --round-cpu-millicores, --round-memory-bytes: the steps published values round up to.
+  Rounding rounding;
 };
 
 /// One value per resource, in base units (cores, bytes).
@@ -58,7 +60,7 @@ struct AllowedRange {
   ResourceMap max_allowed;  ///< spec.containers[].maxAllowed
 };
 
-/// A container's recommendation in VPA's status shape, rounded up to millicores / bytes.
+/// A container's recommendation in VPA's status shape, rounded up to the Rounding's steps.
 struct ContainerRecommendation {
   std::string container_name;   ///< containerName
   ResourceMap target;           ///< what to apply
@@ -68,9 +70,11 @@ struct ContainerRecommendation {
   friend bool operator==(const ContainerRecommendation&, const ContainerRecommendation&) = default;
 };
 
-/// Rounds `estimate` to quantities and clamps each bound to `range`.
+/// Rounds `estimate` up to quantities once, at `rounding`'s steps (the histograms' doubles are
+/// never truncated on the way), then clamps each bound to `range`; uncappedTarget is the rounded
+/// value before the clamp.
 ContainerRecommendation recommend(const std::string& container_name, const Estimate& estimate,
-                                  const AllowedRange& range);
+                                  const AllowedRange& range, const Rounding& rounding = {});
 
 /// One entry of status.recommendation.containerRecommendations:
 /// {containerName, target, lowerBound, upperBound, uncappedTarget}, quantities as strings.

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "recommender/cluster_caps.h"
+
 namespace vscaler::recommender {
 
 KubeRecommenderApi::KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options)
@@ -14,6 +16,18 @@ void KubeRecommenderApi::begin_pass(std::set<std::string> shared_namespaces) {
 
 void KubeRecommenderApi::end_pass() {
   pass_ = PassReads();
+}
+
+kube::Result<ResourceMap, kube::ApiError> KubeRecommenderApi::largest_node() {
+  LargestNode largest;
+  kube::ListOptions options;
+  options.resource_version = "0";  // the watch cache: a cap needs no quorum read
+  // Each node is reduced as its page arrives, so 5,000 nodes are never held at once. A list
+  // restarted after an expired token sees nodes twice: a maximum does not mind.
+  options.on_item = [&largest](nlohmann::json& node, int) { largest.add(node); };
+  auto listed = client_.list(kube::resources::kNodes, "", options);
+  if (!listed.ok()) return kube::fail(listed.error());
+  return largest.allocatable();
 }
 
 kube::Result<ScalerInputs, SourceError> KubeRecommenderApi::read_inputs(

@@ -13,6 +13,7 @@
 #include "kube/errors.h"
 #include "recommender/checkpoint_store.h"
 #include "recommender/metrics_source.h"
+#include "recommender/resources.h"
 
 namespace vscaler::recommender {
 
@@ -24,6 +25,9 @@ class RecommenderApi {
   virtual void begin_pass(std::set<std::string> shared_namespaces) { (void)shared_namespaces; }
   /// The pass ended: what it read is dropped.
   virtual void end_pass() {}
+  /// The largest allocatable cpu and memory over the cluster's nodes (LargestNode), read once
+  /// per pass. The default knows no nodes: no node cap.
+  virtual kube::Result<ResourceMap, kube::ApiError> largest_node() { return ResourceMap{}; }
   /// One pass's inputs for `target` (MetricsSource::read).
   virtual kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) = 0;
   /// GET the VerticalScaler ns/name (fresh, before a status write).
@@ -51,6 +55,7 @@ class KubeRecommenderApi final : public RecommenderApi {
 
   void begin_pass(std::set<std::string> shared_namespaces) override;
   void end_pass() override;
+  kube::Result<ResourceMap, kube::ApiError> largest_node() override;
   kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) override;
   kube::Result<nlohmann::json, kube::ApiError> get_scaler(const std::string& ns,
                                                           const std::string& name) override;

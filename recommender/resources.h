@@ -1,8 +1,10 @@
 // Resource maps of the recommender (cpu / memory -> Quantity) and the conversions between
-// quantities and the doubles the histograms hold: CPU in cores, memory in bytes, rounded up to
-// whole millicores / bytes on the way back (a recommendation never lands below what it measured).
+// quantities and the doubles the histograms hold: CPU in cores, memory in bytes, rounded up on the
+// way back (a recommendation never lands below what it measured) to a step people can read:
+// --round-cpu-millicores and --round-memory-bytes, "489Mi" rather than "511772988".
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -23,12 +25,17 @@ inline double base_units(const kube::Quantity& q) {
   return q.to_double();
 }
 
-/// `cores` rounded up to a whole millicore ("345m").
-kube::Quantity cpu_quantity(double cores);
-/// `bytes` rounded up to a whole byte.
-kube::Quantity memory_quantity(double bytes);
-/// cpu_quantity or memory_quantity by resource name.
-kube::Quantity resource_quantity(const std::string& resource, double value);
+/// How published values are rounded (VPA's --round-cpu-millicores, --round-memory-bytes).
+struct Rounding {
+  std::int64_t cpu_millicores = 1;          ///< CPU rounds up to a multiple of this many millicores
+  std::int64_t memory_bytes = 1024 * 1024;  ///< memory rounds up to a multiple of this (1Mi)
+};
+
+/// `cores` rounded up to a multiple of `step_millicores` ("345m"; 1.5 cores print "1500m").
+kube::Quantity cpu_quantity(double cores, std::int64_t step_millicores = 1);
+/// `bytes` rounded up to a multiple of `step_bytes`; printed in binary units ("489Mi") when the
+/// step is a multiple of 1Ki, else in bytes.
+kube::Quantity memory_quantity(double bytes, std::int64_t step_bytes = 1);
 
 /// The value of `resource` in `map`, or nullptr.
 inline const kube::Quantity* find(const ResourceMap& map, const std::string& resource) {

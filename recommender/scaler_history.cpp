@@ -64,7 +64,7 @@ std::vector<ContainerRecommendation> ScalerHistory::recommendations(
     if (aggregate.empty()) continue;  // an OOM kill alone is no usage history
     out.push_back(recommend(name,
                             estimate(aggregate, aggregate_options, options, containers_per_pod_),
-                            range ? range(name) : AllowedRange{}));
+                            range ? range(name) : AllowedRange{}, options.rounding));
   }
   return out;
 }

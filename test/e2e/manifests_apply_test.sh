@@ -298,6 +298,9 @@ JSON
 expect_eq "SubjectAccessReview list pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" list metrics.k8s.io pods)" true
 expect_eq "SubjectAccessReview get pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" get metrics.k8s.io pods)" false
 expect_can "$ns" yes list limitranges
+# Nodes: listed once per recommender pass (the largest allocatable caps recommendations).
+expect_can "$ns" yes list nodes
+for verb in get watch patch update; do expect_can "$ns" no "$verb" nodes; done
 # The checkpoint CRD was applied a moment ago: kubectl's discovery may not know it yet, the
 # authorizer does.
 for verb in get list create update delete; do
@@ -327,6 +330,7 @@ horizontalpodautoscalers.autoscaling            []                              
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 limitranges                                     []                                     []               [list]
+nodes                                           []                                     []               [list]
 pods                                            []                                     []               [get list]
 pods.metrics.k8s.io                             []                                     []               [list]
 replicasets.apps                                []                                     []               [get list]
@@ -338,7 +342,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, PodMetrics and limitranges list, checkpoints get/list/create/update/delete"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, PodMetrics, limitranges and nodes list, checkpoints get/list/create/update/delete"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
@@ -366,6 +370,7 @@ expect_can "$nsv" yes list daemonsets.apps
 expect_can "$nsv" no delete daemonsets.apps
 expect_can "$nsv" yes watch verticalscalers.scaling.vscaler.dev
 expect_can "$nsv" no get secrets
+expect_can "$nsv" no list nodes  # no cluster-wide right: only the flags cap recommendations
 expect_can "$ns" no get deployments.apps
 expect_can "$ns" no list verticalscalers.scaling.vscaler.dev
 expect_can vscaler-system yes update leases.coordination.k8s.io vscaler

@@ -10,7 +10,10 @@
 #  b. an OOM kill in a pod's lastState raises the memory target to >= max(used + 100Mi,
 #     1.2 x used) = 500Mi, and is counted once over the next passes;
 #  c. SIGKILL and restart: the same target, the checkpoint's sample count continues; deleting
-#     the scaler garbage-collects its checkpoint and its gauges.
+#     the scaler garbage-collects its checkpoint and its gauges;
+#  f. values people read: memory in whole MiB ("489Mi"); a young history's upper bound and a
+#     workload using more CPU than any node has are capped at the largest node's allocatable,
+#     uncappedTarget keeps the rest.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/usage_lib.sh"
@@ -69,13 +72,27 @@ Mi=1048576
 
 usage_set "$ns" web app 300m 400Mi
 usage_set "$ns" canary app 2 2Gi
+usage_set "$ns" hog app 48 1Gi
 deploy web web 3 '{"tier":"web"}'
 deploy canary canary 1 '{"app":"canary","tier":"web"}'
 deploy idle idle 0 '{"app":"idle"}'
-k -n "$ns" rollout status deployment/web --timeout=120s >/dev/null || fail "web did not roll out"
-k -n "$ns" rollout status deployment/canary --timeout=120s >/dev/null || fail "canary did not roll out"
+deploy hog hog 1 '{"app":"hog"}'
+for d in web canary hog; do
+  k -n "$ns" rollout status deployment/$d --timeout=120s >/dev/null || fail "$d did not roll out"
+done
 scaler web web
 scaler idle idle
+scaler hog hog
+# The largest node's allocatable, in base units: the cap of every published value.
+largest() {
+  k get nodes -o jsonpath="{range .items[*]}{.status.allocatable.$1}{\"\n\"}{end}" | python3 -c '
+import re, sys
+f = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 1024, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+print(repr(max(float(m.group(1)) * f[m.group(2)] for m in
+                (re.fullmatch(r"([0-9.]+)([a-zA-Z]*)", l.strip()) for l in sys.stdin if l.strip()))))'
+}
+node_cpu=$(largest cpu) node_mem=$(largest memory)
+echo "largest node: $node_cpu cores, $((${node_mem%.*} / Mi))Mi"
 start_operator --recommender-interval 5s --checkpoint-interval 10s --namespace "$ns"
 trap cleanup EXIT
 
@@ -92,16 +109,24 @@ echo "target: cpu $cpu cores, memory $((${mem%.*} / Mi))Mi"
 check "cpu target within 10 % of 345m" "abs($cpu - 0.345) <= 0.0345"
 check "memory target within 10 % of 460Mi" "abs($mem - 460 * $Mi) <= 46 * $Mi"
 # The history is a minute or two old: confidence c = min(days, samples / 1440) is below 0.002,
-# so upperBound = p95 x 1.15 x (1 + 1/c) is over 500 x the target (p95 = p90 for a constant
-# usage), and lowerBound = p50 x 1.15 x (1 + 0.001/c)^-2 is under a third of the target, raised
-# to the per-pod minimums (25m, 250Mi; one container per pod): memory's is exactly 250Mi while
-# the history is younger than 4 minutes.
+# so upperBound = p95 x 1.15 x (1 + 1/c) would be over 500 x the target (p95 = p90 for a
+# constant usage): more than any node has, so it is the largest node's allocatable. lowerBound
+# = p50 x 1.15 x (1 + 0.001/c)^-2 is under a third of the target, raised to the per-pod minimums
+# (25m, 250Mi; one container per pod): memory's is exactly 250Mi while the history is younger
+# than 4 minutes.
+up_cpu=$node_cpu up_memory=$node_mem
 for r in cpu memory; do
   t=$(rec web target $r) lo=$(rec web lowerBound $r) up=$(rec web upperBound $r) un=$(rec web uncappedTarget $r)
   echo "$r: lowerBound $lo, target $t, upperBound $up, uncappedTarget $un"
-  check "$r upperBound >= 500 x target (young history)" "$up >= 500 * $t"
+  cap=up_$r
+  check "$r upperBound = the largest node's (young history, capped)" "$up == ${!cap}"
   check "$r uncappedTarget = target (no minAllowed/maxAllowed)" "$un == $t"
 done
+for b in target lowerBound upperBound; do
+  m=$(jp "$ns" vsc/web "{.status.recommendation.containerRecommendations[0].$b.memory}")
+  [[ $m =~ ^[0-9]+(Mi|Gi)$ ]] || fail "memory $b \"$m\" is not in whole MiB"
+done
+echo "ok: memory in whole MiB: $(jp "$ns" vsc/web '{.status.recommendation.containerRecommendations[0].target.memory}')"
 check "cpu lowerBound in [25m, target/3]" "0.025 <= $(rec web lowerBound cpu) <= $cpu / 3"
 check "memory lowerBound = 250Mi (the per-pod minimum)" "$(rec web lowerBound memory) == 250 * $Mi"
 check "gauge target cpu = status" "abs($(gauge web cpu target) - $cpu) < 1e-9"
@@ -112,6 +137,13 @@ check "passes timed" "$(metric vscaler_recommender_pass_seconds_count) >= 1"
 echo "--- e. the canary's pods (2 cores, 2Gi) match web's selector but are not web's"
 check "cpu target not moved by the canary" "$(rec web target cpu) < 0.4"
 check "memory target not moved by the canary" "$(rec web target memory) < 600 * $Mi"
+
+echo "--- f. a pod using 48 cores, more than any node's allocatable: capped, uncappedTarget keeps it"
+eventually 60 cond_is hog Recommended
+hog_cpu=$(rec hog target cpu) hog_uncapped=$(rec hog uncappedTarget cpu)
+echo "hog: target cpu $hog_cpu, uncappedTarget $hog_uncapped"
+check "hog cpu target = the largest node's" "$hog_cpu == $node_cpu"
+check "hog uncappedTarget >= 48 x 1.15 cores" "$hog_uncapped >= 48 * 1.15"
 
 echo "--- d. a Deployment with 0 replicas: NoPodsMatched"
 eventually 30 cond_is idle NoPodsMatched

@@ -113,3 +113,32 @@ TEST_CASE("the recommender's flags: Go durations, VPA's defaults, 0 turns recomm
             .error()
             .rfind("--recommender-interval:", 0) == 0);
 }
+
+TEST_CASE("rounding and cap flags: VPA's names, positive quantities, errors name the flag") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->round_cpu_millicores == 1);
+  CHECK(defaults->round_memory_bytes == 1024 * 1024);
+  CHECK_FALSE(defaults->max_allowed_cpu);
+  CHECK_FALSE(defaults->max_allowed_memory);
+  auto set = parse_options({"--round-cpu-millicores=10", "--round-memory-bytes", "64Mi",
+                            "--container-recommendation-max-allowed-cpu", "4",
+                            "--container-recommendation-max-allowed-memory=16Gi"});
+  REQUIRE(set.ok());
+  CHECK(set->round_cpu_millicores == 10);
+  CHECK(set->round_memory_bytes == 64 * 1024 * 1024);
+  REQUIRE(set->max_allowed_cpu);
+  CHECK(set->max_allowed_cpu->to_string() == "4");
+  REQUIRE(set->max_allowed_memory);
+  CHECK(set->max_allowed_memory->to_string() == "16Gi");
+  CHECK(parse_options({"--round-memory-bytes", "1048576"})->round_memory_bytes == 1048576);
+  CHECK(parse_options({"--round-cpu-millicores", "0"}).error().find("--round-cpu-millicores") == 0);
+  CHECK(parse_options({"--round-memory-bytes", "0.5"}).error() ==
+        "--round-memory-bytes: must be a positive whole quantity (like 1Mi or 2), got \"0.5\"");
+  CHECK(parse_options({"--round-memory-bytes", "lots"}).error().find("--round-memory-bytes: ") ==
+        0);
+  CHECK(parse_options({"--container-recommendation-max-allowed-cpu", "-1"})
+            .error()
+            .find("--container-recommendation-max-allowed-cpu: must be a positive") == 0);
+  CHECK(parse_options({"--container-recommendation-max-allowed-cpu", "500m"})->max_allowed_cpu);
+}

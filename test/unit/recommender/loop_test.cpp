@@ -35,6 +35,9 @@ class FakeApi final : public RecommenderApi {
   std::map<std::string, json> checkpoints;     // by scaler name
   std::vector<std::string> calls;
   std::vector<std::set<std::string>> passes;  // begin_pass's shared namespaces, per pass
+  ResourceMap largest;                        // what largest_node answers
+  int node_lists = 0;                         // largest_node calls
+  bool nodes_forbidden = false;
   int conflicts_to_inject = 0;
   int status_writes = 0;
   std::mutex mutex;
@@ -43,6 +46,12 @@ class FakeApi final : public RecommenderApi {
   void begin_pass(std::set<std::string> shared) override {
     std::lock_guard lock(mutex);
     passes.push_back(std::move(shared));
+  }
+  kube::Result<ResourceMap, kube::ApiError> largest_node() override {
+    std::lock_guard lock(mutex);
+    ++node_lists;
+    if (nodes_forbidden) return kube::fail(kube::error_from_response(403, "nodes is forbidden"));
+    return largest;
   }
   kube::Result<ScalerInputs, SourceError> read_inputs(const TargetWorkload& target) override {
     std::lock_guard lock(mutex);
@@ -426,6 +435,36 @@ TEST_CASE("the namespace's LimitRange caps the published bounds; uncappedTarget 
   CHECK(app["upperBound"]["cpu"] == "200m");
   CHECK(app["target"]["memory"] == "500Mi");  // LimitRange min
   CHECK(app["lowerBound"]["memory"] == "500Mi");
+}
+
+TEST_CASE("the largest node and the global flags cap; maxAllowed wins; nodes listed once a pass") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1", json::array({{{"name", "app"}}})));
+  f.add_scaler(scaler_object("api", "u2",
+                             json::array({{{"name", "app"}, {"maxAllowed", {{"cpu", "300m"}}}}})));
+  LoopOptions options;
+  options.max_allowed[kMemory] = kube::Quantity::parse("300Mi").value();
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  f.api.largest = {{kCpu, kube::Quantity::parse("250m").value()},
+                   {kMemory, kube::Quantity::parse("4Gi").value()}};
+  f.api.inputs["web"] = usage(2, 0);
+  f.api.inputs["api"] = usage(2, 0);
+  CHECK(loop.run_pass().published == 2);
+  CHECK(f.api.node_lists == 1);
+  auto app = [&](const char* scaler) {
+    return f.api.scalers.at(scaler)["status"]["recommendation"]["containerRecommendations"][0];
+  };
+  CHECK(app("web")["target"]["cpu"] == "250m");  // the largest node's 250m
+  CHECK(app("web")["uncappedTarget"]["cpu"] == "352m");
+  CHECK(app("web")["target"]["memory"] == "300Mi");  // the flag, below the node's 4Gi
+  CHECK(app("web")["uncappedTarget"]["memory"] == "489Mi");
+  CHECK(app("api")["target"]["cpu"] == "300m");  // its maxAllowed wins over the node
+  // A failed node list keeps the last one's caps.
+  f.api.nodes_forbidden = true;
+  f.api.inputs["web"] = usage(3, 0);
+  (void)loop.run_pass();
+  CHECK(f.api.node_lists == 2);
+  CHECK(app("web")["target"]["cpu"] == "250m");
 }
 
 TEST_CASE("a scaler with only fixed values or Off containers is not read at all") {

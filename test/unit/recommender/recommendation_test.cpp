@@ -43,9 +43,11 @@ ContainerRecommendation recommend_one(const ContainerAggregate& a, const Allowed
 
 TEST_CASE("steady usage: target = usage x 1.15 at the histogram's resolution") {
   auto r = recommend_one(steady(8 * 24 * 60, 0.3, 400 * kMi));
-  // 0.3054 * 1.15 = 0.35120 -> 352m; 445019988.74 * 1.15 = 511772987.05 -> 511772988 bytes.
+  // 0.3054 * 1.15 = 0.35120 -> 352m; 445019988.74 * 1.15 = 511772987.05 bytes = 488.06Mi,
+  // rounded up to whole MiB (--round-memory-bytes 1Mi): 489Mi.
   CHECK(r.target.at(kCpu) == q("352m"));
-  CHECK(r.target.at(kMemory) == q("511772988"));
+  CHECK(r.target.at(kMemory) == q("489Mi"));
+  CHECK(r.target.at(kMemory).to_string() == "489Mi");
   // Within one bucket width of usage x 1.15 (345m, 482344960 bytes): the bucket's end over its
   // start is 1.086 for 0.3 core and 1.074 for 400Mi.
   CHECK(r.target.at(kCpu) >= q("345m"));
@@ -68,9 +70,10 @@ TEST_CASE("confidence of 11 samples over 10 minutes widens the bounds") {
   CHECK(r.upper_bound.at(kCpu) == q("50924m"));
   // lower = 0.35120 * (1 + 0.001/0.006944)^-2 = 0.35120 * 0.76410 = 0.26835 -> 269m
   CHECK(r.lower_bound.at(kCpu) == q("269m"));
-  // memory: 511772987.05 * 145 = 74207083123 bytes; * 0.76410 = 391043715 bytes
-  CHECK(r.upper_bound.at(kMemory) == q("74207083123"));
-  CHECK(r.lower_bound.at(kMemory) == q("391043715"));
+  // memory: 511772987.05 * 145 = 74207083123 bytes = 70769.2Mi -> 70770Mi;
+  // 511772987.05 * 0.76410 = 391043715 bytes = 372.93Mi -> 373Mi
+  CHECK(r.upper_bound.at(kMemory) == q("70770Mi"));
+  CHECK(r.lower_bound.at(kMemory) == q("373Mi"));
 }
 
 TEST_CASE("confidence counts samples per minute of a day, not the half-life") {
@@ -157,7 +160,7 @@ TEST_CASE("per-pod minimums are shared equally among the pod's containers") {
   auto four = recommend_one(idle, {}, 4);
   // 6.25m is below the usage-based target: 1m usage lies in bucket 0, whose end is 10m; x 1.15.
   CHECK(four.target.at(kCpu) == q("12m"));
-  CHECK(four.lower_bound.at(kMemory) == q("62.5Mi"));
+  CHECK(four.lower_bound.at(kMemory) == q("63Mi"));  // 62.5Mi rounded up to whole MiB
 }
 
 TEST_CASE("minAllowed/maxAllowed clamp every bound; uncappedTarget keeps the value before") {
@@ -170,7 +173,7 @@ TEST_CASE("minAllowed/maxAllowed clamp every bound; uncappedTarget keeps the val
   CHECK(r.upper_bound.at(kCpu) == q("200m"));
   CHECK(r.lower_bound.at(kCpu) == q("200m"));
   CHECK(r.target.at(kMemory) == q("1Gi"));
-  CHECK(r.uncapped_target.at(kMemory) == q("511772988"));
+  CHECK(r.uncapped_target.at(kMemory) == q("489Mi"));
   CHECK(r.upper_bound.at(kMemory) >= q("1Gi"));
 }
 
@@ -179,10 +182,36 @@ TEST_CASE("the status entry has VPA's shape") {
   auto json = to_json(r);
   CHECK(json["containerName"] == "app");
   CHECK(json["target"]["cpu"] == "352m");
-  CHECK(json["target"]["memory"] == "511772988");
+  CHECK(json["target"]["memory"] == "489Mi");
   CHECK(json.contains("lowerBound"));
   CHECK(json.contains("upperBound"));
   CHECK(json["uncappedTarget"]["cpu"] == "352m");
+}
+
+TEST_CASE(
+    "published values round up once, to the steps of --round-cpu-millicores / -memory-bytes") {
+  const auto history = steady(8 * 24 * 60, 0.3, 400 * kMi);
+  const Estimate e = estimate(history, AggregateOptions{}, RecommendationOptions{}, 1);
+  SUBCASE("steps of one millicore and one byte: the exact values") {
+    auto r = recommend("app", e, {}, Rounding{1, 1});
+    CHECK(r.target.at(kMemory).to_string() == "511772988");  // 511772987.05 rounded up
+    CHECK(r.target.at(kCpu).to_string() == "352m");
+  }
+  SUBCASE("50m and 100Mi steps") {
+    auto r = recommend("app", e, {}, Rounding{50, 100 * 1024 * 1024});
+    CHECK(r.target.at(kCpu).to_string() == "400m");      // 351.2m -> 400m
+    CHECK(r.target.at(kMemory).to_string() == "500Mi");  // 488.06Mi -> 500Mi
+  }
+  SUBCASE("a decimal step prints decimal units") {
+    auto r = recommend("app", e, {}, Rounding{1, 1'000'000});
+    CHECK(r.target.at(kMemory).to_string() == "512M");  // 511.77 MB -> 512M
+  }
+  SUBCASE("cores print as millicores, as the API server prints them") {
+    CHECK(cpu_quantity(1.5).to_string() == "1500m");
+    CHECK(cpu_quantity(2.0).to_string() == "2");
+    CHECK(memory_quantity(1024.0 * kMi, 1024 * 1024).to_string() == "1Gi");
+    CHECK(memory_quantity(1024.0 * kMi + 1, 1024 * 1024).to_string() == "1025Mi");
+  }
 }
 
 TEST_CASE("parse_recommendation reads back what to_json wrote and names a bad field") {

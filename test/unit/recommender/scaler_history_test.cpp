@@ -67,8 +67,8 @@ TEST_CASE("recommendations share the per-pod minimums among the pod's containers
   CHECK(recs[0].target.at(kCpu).to_string() == "300m");
   CHECK(recs[0].uncapped_target.at(kCpu).to_string() == "352m");
   CHECK(recs[1].container_name == "sidecar");
-  CHECK(recs[1].target.at(kCpu).to_string() == "13m");         // 25m / 2, rounded up
-  CHECK(recs[1].target.at(kMemory).to_string() == "131072k");  // 250Mi / 2, printed as VPA does
+  CHECK(recs[1].target.at(kCpu).to_string() == "13m");       // 25m / 2, rounded up
+  CHECK(recs[1].target.at(kMemory).to_string() == "125Mi");  // 250Mi / 2, in whole MiB
   CHECK(history.memory_bytes() < 2 * 1024);
 }
 
