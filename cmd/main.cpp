@@ -3,6 +3,7 @@
 // workers, resync; webhook server with its handlers; health and metrics endpoints) and stops
 // them in order on SIGTERM/SIGINT.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -117,6 +118,12 @@ int run(const cmd::Options& options) {
   manager_options.resync_period = options.resync_period;
   manager_options.reconciler.min_update_interval = options.min_update_interval;
   manager_options.reconciler.recommender_enabled = options.recommender_interval.count() > 0;
+  // A new scaler's first recommendation runs when it appears; the loop is built after the
+  // manager (it reads the manager's store), so the callback finds it through this pointer.
+  std::atomic<recommender::RecommenderLoop*> recommender_ref{nullptr};
+  manager_options.on_scaler_spec = [&recommender_ref](const std::string&) {
+    if (auto* loop = recommender_ref.load()) loop->on_scaler_appeared();
+  };
   controller::Manager manager(*client, manager_options, registry);
 
   // The recommender: the leader's loop over the scalers the manager knows; a published
@@ -150,6 +157,7 @@ int run(const cmd::Options& options) {
   };
   recommender::RecommenderLoop recommender_loop(recommender_api, std::move(recommender_hooks),
                                                 recommender_options, registry);
+  recommender_ref.store(&recommender_loop);
 
   webhook::CertWatcherOptions cert_options;
   cert_options.cert_dir = options.cert_dir;

@@ -235,6 +235,7 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   // one-scaler-per-workload election); with a new target (another name or kind), the old
   // workload's too.
   enqueue_target(scaler->ns, scaler->target);
+  if (options_.on_scaler_spec) options_.on_scaler_spec(key);
   // Its workload's CREATE was admitted before this scaler reached the index: the workload must
   // exist, so the reconciler re-checks until it is stored instead of reading "not found".
   if (unclaimed_.take(

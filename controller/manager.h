@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -39,6 +40,10 @@ struct ManagerOptions {
   ExpectationsOptions expectations;
   /// How often LimitRanges are listed again (they cap recommended values; list only, no watch).
   std::chrono::milliseconds limit_range_period{std::chrono::seconds(30)};
+  /// Called (on the informer's thread) with the key of a scaler that was added or whose spec
+  /// changed, after the store holds it: the recommender's first pass over it need not wait for
+  /// its next tick. May be empty.
+  std::function<void(const std::string& key)> on_scaler_spec;
 };
 
 /// Runs everything of the controller side; start() then stop().

@@ -112,29 +112,46 @@ void RecommenderLoop::on_started_leading() {
   wake_.notify_all();
 }
 
+void RecommenderLoop::on_scaler_appeared() {
+  {
+    std::lock_guard lock(mutex_);
+    appeared_ = true;
+  }
+  wake_.notify_all();
+}
+
 void RecommenderLoop::run() {
   using clock = std::chrono::steady_clock;
   auto next_pass = clock::now();
   auto next_checkpoint = next_pass + options_.checkpoint_interval;
   while (true) {
     bool woken = false;
+    bool appeared = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_until(lock, std::min(next_pass, next_checkpoint),
-                       [this] { return stopping_ || woken_; });
+                       [this] { return stopping_ || woken_ || appeared_; });
       if (stopping_) return;
       woken = woken_;
       woken_ = false;
+      appeared = appeared_;
+      appeared_ = false;
     }
     auto now = clock::now();
+    const bool synced = !hooks_.synced || hooks_.synced();
     if (woken || now >= next_pass) {
-      if (hooks_.synced && !hooks_.synced()) {
+      if (!synced) {
         next_pass =
             now + std::min<std::chrono::milliseconds>(options_.interval, std::chrono::seconds(1));
       } else {
         run_pass();
         next_pass = clock::now() + options_.interval;
       }
+    } else if (appeared && synced) {
+      // A scaler appeared (or its spec changed) between two passes: its first recommendation
+      // need not wait for the next tick (VPA's comes within one of its 1m loops too). Scalers
+      // appearing together are taken together; the full pass keeps its own schedule.
+      run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers);
     }
     if (now >= next_checkpoint) {
       save_checkpoints();
@@ -148,13 +165,16 @@ void RecommenderLoop::forget_all() {
   tracked_.clear();
 }
 
-PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now) {
+PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now, PassScope scope) {
   const auto started = std::chrono::steady_clock::now();
+  const bool only_new = scope == PassScope::kNewScalers;
   bool reload = false;
   {
     std::lock_guard lock(mutex_);
-    reload = reload_;
-    reload_ = false;
+    if (!only_new) {
+      reload = reload_;
+      reload_ = false;
+    }
   }
   PassSummary summary;
   const bool leading = !hooks_.begin_step || hooks_.begin_step("recommender");
@@ -192,6 +212,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   for (const auto& [target, group] : by_target) {
     const api::Scaler* active = api::select_active(group);
     if (active == nullptr || !any_recommended(*active)) continue;
+    if (only_new && tracked_.count(active->uid)) continue;
     actives.push_back(active);
     ++per_namespace[active->ns];
   }
@@ -202,6 +223,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   for (const auto& [ns, count] : per_namespace) {
     if (count >= kSharedNamespaceScalers) shared.insert(ns);
   }
+  if (only_new && actives.empty()) return summary;
   api_.begin_pass(std::move(shared));
   if (!actives.empty()) refresh_caps(summary);
   for (const api::Scaler* active : actives) {
@@ -212,7 +234,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
     if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
   }
   api_.end_pass();
-  for (auto it = tracked_.begin(); it != tracked_.end();) {
+  // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
+  for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
     if (present.count(it->first)) {
       // Still there but not recommended now (it lost a conflict, or has only fixed values):
       // its gauges would be stale; its history is kept should it come back.
@@ -233,8 +256,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now)
   samples_total_.get().inc(static_cast<double>(summary.samples));
   summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  pass_seconds_.get().observe(summary.seconds);
-  log::info(kLogger, "recommender pass",
+  if (!only_new) pass_seconds_.get().observe(summary.seconds);
+  log::info(kLogger, only_new ? "recommender pass over new scalers" : "recommender pass",
             {{"scalers", std::to_string(summary.scalers)},
              {"samples", std::to_string(summary.samples)},
              {"published", std::to_string(summary.published)},

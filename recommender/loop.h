@@ -89,6 +89,12 @@ struct PassSummary {
   double seconds = 0;  ///< wall time
 };
 
+/// Which scalers a pass goes over.
+enum class PassScope {
+  kAll,         ///< every active scaler (the interval's pass)
+  kNewScalers,  ///< only those without a history yet: they just appeared
+};
+
 /// The loop (see the file comment). start()/stop()/wake() are thread-safe; run_pass() and
 /// save_checkpoints() are for tests and must not run concurrently with a started loop.
 class RecommenderLoop {
@@ -108,9 +114,13 @@ class RecommenderLoop {
   /// checkpoint first (the previous leader may have written newer ones). From any thread.
   void on_started_leading();
 
+  /// A scaler was added (or its spec changed): a pass over the scalers not yet tracked runs at
+  /// once instead of at the next tick. From any thread (the informer's).
+  void on_scaler_appeared();
+
   /// One pass now; `now` stamps condition transitions.
-  PassSummary run_pass(
-      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+  PassSummary run_pass(std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
+                       PassScope scope = PassScope::kAll);
   /// Writes every history's checkpoint now (when leading); returns how many were written.
   std::size_t save_checkpoints();
 
@@ -158,8 +168,9 @@ class RecommenderLoop {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  bool reload_ = false;  // set by on_started_leading, consumed by the next pass
-  bool woken_ = false;   // set by on_started_leading, consumed by the thread's wait
+  bool reload_ = false;    // set by on_started_leading, consumed by the next pass
+  bool woken_ = false;     // set by on_started_leading, consumed by the thread's wait
+  bool appeared_ = false;  // set by on_scaler_appeared, consumed by the thread's wait
   bool stopped_ = false;
   std::thread thread_;
 };

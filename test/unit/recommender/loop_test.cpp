@@ -602,6 +602,40 @@ TEST_CASE("the first pass waits until the scalers are known; becoming leader pas
   loop.stop();
 }
 
+TEST_CASE("a scaler that appears is passed over at once, alone; the others keep their state") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.api.inputs["web"] = usage(1, 0);
+  f.api.inputs["api"] = usage(1, 0);
+  LoopOptions options;
+  options.interval = std::chrono::hours(1);  // the interval's pass never comes in this test
+  options.checkpoint_interval = std::chrono::hours(1);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.start();  // the first pass: web
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 1; }));
+  }
+  f.add_scaler(scaler_object("api", "u2"));
+  loop.on_scaler_appeared();
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 2; }));
+  }
+  loop.stop();
+  CHECK(f.api.count("read web") == 1);  // not read again by the pass over the new one
+  CHECK(f.api.count("read api") == 1);
+  CHECK(f.rendered().find("verticalscaler=\"web\"") != std::string::npos);  // gauges kept
+  CHECK(f.rendered().find("verticalscaler=\"api\"") != std::string::npos);
+  // Nothing new: a pass over new scalers reads nothing at all.
+  const int lists = f.api.node_lists;
+  auto idle = loop.run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers);
+  CHECK(idle.scalers == 0);
+  CHECK(f.api.node_lists == lists);
+}
+
 TEST_CASE("--recommender-interval 0: the loop never runs") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
