@@ -65,6 +65,16 @@ ContainerResources apply_recommendation(const ContainerResources& current,
         request = std::max(request, boundary);
       }
     }
+    // A limit that stays as it is (RequestsOnly, or the LimitRange default) bounds the request
+    // from below too: LimitRanger refuses limit / request above maxLimitRequestRatio. A scaled
+    // limit keeps the template's proportion instead.
+    if (limit_range && effective_limit && !proportional) {
+      if (auto ratio = lookup(limit_range->max_limit_request_ratio, resource);
+          ratio && ratio->nanos() > 0) {
+        request = std::max(request, scaled(resource, *effective_limit,
+                                           Quantity::from_nanos(1'000'000'000), *ratio));
+      }
+    }
     // With no limit of its own the pod gets the LimitRange default: stay within it.
     if (!old_limit && effective_limit && request > *effective_limit) request = *effective_limit;
     if (!scale_limits && old_limit && request > *old_limit) request = *old_limit;
@@ -80,6 +90,51 @@ ContainerResources apply_recommendation(const ContainerResources& current,
     }
   }
   return out;
+}
+
+void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_max) {
+  for (const auto& [resource, max] : pod_max) {
+    for (bool limits : {false, true}) {
+      auto section = [limits](const PodMaxMember& c) -> ResourceMap& {
+        return limits ? c.resources->limits : c.resources->requests;
+      };
+      auto adjustable = [&resource, limits](const PodMaxMember& c) {
+        return c.policy != nullptr && c.policy->controls(resource) &&
+               (!limits || c.policy->controlled_values == ControlledValues::kRequestsAndLimits);
+      };
+      long double fixed_sum = 0, adjustable_sum = 0;
+      for (const auto& c : containers) {
+        if (const auto* q = find(section(c), resource)) {
+          (adjustable(c) ? adjustable_sum : fixed_sum) += static_cast<long double>(q->nanos());
+        }
+      }
+      const auto bound = static_cast<long double>(max.nanos());
+      if (fixed_sum + adjustable_sum <= bound || adjustable_sum <= 0 || fixed_sum >= bound) {
+        continue;
+      }
+      const long double factor = (bound - fixed_sum) / adjustable_sum;
+      const long double unit = resource == kCpu ? 1e6L : 1e9L;
+      for (auto& c : containers) {
+        if (!adjustable(c)) continue;
+        auto it = section(c).find(resource);
+        if (it == section(c).end()) continue;
+        // Rounded down: the sum must not land a unit above the max.
+        auto units = static_cast<kube::Int128>(
+            std::floor(static_cast<long double>(it->second.nanos()) * factor / unit));
+        it->second = Quantity::from_nanos(units * static_cast<kube::Int128>(unit));
+      }
+    }
+    // Scaled apart, a request could end above its limit: a limit below the request is invalid.
+    for (auto& c : containers) {
+      if (c.policy == nullptr) continue;
+      auto request = c.resources->requests.find(resource);
+      auto limit = c.resources->limits.find(resource);
+      if (request != c.resources->requests.end() && limit != c.resources->limits.end() &&
+          request->second > limit->second) {
+        request->second = limit->second;
+      }
+    }
+  }
 }
 
 }  // namespace vscaler::recommender

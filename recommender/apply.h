@@ -6,8 +6,12 @@
 // maxAllowed bound the request; a namespace LimitRange's Container item caps the result as VPA
 // does: the request is held where the proportional limit stays within max and both stay above
 // min, and at most the default limit when the template sets no limit (LimitRanger would give the
-// pod that limit, and a request above it would make the pod invalid).
+// pod that limit, and a request above it would make the pod invalid); a limit left as it is
+// (RequestsOnly, or the default limit) holds the request at limit / maxLimitRequestRatio or more.
+// A `type: Pod` max scales the pod's recommended containers down together (fit_pod_max).
 #pragma once
+
+#include <vector>
 
 #include "recommender/recommendation.h"
 #include "recommender/resources.h"
@@ -30,11 +34,15 @@ struct ContainerPolicy {
   }
 };
 
-/// A LimitRange's `type: Container` item (min, max, default = the default limit).
+/// A namespace's LimitRanges as they bound one container: the `type: Container` item (min, max,
+/// default = the default limit, maxLimitRequestRatio) and the `type: Pod` max, which bounds the
+/// sum over the pod's containers.
 struct LimitRangeItem {
-  ResourceMap min;            ///< requests and limits at least this
-  ResourceMap max;            ///< requests and limits at most this
-  ResourceMap default_limit;  ///< the limit LimitRanger gives a container without one
+  ResourceMap min;                        ///< requests and limits at least this
+  ResourceMap max;                        ///< requests and limits at most this
+  ResourceMap default_limit;              ///< the limit LimitRanger gives a container without one
+  ResourceMap max_limit_request_ratio{};  ///< limit / request at most this
+  ResourceMap pod_max{};  ///< `type: Pod` max: the containers' requests and limits summed
   friend bool operator==(const LimitRangeItem&, const LimitRangeItem&) = default;
 };
 
@@ -50,5 +58,20 @@ struct ContainerResources {
 ContainerResources apply_recommendation(const ContainerResources& current,
                                         const ResourceMap& target, const ContainerPolicy& policy,
                                         const LimitRangeItem* limit_range = nullptr);
+
+/// One container of a pod as fit_pod_max sees it.
+struct PodMaxMember {
+  ContainerResources* resources;  ///< the values the pod will carry (changed in place)
+  /// Its policy when vscaler recommends it (what it controls may be scaled down: requests of
+  /// controlled resources, and their limits under RequestsAndLimits); nullptr: fixed.
+  const ContainerPolicy* policy;
+};
+
+/// Scales the adjustable requests and limits of each resource down by one factor, as VPA does,
+/// until the pod's sums stay within `pod_max` (a `type: Pod` LimitRange max, which LimitRanger
+/// checks on the summed requests and on the summed limits). Where the fixed values alone reach a
+/// max, the adjustable ones are left as they are: nothing vscaler writes could make that pod
+/// admissible, and LimitRanger's message names the problem.
+void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_max);
 
 }  // namespace vscaler::recommender

@@ -65,34 +65,56 @@ RecommendedContainers recommended_containers(
     const std::vector<ContainerRecommendation>& recommendations,
     const LimitRangeItem* limit_range) {
   RecommendedContainers out;
+  // Every container of the pod with the values it will carry: recommended ones with their
+  // recommendation applied, the others as they are (they count in a `type: Pod` max).
+  std::vector<ContainerResources> pod;
+  std::vector<std::size_t> applied_at;  // out.applied[i] is pod[applied_at[i]]
   for (const json& container : template_containers(workload)) {
     if (!container.is_object()) continue;
     auto name = container.find("name");
     if (name == container.end() || !name->is_string()) continue;
     const std::string& container_name = name->get_ref<const std::string&>();
+    auto resources = container.find("resources");
+    ContainerResources current = resources_of(resources == container.end() ? json() : *resources);
     const api::ContainerResources* entry = scaler.entry_for(container_name);
-    if (entry == nullptr || !entry->recommended()) continue;
     const ContainerRecommendation* recommendation = nullptr;
-    for (const auto& r : recommendations) {
-      if (r.container_name == container_name) recommendation = &r;
+    if (entry != nullptr && entry->recommended()) {
+      for (const auto& r : recommendations) {
+        if (r.container_name == container_name) recommendation = &r;
+      }
+      if (recommendation == nullptr) out.awaiting.push_back(container_name);
     }
     if (recommendation == nullptr) {
-      out.awaiting.push_back(container_name);
+      pod.push_back(std::move(current));
       continue;
     }
     AppliedContainer applied;
     applied.name = container_name;
-    auto resources = container.find("resources");
-    applied.current = resources_of(resources == container.end() ? json() : *resources);
+    applied.current = std::move(current);
     applied.recommendation = recommendation;
     applied.policy = policy_of(*entry);
     applied.limit_range = limit_range;
-    ContainerResources next =
-        apply_recommendation(applied.current, recommendation->target, applied.policy, limit_range);
+    pod.push_back(
+        apply_recommendation(applied.current, recommendation->target, applied.policy, limit_range));
+    applied_at.push_back(pod.size() - 1);
+    out.applied.push_back(std::move(applied));
+  }
+  if (limit_range != nullptr && !limit_range->pod_max.empty()) {
+    std::vector<PodMaxMember> containers;
+    for (auto& resources : pod) containers.push_back({&resources, nullptr});
+    for (std::size_t i = 0; i < out.applied.size(); ++i) {
+      containers[applied_at[i]].policy = &out.applied[i].policy;
+    }
+    fit_pod_max(containers, limit_range->pod_max);
+  }
+  for (std::size_t i = 0; i < out.applied.size(); ++i) {
+    AppliedContainer& applied = out.applied[i];
+    const ContainerResources& next = pod[applied_at[i]];
+    applied.next = next;
     // Only the keys the recommendation sets: requests of controlled resources it has a target
     // for, and their limits when it scales them.
     ResourceMap requests, limits;
-    for (const auto& [resource, value] : recommendation->target) {
+    for (const auto& [resource, value] : applied.recommendation->target) {
       if (!applied.policy.controls(resource)) continue;
       if (const auto* request = find(next.requests, resource)) requests.emplace(resource, *request);
       if (applied.policy.controlled_values == ControlledValues::kRequestsAndLimits &&
@@ -100,8 +122,7 @@ RecommendedContainers recommended_containers(
         if (const auto* limit = find(next.limits, resource)) limits.emplace(resource, *limit);
       }
     }
-    out.desired[container_name] = api::DesiredValues{to_api(requests), to_api(limits)};
-    out.applied.push_back(std::move(applied));
+    out.desired[applied.name] = api::DesiredValues{to_api(requests), to_api(limits)};
   }
   return out;
 }

@@ -1,9 +1,18 @@
-// LimitRangeList -> the tightest Container item.
+// LimitRangeList -> the tightest Container item and Pod max.
 #include "recommender/limit_range.h"
 
 #include "recommender/json_fields.h"
 
 namespace vscaler::recommender {
+namespace {
+
+// Several LimitRanges all apply: the smallest max (or ratio) is the one that binds.
+void keep_smallest(ResourceMap& map, const std::string& resource, const kube::Quantity& value) {
+  auto [it, inserted] = map.emplace(resource, value);
+  if (!inserted && value < it->second) it->second = value;
+}
+
+}  // namespace
 
 kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann::json& list) {
   const auto* items = child(list, "items");
@@ -16,9 +25,18 @@ kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann
     if (!limits || !limits->is_array()) continue;
     for (std::size_t j = 0; j < limits->size(); ++j) {
       const auto& item = (*limits)[j];
-      if (string_field(item, "type") != "Container") continue;
+      const std::string_view type = string_field(item, "type");
       const std::string path =
           "items[" + std::to_string(i) + "].spec.limits[" + std::to_string(j) + "]";
+      if (type == "Pod") {
+        auto pod_max = resource_list(child(item, "max"), path + ".max");
+        if (!pod_max.ok()) return kube::fail(pod_max.error());
+        for (const auto& [resource, value] : *pod_max)
+          keep_smallest(merged.pod_max, resource, value);
+        found = found || !pod_max->empty();
+        continue;
+      }
+      if (type != "Container") continue;
       auto min = resource_list(child(item, "min"), path + ".min");
       if (!min.ok()) return kube::fail(min.error());
       auto max = resource_list(child(item, "max"), path + ".max");
@@ -29,13 +47,16 @@ kube::Result<std::optional<LimitRangeItem>> container_limit_range(const nlohmann
         auto [it, inserted] = merged.min.emplace(resource, value);
         if (!inserted && value > it->second) it->second = value;
       }
-      for (const auto& [resource, value] : *max) {
-        auto [it, inserted] = merged.max.emplace(resource, value);
-        if (!inserted && value < it->second) it->second = value;
+      for (const auto& [resource, value] : *max) keep_smallest(merged.max, resource, value);
+      auto ratio =
+          resource_list(child(item, "maxLimitRequestRatio"), path + ".maxLimitRequestRatio");
+      if (!ratio.ok()) return kube::fail(ratio.error());
+      for (const auto& [resource, value] : *ratio) {
+        keep_smallest(merged.max_limit_request_ratio, resource, value);
       }
       for (const auto& [resource, value] : *default_limit)
         merged.default_limit.emplace(resource, value);
-      found = found || !min->empty() || !max->empty() || !default_limit->empty();
+      found = found || !min->empty() || !max->empty() || !default_limit->empty() || !ratio->empty();
     }
   }
   if (!found) return std::optional<LimitRangeItem>{};

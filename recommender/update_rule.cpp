@@ -33,8 +33,10 @@ UpdateDecision decide_update(std::span<const AppliedContainer> containers,
     if (!c.recommendation) continue;
     // A container whose resources the target would not change (say, a request held at its
     // limit by RequestsOnly) never makes a patch due: the patch would be a no-op, every interval.
-    if (apply_recommendation(c.current, c.recommendation->target, c.policy, c.limit_range) ==
-        c.current) {
+    const ContainerResources next =
+        c.next ? *c.next
+               : apply_recommendation(c.current, c.recommendation->target, c.policy, c.limit_range);
+    if (next == c.current) {
       continue;
     }
     for (const char* resource : {kCpu, kMemory}) {

@@ -22,6 +22,9 @@ struct AppliedContainer {
   const ContainerRecommendation* recommendation = nullptr;  ///< its recommendation (none: skip)
   ContainerPolicy policy;                                   ///< what vscaler controls
   const LimitRangeItem* limit_range = nullptr;              ///< the namespace's, if any
+  /// The values the container will carry once applied, the pod's `type: Pod` max included
+  /// (recommended_containers sets it); unset: apply_recommendation of `current`.
+  std::optional<ContainerResources> next = std::nullopt;
 };
 
 /// The verdict of decide_update.

@@ -10,7 +10,9 @@
 #   Initial: a new recommendation never patches; a template change comes out of admission with
 #     the target (one rollout); a resources-only reset gets the old values back;
 #   an HPA on cpu of the same Deployment: a warning when the scaler is applied;
-#   a namespace LimitRange's Container max caps the proportional limit (and the request with it).
+#   a namespace LimitRange's Container max caps the proportional limit (and the request with it);
+#   a `type: Pod` max scales the pod's recommended containers down together and
+#     maxLimitRequestRatio holds a RequestsOnly request up: LimitRanger admits the pods.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -26,6 +28,12 @@ k -n "$capped_ns" apply -f - >/dev/null <<JSON
 {"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"caps"},
  "spec":{"limits":[{"type":"Container","max":{"cpu":"1"}}]}}
 JSON
+podmax_ns=$(unique_namespace apply-rec-podmax)
+k -n "$podmax_ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"pod-caps"},
+ "spec":{"limits":[{"type":"Pod","max":{"cpu":"1"}},
+                   {"type":"Container","maxLimitRequestRatio":{"cpu":"4"}}]}}
+JSON
 start_operator --resync-period 1h --recommender-interval 0 --min-update-interval 20s
 ns=$(unique_namespace apply-rec)
 main_ns=$ns
@@ -33,7 +41,7 @@ cleanup() {
   "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
   stop_operator
   # Its scalers would keep applying recommendations under the next tests' operators.
-  k delete namespace "$main_ns" "$capped_ns" --timeout=90s >/dev/null 2>&1 || true
+  k delete namespace "$main_ns" "$capped_ns" "$podmax_ns" --timeout=90s >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 # applied NAME: how many recommendations vscaler applied with trigger NAME (since it started).
@@ -177,4 +185,26 @@ expect_eq "limit capped at the LimitRange max" "$(lim capped app cpu)" "1"
 k -n "$ns" rollout status deploy/capped --timeout=120s >/dev/null ||
   fail "the capped values' pods were not admitted: $(k -n "$ns" get events --field-selector reason=FailedCreate -o name | head -3)"
 echo "ok: the LimitRange caps the applied values and their pods are admitted"
+
+echo "--- Auto: a Pod max and maxLimitRequestRatio; the pods are admitted"
+ns=$podmax_ns
+make_deployment "$ns" pm '[
+ {"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"200m"}}},
+ {"name":"ro","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"200m"},"limits":{"cpu":"400m"}}},
+ {"name":"side","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"300m"},"limits":{"cpu":"300m"}}}]'
+make_scaler "$ns" pm pm Auto '[{"name":"app"},{"name":"ro","controlledValues":"RequestsOnly"}]'
+eventually 30 is AwaitingRecommendation condition "$ns" pm Scaled
+k -n "$ns" rollout status deploy/pm --timeout=120s >/dev/null || fail "pm rollout"
+# app alone: 400m, limit 800m (1:2). ro: RequestsOnly under limit 400m and ratio 4 -> at least
+# 100m. The pod's limits would sum to 800m + 400m + 300m > 1 core: app's (the one scalable
+# limit) x 300m / 800m = 300m, and its request with it (a request above its limit is invalid).
+recommend pm "[$(rec app 400m 350m 450m),$(rec ro 50m 40m 60m)]"
+eventually 30 is 300m lim pm app cpu
+expect_eq "app request held at its scaled limit" "$(req pm app cpu)" "300m"
+expect_eq "ro request held at limit / maxLimitRequestRatio" "$(req pm ro cpu)" "100m"
+expect_eq "ro limit untouched (RequestsOnly)" "$(lim pm ro cpu)" "400m"
+expect_eq "side untouched (not in the scaler)" "$(req pm side cpu)" "300m"
+k -n "$ns" rollout status deploy/pm --timeout=120s >/dev/null ||
+  fail "the Pod-max values' pods were not admitted: $(k -n "$ns" get events --field-selector reason=FailedCreate -o jsonpath='{.items[*].message}' | head -c 600)"
+echo "ok: Pod max and maxLimitRequestRatio respected; the pods are admitted"
 echo "ok: apply_recommendation"

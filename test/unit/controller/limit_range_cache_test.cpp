@@ -1,5 +1,5 @@
-// LimitRangeCache: per namespace, every LimitRange's Container item merged (the tightest wins),
-// rebuilt whole; unknown namespaces and unreadable LimitRanges give no item.
+// LimitRangeCache: per namespace, every LimitRange's Container and Pod items merged (the tightest
+// wins), rebuilt whole; unknown namespaces and unreadable LimitRanges give no item.
 #include "controller/limit_range_cache.h"
 
 #include <doctest/doctest.h>
@@ -33,7 +33,10 @@ TEST_CASE("LimitRangeCache merges each namespace's LimitRanges and forgets what 
   REQUIRE(a != nullptr);
   REQUIRE(a->max.count("cpu") == 1);
   CHECK(a->max.at("cpu").to_string() == "500m");  // the smallest max of the two
-  CHECK(cache.of("team-b") == nullptr);           // no Container item
+  auto b = cache.of("team-b");  // a Pod max only: it bounds the pod's containers together
+  REQUIRE(b != nullptr);
+  CHECK(b->max.empty());
+  CHECK(b->pod_max.at("cpu").to_string() == "1");
   CHECK(cache.of("team-c") == nullptr);
 
   // A snapshot taken before a rebuild stays valid and unchanged.

@@ -170,11 +170,84 @@ TEST_CASE("several LimitRanges merge into the tightest Container item") {
   CHECK(lr.max == map("1", "4Gi"));
   CHECK(lr.min == map("20m", "64Mi"));
   CHECK(lr.default_limit == map("500m", "256Mi"));  // the first default of each resource
+  CHECK(lr.pod_max == map("8", nullptr));
+  CHECK(lr.max_limit_request_ratio.empty());
 }
 
-TEST_CASE("no Container item: no LimitRange; a malformed one is an error naming it") {
+TEST_CASE("Pod max and maxLimitRequestRatio: the smallest of every LimitRange") {
+  auto merged = container_limit_range(nlohmann::json::parse(R"({"items": [
+    {"spec": {"limits": [{"type": "Pod", "max": {"cpu": "4", "memory": "8Gi"}},
+                         {"type": "Container", "maxLimitRequestRatio": {"cpu": "4"}}]}},
+    {"spec": {"limits": [{"type": "Pod", "max": {"cpu": "2"}},
+                         {"type": "Container", "maxLimitRequestRatio": {"cpu": "10", "memory": "2"}}]}}]})"));
+  REQUIRE(merged.ok());
+  REQUIRE(merged->has_value());
+  CHECK((*merged)->pod_max == map("2", "8Gi"));
+  CHECK((*merged)->max_limit_request_ratio == map("4", "2"));
+  auto bad = container_limit_range(nlohmann::json::parse(
+      R"({"items": [{"spec": {"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "x"}}]}}]})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().find("items[0].spec.limits[0].maxLimitRequestRatio.cpu") == 0);
+}
+
+TEST_CASE("maxLimitRequestRatio holds the request up where the limit stays as it is") {
+  LimitRangeItem lr;
+  lr.max_limit_request_ratio = map("2", "4");
+  SUBCASE("RequestsOnly: limit 1 core, ratio 2 -> request at least 500m") {
+    ContainerPolicy only;
+    only.controlled_values = ControlledValues::kRequestsOnly;
+    auto out = apply_recommendation({map("800m", nullptr), map("1", nullptr)}, map("100m", nullptr),
+                                    only, &lr);
+    CHECK(out.requests.at(kCpu) == q("500m"));
+    CHECK(out.limits.at(kCpu) == q("1"));
+  }
+  SUBCASE("no limit of its own, the LimitRange default 1Gi, ratio 4 -> request at least 256Mi") {
+    lr.default_limit = map(nullptr, "1Gi");
+    auto out = apply_recommendation({map(nullptr, "512Mi"), {}}, map(nullptr, "100Mi"),
+                                    ContainerPolicy{}, &lr);
+    CHECK(out.requests.at(kMemory) == q("256Mi"));
+  }
+  SUBCASE("limits scaled with the request keep the template's proportion: no floor") {
+    auto out = apply_recommendation({map("100m", nullptr), map("200m", nullptr)},
+                                    map("50m", nullptr), ContainerPolicy{}, &lr);
+    CHECK(out.requests.at(kCpu) == q("50m"));
+    CHECK(out.limits.at(kCpu) == q("100m"));
+  }
+}
+
+TEST_CASE("a Pod max scales the recommended containers down together; fixed ones stay") {
+  ContainerResources app{map("1", "1Gi"), map("2", "2Gi")};
+  ContainerResources side{map("500m", "256Mi"), map("500m", "256Mi")};
+  const ContainerPolicy recommended;
+  std::vector<PodMaxMember> pod{{&app, &recommended}, {&side, nullptr}};
+  fit_pod_max(pod, map("1500m", "4Gi"));
+  // cpu limits: 500m fixed + 2 adjustable > 1500m: x (1000m / 2000m) -> app limit 1; the
+  // requests (500m + 1 = 1500m) fit. Memory fits (2Gi + 256Mi <= 4Gi): unchanged.
+  CHECK(app.limits.at(kCpu) == q("1"));
+  CHECK(app.requests.at(kCpu) == q("1"));
+  CHECK(app.limits.at(kMemory) == q("2Gi"));
+  CHECK(side.limits.at(kCpu) == q("500m"));
+  // Fixed containers already over the max: nothing to gain, the adjustable one is left alone.
+  ContainerResources big{map("2", nullptr), map("2", nullptr)};
+  ContainerResources small{map("100m", nullptr), map("100m", nullptr)};
+  std::vector<PodMaxMember> over{{&small, &recommended}, {&big, nullptr}};
+  fit_pod_max(over, map("1", nullptr));
+  CHECK(small.limits.at(kCpu) == q("100m"));
+  // RequestsOnly: its limit is not vscaler's to scale; it counts as fixed, the request adjusts.
+  ContainerPolicy only;
+  only.controlled_values = ControlledValues::kRequestsOnly;
+  ContainerResources ro{map("800m", nullptr), map("1", nullptr)};
+  ContainerResources other{map("400m", nullptr), map("400m", nullptr)};
+  std::vector<PodMaxMember> mixed{{&ro, &only}, {&other, nullptr}};
+  fit_pod_max(mixed, map("1", nullptr));
+  CHECK(ro.limits.at(kCpu) == q("1"));       // 1 + 400m > 1 core, but fixed values alone reach it
+  CHECK(ro.requests.at(kCpu) == q("600m"));  // requests: 800m x (600m / 800m)
+}
+
+TEST_CASE("no item that bounds cpu or memory: no LimitRange; a malformed one is an error") {
   auto none = container_limit_range(nlohmann::json::parse(
-      R"({"items": [{"spec": {"limits": [{"type": "Pod", "max": {"cpu": "8"}}]}}]})"));
+      R"({"items": [{"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "8Gi"}},
+                                         {"type": "Pod", "max": {"pods": "3"}}]}}]})"));
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
   auto bad = container_limit_range(nlohmann::json::parse(

@@ -88,3 +88,27 @@ TEST_CASE("the policy maps controlledValues and the allowed range") {
   CHECK_FALSE(policy.controls("memory"));
   CHECK(policy.range.min_allowed.at("cpu").to_string() == "50m");
 }
+
+TEST_CASE(
+    "a namespace's Pod max: the pod's recommended containers fit it, the patch is not due "
+    "again once applied") {
+  auto recs = recommendations(R"({"containerRecommendations": [
+    {"containerName": "app", "target": {"cpu": "1"}, "lowerBound": {"cpu": "900m"},
+     "upperBound": {"cpu": "2"}, "uncappedTarget": {"cpu": "1"}}]})");
+  LimitRangeItem lr;
+  lr.pod_max[kCpu] = *kube::Quantity::parse("1500m");
+  auto out = recommended_containers(
+      scaler(R"([{"name": "app"}, {"name": "side", "mode": "Off"}])"),
+      workload(
+          R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+                   {"name": "side", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}}])"),
+      recs, &lr);
+  const auto& app = out.desired.at("app");
+  // Alone: request 1, limit 2 (the template's 1:2). With the sidecar's 500m the limits would sum
+  // to 2500m: the app's are scaled by 1000m / 2000m.
+  CHECK(app.limits.at("cpu").to_string() == "1");
+  CHECK(app.requests.at("cpu").to_string() == "1");
+  REQUIRE(out.applied.size() == 1);
+  REQUIRE(out.applied[0].next);
+  CHECK(out.applied[0].next->limits.at(kCpu).to_string() == "1");
+}
