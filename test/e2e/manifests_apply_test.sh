@@ -298,9 +298,11 @@ JSON
 expect_eq "SubjectAccessReview list pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" list metrics.k8s.io pods)" true
 expect_eq "SubjectAccessReview get pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" get metrics.k8s.io pods)" false
 expect_can "$ns" yes list limitranges
-# Nodes: listed once per recommender pass (the largest allocatable caps recommendations).
-expect_can "$ns" yes list nodes
-for verb in get watch patch update; do expect_can "$ns" no "$verb" nodes; done
+# Nodes: listed once per recommender pass (the largest allocatable caps recommendations). A
+# cluster-scoped resource: asked without a namespace (kubectl warns about one).
+can_nodes() { k auth can-i "$1" nodes --as="$SA" 2>&1 || true; }
+expect_eq "can-i list nodes" "$(can_nodes list)" yes
+for verb in get watch patch update; do expect_eq "can-i $verb nodes" "$(can_nodes "$verb")" no; done
 # The checkpoint CRD was applied a moment ago: kubectl's discovery may not know it yet, the
 # authorizer does.
 for verb in get list create update delete; do
@@ -370,7 +372,7 @@ expect_can "$nsv" yes list daemonsets.apps
 expect_can "$nsv" no delete daemonsets.apps
 expect_can "$nsv" yes watch verticalscalers.scaling.vscaler.dev
 expect_can "$nsv" no get secrets
-expect_can "$nsv" no list nodes  # no cluster-wide right: only the flags cap recommendations
+expect_eq "can-i list nodes (namespaced)" "$(can_nodes list)" no  # only the flags cap then
 expect_can "$ns" no get deployments.apps
 expect_can "$ns" no list verticalscalers.scaling.vscaler.dev
 expect_can vscaler-system yes update leases.coordination.k8s.io vscaler
