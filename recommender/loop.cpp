@@ -225,7 +225,9 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   }
   if (only_new && actives.empty()) return summary;
   api_.begin_pass(std::move(shared));
-  if (!actives.empty()) refresh_caps(summary);
+  // The nodes are listed by the interval's pass; a pass over new scalers (they may come in a burst
+  // of hundreds, each wake a pass) reuses its caps, unless none were computed yet.
+  if (!actives.empty() && (!only_new || !caps_ready_)) refresh_caps(summary);
   for (const api::Scaler* active : actives) {
     auto [it, inserted] = tracked_.try_emplace(active->uid);
     if (inserted) it->second.key = active->key();
@@ -286,6 +288,7 @@ void RecommenderLoop::refresh_caps(PassSummary& summary) {
               {{"error", largest.error().to_string()}});
   }
   caps_ = cluster_caps(largest_node_, options_.max_allowed);
+  caps_ready_ = true;
 }
 
 bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,

@@ -163,6 +163,7 @@ class RecommenderLoop {
   bool was_leading_ = false;
   ResourceMap largest_node_;     // the last node list's largest allocatable; the loop's thread only
   ResourceMap caps_;             // this pass's cluster caps (cluster_caps)
+  bool caps_ready_ = false;      // caps_ computed at least once
   bool nodes_unlisted_ = false;  // the last node list failed (logged once until one succeeds)
 
   std::mutex mutex_;

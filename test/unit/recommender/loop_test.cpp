@@ -627,6 +627,7 @@ TEST_CASE("a scaler that appears is passed over at once, alone; the others keep 
   loop.stop();
   CHECK(f.api.count("read web") == 1);  // not read again by the pass over the new one
   CHECK(f.api.count("read api") == 1);
+  CHECK(f.api.node_lists == 1);  // the pass over the new one reused the first pass's caps
   CHECK(f.rendered().find("verticalscaler=\"web\"") != std::string::npos);  // gauges kept
   CHECK(f.rendered().find("verticalscaler=\"api\"") != std::string::npos);
   // Nothing new: a pass over new scalers reads nothing at all.
