@@ -200,7 +200,13 @@ if lm and m:
     check("local entries", len(lm["webhooks"]), len(m["webhooks"]))
 
 ns = load("namespaced")
-check("namespaced: no ClusterRole(Binding)", [k for k, _, _ in ns if k.startswith("Cluster")], [])
+# Cluster-wide, only what a Role cannot grant: ClusterRole vscaler-cluster (list nodes).
+check("namespaced: only ClusterRole(Binding) vscaler-cluster",
+      sorted((k, n) for k, _, n in ns if k.startswith("Cluster")),
+      [("ClusterRole", "vscaler-cluster"), ("ClusterRoleBinding", "vscaler-cluster")])
+check("namespaced: vscaler-cluster's one rule",
+      ns.get(("ClusterRole", "", "vscaler-cluster"), {}).get("rules"),
+      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
 one(ns, "Role", "vscaler", nsv)
 rb = one(ns, "RoleBinding", "vscaler", nsv)
 nd = one(ns, "Deployment", "vscaler", "vscaler-system")
@@ -360,7 +366,8 @@ echo "--- RBAC, namespaced component: the same rights, only in its namespace"
 python3 - "$work/namespaced.yaml" <<'PY' >"$work/ns-rbac.yaml"
 import sys
 docs = open(sys.argv[1]).read().split("\n---\n")
-keep = ("kind: ServiceAccount", "kind: Role\n", "kind: RoleBinding\n")
+keep = ("kind: ServiceAccount", "kind: Role\n", "kind: RoleBinding\n",
+        "name: vscaler-cluster\n")
 print("\n---\n".join(d for d in docs if any(k in d + "\n" for k in keep)))
 PY
 k delete -f "$root/manifests/rbac.yaml" >/dev/null
@@ -372,7 +379,8 @@ expect_can "$nsv" yes list daemonsets.apps
 expect_can "$nsv" no delete daemonsets.apps
 expect_can "$nsv" yes watch verticalscalers.scaling.vscaler.dev
 expect_can "$nsv" no get secrets
-expect_eq "can-i list nodes (namespaced)" "$(can_nodes list)" no  # only the flags cap then
+expect_eq "can-i list nodes (namespaced: ClusterRole vscaler-cluster)" "$(can_nodes list)" yes
+expect_eq "can-i get nodes (namespaced)" "$(can_nodes get)" no
 expect_can "$ns" no get deployments.apps
 expect_can "$ns" no list verticalscalers.scaling.vscaler.dev
 expect_can vscaler-system yes update leases.coordination.k8s.io vscaler
