@@ -1,6 +1,7 @@
 #include "api/resources.h"
 
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -8,19 +9,6 @@ namespace vscaler::api {
 namespace {
 
 using nlohmann::json;
-
-const json& containers_of(const json& deployment) {
-  static const json kEmpty = json::array();
-  // A malformed object simply has no containers: nothing to plan, nothing written.
-  const json* node = &deployment;
-  for (const char* key : {"spec", "template", "spec", "containers"}) {
-    if (!node->is_object()) return kEmpty;
-    auto it = node->find(key);
-    if (it == node->end()) return kEmpty;
-    node = &*it;
-  }
-  return node->is_array() ? *node : kEmpty;
-}
 
 /// A stored quantity value (string or number); nullopt when unparsable.
 std::optional<kube::Quantity> stored_quantity(const json& value) {
@@ -72,7 +60,123 @@ std::string check_valid(const ContainerPlan& plan) {
   return {};
 }
 
+/// A pod spec's cpu/memory quantities of `section` of its `resources`, for the pod-level check.
+std::map<std::string, kube::Quantity> pod_level(const json& spec, const char* section) {
+  std::map<std::string, kube::Quantity> out;
+  auto resources = spec.find("resources");
+  if (resources == spec.end() || !resources->is_object()) return out;
+  auto values = resources->find(section);
+  if (values == resources->end() || !values->is_object()) return out;
+  for (const char* resource : {"cpu", "memory"}) {
+    auto value = values->find(resource);
+    if (value == values->end()) continue;
+    if (auto quantity = stored_quantity(*value)) out.emplace(resource, *quantity);
+  }
+  return out;
+}
+
+/// The resources a container of the pod will carry: the plan's merged ones for a matched
+/// container, else its own.
+const json& resources_after(const ResourcePlan& plan, const json& container, std::size_t index) {
+  static const json kNone = json::object();
+  for (const auto& item : plan.containers) {
+    if (item.index == index) return item.merged;
+  }
+  auto resources = container.find("resources");
+  return resources != container.end() && resources->is_object() ? *resources : kNone;
+}
+
+/// A quantity of resources[section][resource]; nullopt when absent or unparsable.
+std::optional<kube::Quantity> quantity_at(const json& resources, const char* section,
+                                          const std::string& resource) {
+  auto values = resources.find(section);
+  if (values == resources.end() || !values->is_object()) return std::nullopt;
+  auto value = values->find(resource);
+  if (value == values->end()) return std::nullopt;
+  return stored_quantity(*value);
+}
+
+/// Kubernetes' pod-level consistency rule for the merged pod: empty when it holds or the pod has
+/// no pod-level cpu/memory, else what breaks it.
+std::string check_pod_level(const ResourcePlan& plan, const json& spec) {
+  auto requests = pod_level(spec, "requests");
+  auto limits = pod_level(spec, "limits");
+  if (requests.empty() && limits.empty()) return {};
+  const json& containers = spec.contains("containers") && spec["containers"].is_array()
+                               ? spec["containers"]
+                               : json::array();
+  for (const auto& [resource, pod_limit] : limits) {
+    for (std::size_t i = 0; i < containers.size(); ++i) {
+      if (!containers[i].is_object()) continue;
+      auto limit = quantity_at(resources_after(plan, containers[i], i), "limits", resource);
+      if (limit && *limit > pod_limit) {
+        return "resources at pod level: limits." + resource + " " + pod_limit.to_string() +
+               " is below container " + containers[i].value("name", "") + "'s limit " +
+               limit->to_string() + "; raise spec.resources.limits." + resource +
+               " or lower the container's";
+      }
+    }
+  }
+  for (const auto& [resource, pod_request] : requests) {
+    // Regular containers and sidecars (init containers with restartPolicy Always) run together;
+    // sidecars are never matched, so they count as they are.
+    kube::Int128 total = 0;
+    kube::QuantityFormat format = pod_request.format();
+    auto add = [&](const json& resources) {
+      if (auto request = quantity_at(resources, "requests", resource)) {
+        total += request->nanos();
+        if (request->format() == kube::QuantityFormat::kBinarySI) format = request->format();
+      }
+    };
+    for (std::size_t i = 0; i < containers.size(); ++i) {
+      if (containers[i].is_object()) add(resources_after(plan, containers[i], i));
+    }
+    if (auto init = spec.find("initContainers"); init != spec.end() && init->is_array()) {
+      for (const json& sidecar : *init) {
+        if (!sidecar.is_object() || sidecar.value("restartPolicy", "") != "Always") continue;
+        if (auto resources = sidecar.find("resources"); resources != sidecar.end()) add(*resources);
+      }
+    }
+    if (total > pod_request.nanos()) {
+      return "resources at pod level: requests." + resource + " " + pod_request.to_string() +
+             " is below the containers' total " +
+             kube::Quantity::from_nanos(total, format).to_string() +
+             "; raise spec.resources.requests." + resource + " or lower the containers'";
+    }
+  }
+  return {};
+}
+
 }  // namespace
+
+const json* pod_spec_of(const json& object) {
+  if (!object.is_object()) return nullptr;
+  auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) return nullptr;
+  auto pod_template = spec->find("template");
+  if (pod_template == spec->end()) return &*spec;  // a Pod
+  if (!pod_template->is_object()) return nullptr;
+  auto template_spec = pod_template->find("spec");
+  return template_spec != pod_template->end() && template_spec->is_object() ? &*template_spec
+                                                                            : nullptr;
+}
+
+std::string pod_spec_pointer(const json& object) {
+  const json* spec = object.is_object() ? &object : nullptr;
+  if (spec != nullptr) {
+    auto found = spec->find("spec");
+    if (found != spec->end() && found->is_object() && !found->contains("template")) return "/spec";
+  }
+  return "/spec/template/spec";
+}
+
+const json& pod_containers_of(const json& object) {
+  static const json kEmpty = json::array();
+  const json* spec = pod_spec_of(object);
+  if (spec == nullptr) return kEmpty;
+  auto containers = spec->find("containers");
+  return containers != spec->end() && containers->is_array() ? *containers : kEmpty;
+}
 
 bool ResourcePlan::changed() const {
   for (const auto& container : containers) {
@@ -81,10 +185,11 @@ bool ResourcePlan::changed() const {
   return false;
 }
 
-ResourcePlan plan_resources(const Scaler& scaler, const json& deployment,
+ResourcePlan plan_resources(const Scaler& scaler, const json& object,
                             const DesiredResources* desired) {
   ResourcePlan plan;
-  const json& containers = containers_of(deployment);
+  plan.spec_pointer = pod_spec_pointer(object);
+  const json& containers = pod_containers_of(object);
   std::vector<std::string_view> names;  // every container of the template, for `missing`
   for (std::size_t i = 0; i < containers.size(); ++i) {
     const json& container = containers[i];
@@ -111,6 +216,9 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& deployment,
     if (plan.invalid.empty()) plan.invalid = check_valid(item);
     plan.containers.push_back(std::move(item));
   }
+  if (plan.invalid.empty() && plan.changed()) {
+    if (const json* spec = pod_spec_of(object)) plan.invalid = check_pod_level(plan, *spec);
+  }
   for (const auto& entry : scaler.containers) {
     if (entry.name == kWildcard) continue;
     bool found = false;
@@ -135,7 +243,7 @@ json admission_json_patch(const ResourcePlan& plan) {
     if (!item.changed) continue;
     patch.push_back(
         {{"op", "add"},
-         {"path", "/spec/template/spec/containers/" + std::to_string(item.index) + "/resources"},
+         {"path", plan.spec_pointer + "/containers/" + std::to_string(item.index) + "/resources"},
          {"value", item.merged}});
   }
   return patch;
@@ -161,7 +269,7 @@ json status_containers(const ResourcePlan& plan, bool merged) {
 
 DesiredResources controlled_values_of(const Scaler& scaler, const json& workload) {
   DesiredResources out;
-  for (const json& container : containers_of(workload)) {
+  for (const json& container : pod_containers_of(workload)) {
     if (!container.is_object() || !container.contains("name") || !container["name"].is_string()) {
       continue;
     }

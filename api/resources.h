@@ -28,9 +28,21 @@ struct DesiredValues {
 /// declared values; a recommended container not named here is left as it is.
 using DesiredResources = std::map<std::string, DesiredValues, std::less<>>;
 
-/// One matched container of the pod template.
+/// The pod spec of `object`: spec.template.spec of a workload (a workload always has a
+/// template), else spec of a Pod. Null when the object has neither (a malformed object simply
+/// has no containers: nothing is planned, nothing written).
+const nlohmann::json* pod_spec_of(const nlohmann::json& object);
+
+/// Where pod_spec_of found the spec, as a JSON pointer for patches: "/spec/template/spec" for a
+/// workload, "/spec" for a Pod.
+std::string pod_spec_pointer(const nlohmann::json& object);
+
+/// The `containers` array of pod_spec_of(object); an empty array when absent or malformed.
+const nlohmann::json& pod_containers_of(const nlohmann::json& object);
+
+/// One matched container of the pod spec (a workload's template or a Pod).
 struct ContainerPlan {
-  std::size_t index = 0;  ///< position in spec.template.spec.containers
+  std::size_t index = 0;  ///< position in the pod spec's containers
   std::string name;
   nlohmann::json current;  ///< its resources as stored ({} when absent)
   nlohmann::json merged;   ///< `current` with the declared keys set (equal values keep their text)
@@ -42,28 +54,36 @@ struct ContainerPlan {
   std::vector<std::string> overridden;
 };
 
-/// The outcome of applying a scaler's declared resources to a Deployment.
+/// The outcome of applying a scaler's declared resources to a workload's template or a Pod.
 struct ResourcePlan {
+  /// pod_spec_pointer of the planned object: where admission_json_patch writes.
+  std::string spec_pointer = "/spec/template/spec";
   std::vector<ContainerPlan> containers;  ///< every container the scaler matches, in order
   std::vector<std::string> missing;       ///< names in the scaler with no such container
   /// Empty when valid; else why the merged result is invalid, naming container and resource
-  /// ("container app: requests.cpu 2 would exceed limits.cpu 1"). Nothing may be written then.
+  /// ("container app: requests.cpu 2 would exceed limits.cpu 1"), or the pod-level `resources`
+  /// the containers would no longer fit ("resources at pod level: requests.cpu 1 is below the
+  /// containers' total 1200m ..."), as the API server would refuse it. Nothing may be written
+  /// then.
   std::string invalid;
 
   /// True when some matched container's resources must change.
   bool changed() const;
 };
 
-/// Computes the plan for `deployment` (an apps/v1 Deployment object; only
-/// spec.template.spec.containers is read). Init containers and containers of a mode "Off" entry
-/// are never matched. `desired` (may be null) gives the values of the containers it names, in
-/// place of their entry's declared values.
-ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& deployment,
+/// Computes the plan for `object` (a workload or a Pod; only its pod spec is read, see
+/// pod_spec_of). Init containers and containers of a mode "Off" entry are never matched.
+/// `desired` (may be null) gives the values of the containers it names, in place of their
+/// entry's declared values. With pod-level resources (spec.resources of the pod spec) the merged
+/// containers must stay within them as Kubernetes validates it: the cpu/memory requests of the
+/// containers and restartable (sidecar) init containers summed at most the pod's request, no
+/// container's limit above the pod's limit.
+ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
                             const DesiredResources* desired = nullptr);
 
-/// The strategic merge patch body that sets only the declared keys of the changed containers:
-/// {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}. Never removes a
-/// key. Call only when plan.changed() and plan.invalid is empty.
+/// The strategic merge patch body (of a workload) that sets only the declared keys of the changed
+/// containers: {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}.
+/// Never removes a key. Call only when plan.changed() and plan.invalid is empty.
 nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
 
 /// The template's resources of every matched container of `workload`, by container name, for
@@ -77,9 +97,9 @@ DesiredResources controlled_values_of(const Scaler& scaler, const nlohmann::json
 bool templates_equal_ignoring_controlled(const Scaler& scaler, const nlohmann::json& before,
                                          const nlohmann::json& after);
 
-/// The RFC 6902 patch for admission: one "add" per changed container, setting its whole merged
-/// resources object (an "add" of an existing member replaces it, so it applies whatever the
-/// container had). Empty array when nothing changes.
+/// The RFC 6902 patch for admission: one "add" per changed container (under plan.spec_pointer),
+/// setting its whole merged resources object (an "add" of an existing member replaces it, so it
+/// applies whatever the container had). Empty array when nothing changes.
 nlohmann::json admission_json_patch(const ResourcePlan& plan);
 
 /// The status.containers entries, requests/limits as strings: each matched container's merged

@@ -157,9 +157,14 @@ void parse_update_mode(const json& spec, ParsedSpec& parsed, std::vector<std::st
     parsed.update_mode = UpdateMode::kInitial;
   } else if (text == "Off") {
     parsed.update_mode = UpdateMode::kOff;
+  } else if (text == "InPlaceOrRecreate") {
+    parsed.update_mode = UpdateMode::kInPlaceOrRecreate;
+  } else if (text == "InPlace") {
+    parsed.update_mode = UpdateMode::kInPlace;
   } else {
     errors.push_back("spec.updateMode: \"" + text +
-                     "\" is not one of Auto, Reconcile, Initial, \"Off\"");
+                     "\" is not one of Auto, Reconcile, Initial, InPlaceOrRecreate, InPlace, "
+                     "\"Off\"");
   }
 }
 
@@ -333,6 +338,10 @@ std::string_view to_string(UpdateMode mode) {
       return "Initial";
     case UpdateMode::kOff:
       return "Off";
+    case UpdateMode::kInPlaceOrRecreate:
+      return "InPlaceOrRecreate";
+    case UpdateMode::kInPlace:
+      return "InPlace";
   }
   return "Auto";
 }

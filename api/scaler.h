@@ -17,9 +17,25 @@
 namespace vscaler::api {
 
 /// spec.updateMode: who writes the scaler's values (see DESIGN.md "Update modes").
-enum class UpdateMode { kAuto, kReconcile, kInitial, kOff };
+enum class UpdateMode {
+  kAuto,
+  kReconcile,
+  kInitial,
+  kOff,
+  /// VPA's InPlaceOrRecreate: never a rollout; new pods sized at admission, running pods
+  /// resized in place, a pod that cannot be resized evicted.
+  kInPlaceOrRecreate,
+  /// VPA's InPlace: as kInPlaceOrRecreate, but a pod that cannot be resized is only reported.
+  kInPlace,
+};
 
-/// The API text of an update mode ("Auto", "Reconcile", "Initial", "Off").
+/// True for the modes that size pods rather than templates (InPlaceOrRecreate, InPlace).
+constexpr bool in_place(UpdateMode mode) {
+  return mode == UpdateMode::kInPlaceOrRecreate || mode == UpdateMode::kInPlace;
+}
+
+/// The API text of an update mode ("Auto", "Reconcile", "Initial", "Off", "InPlaceOrRecreate",
+/// "InPlace").
 std::string_view to_string(UpdateMode mode);
 
 /// Resource name (only "cpu" or "memory") -> declared quantity, ordered so output is stable. A

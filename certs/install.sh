@@ -23,7 +23,8 @@ In-cluster (after \`kubectl apply -k manifests/\`; \`make deploy\` runs both):
 --local, for a vscaler process running on this machine (tests, make demo):
   1. certs/generate.sh --cert-dir DIR (SANs include 127.0.0.1 and localhost);
   2. renders manifests/local/ (the same two webhook configurations with
-     clientConfig.url https://HOST:PORT/mutate-deployments and .../validate-verticalscalers)
+     clientConfig.url https://HOST:PORT/mutate-deployments, .../mutate-workloads,
+     .../mutate-pods and .../validate-verticalscalers)
      with DIR/ca.crt as caBundle and applies it (server-side apply, idempotent);
   3. waits until the API server has loaded it, as above.
   Then run: vscaler --webhook-port PORT --cert-dir DIR ...

@@ -26,6 +26,7 @@
 #include "recommender/recommender_api.h"
 #include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
+#include "webhook/pod_handler.h"
 #include "webhook/scaler_handler.h"
 #include "webhook/server.h"
 
@@ -175,6 +176,11 @@ int run(const cmd::Options& options) {
                                 .with({"admission"});
   webhook::DeploymentHandler deployments(manager.store(), manager.hints(), enqueued,
                                          &admission_applied, &manager.limit_ranges());
+  auto& pod_admissions = registry.counter(
+      "vscaler_pod_admission_total",
+      "Pod CREATEs the pod admission hook answered, by result (patched, unchanged, no_scaler)",
+      {"result"});
+  webhook::PodHandler pods(manager.store(), pod_admissions, &manager.limit_ranges());
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 
@@ -196,6 +202,13 @@ int run(const cmd::Options& options) {
         },
         deployment_options);
   }
+  webhook::HandlerOptions pod_options;
+  pod_options.projection = webhook::PodHandler::projection();
+  pod_options.quick = true;  // in memory only, as the workload hook
+  server.handle(
+      "/mutate-pods",
+      [&pods](const webhook::AdmissionRequest& request) { return pods.handle(request); },
+      pod_options);
   server.handle("/validate-verticalscalers", [&scalers](const webhook::AdmissionRequest& request) {
     return scalers.handle(request);
   });

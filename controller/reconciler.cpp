@@ -219,12 +219,18 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
                                       : "updateMode is Off; the " + scaler.target.kind +
                                             " already carries the declared resources";
     report.containers = api::status_containers(wanted, true);
-  } else if (scaler.update_mode == api::UpdateMode::kInitial) {
-    // Never a rollout of its own: the values ride on the next write that changes the template.
+  } else if (scaler.update_mode == api::UpdateMode::kInitial || api::in_place(scaler.update_mode)) {
+    // Never a rollout of its own: the values ride on the next write that changes the template
+    // (and, in the in-place modes, reach every new pod at its creation: webhook/pod_handler).
     report.containers = api::status_containers(plan, false);
     if (wanted.changed()) {
       scaled.reason = reason::kDeferred;
-      scaled.message = "updateMode is Initial: this change applies at the next template change";
+      scaled.message =
+          scaler.update_mode == api::UpdateMode::kInitial
+              ? "updateMode is Initial: this change applies at the next template change"
+              : "updateMode is " + std::string(api::to_string(scaler.update_mode)) +
+                    ": new pods get these values at creation; running pods keep theirs until "
+                    "replaced (in-place resize of running pods is not built yet)";
     } else {
       applied = true;
     }

@@ -36,4 +36,17 @@ std::string_view workload_kind_of(std::string_view group, std::string_view resou
 /// old resources until each is deleted. A Deployment (spec.strategy) never does.
 bool updates_only_on_delete(const nlohmann::json& workload);
 
+/// The workload a pod belongs to, as its own fields say.
+struct PodWorkload {
+  std::string_view kind;  ///< a supported kind, or empty: no supported workload owns the pod
+  std::string name;       ///< the workload's name
+};
+
+/// The workload owning `pod`, found from the pod alone (no API call, for pod admission): its
+/// controller ownerReference (apiVersion apps/v1) names a StatefulSet or DaemonSet, which is the
+/// workload, or a ReplicaSet named "<name>-<the pod's pod-template-hash label>", which belongs to
+/// Deployment <name> (the Deployment controller names its ReplicaSets so). Anything else (a bare
+/// ReplicaSet, a Job's pod, a hash that does not end the owner's name) gives an empty kind.
+PodWorkload workload_of_pod(const nlohmann::json& pod);
+
 }  // namespace vscaler::kube

@@ -29,19 +29,13 @@ ResourceMap section_of(const json& resources, const char* section) {
   return out;
 }
 
-const json& template_containers(const json& workload) {
-  static const json kEmpty = json::array();
-  const json* node = &workload;
-  for (const char* key : {"spec", "template", "spec", "containers"}) {
-    if (!node->is_object()) return kEmpty;
-    auto found = node->find(key);
-    if (found == node->end()) return kEmpty;
-    node = &*found;
-  }
-  return node->is_array() ? *node : kEmpty;
-}
-
 }  // namespace
+
+std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
+  if (scaler.stored_recommendation.empty()) return {};
+  auto parsed = parse_recommendation(scaler.recommendation());
+  return parsed.ok() ? std::move(parsed).value() : std::vector<ContainerRecommendation>{};
+}
 
 ContainerPolicy policy_of(const api::ContainerResources& entry) {
   ContainerPolicy policy;
@@ -69,7 +63,7 @@ RecommendedContainers recommended_containers(
   // recommendation applied, the others as they are (they count in a `type: Pod` max).
   std::vector<ContainerResources> pod;
   std::vector<std::size_t> applied_at;  // out.applied[i] is pod[applied_at[i]]
-  for (const json& container : template_containers(workload)) {
+  for (const json& container : api::pod_containers_of(workload)) {
     if (!container.is_object()) continue;
     auto name = container.find("name");
     if (name == container.end() || !name->is_string()) continue;

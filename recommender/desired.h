@@ -17,6 +17,9 @@
 
 namespace vscaler::recommender {
 
+/// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
+std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler);
+
 /// A spec entry's recommendation policy with vscaler's defaults (already filled in by parsing).
 ContainerPolicy policy_of(const api::ContainerResources& entry);
 
@@ -35,9 +38,10 @@ struct RecommendedContainers {
   std::vector<std::string> awaiting;
 };
 
-/// For every container of `workload` (spec.template.spec.containers) whose entry in `scaler` is a
-/// recommended one: `recommendations`' target applied to its current resources under its policy
-/// and `limit_range` (nullptr: none). Fixed and "Off" entries are not touched.
+/// For every container of `workload` (its pod spec: a workload's template or a Pod, see
+/// api::pod_spec_of) whose entry in `scaler` is a recommended one: `recommendations`' target
+/// applied to its current resources under its policy and `limit_range` (nullptr: none). Fixed and
+/// "Off" entries are not touched.
 RecommendedContainers recommended_containers(
     const api::Scaler& scaler, const nlohmann::json& workload,
     const std::vector<ContainerRecommendation>& recommendations,

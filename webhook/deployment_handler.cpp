@@ -34,18 +34,10 @@ bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& re
   return api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object);
 }
 
-/// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
-std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
-  if (scaler.stored_recommendation.empty()) return {};
-  auto parsed = recommender::parse_recommendation(scaler.recommendation());
-  return parsed.ok() ? std::move(parsed).value()
-                     : std::vector<recommender::ContainerRecommendation>{};
-}
-
 AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request,
                                  const recommender::LimitRangeItem* limit_range) {
   AdmissionValues values;
-  auto recommendations = recommendations_of(scaler);
+  auto recommendations = recommender::recommendations_of(scaler);
   if (resets_resources_only(scaler, request)) {
     // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
@@ -178,8 +170,10 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       return AdmissionResponse::allow();
   }
   AdmissionResponse response;
+  // The in-place modes admit workload writes as Initial does (DESIGN "Update modes").
   bool admits = active->update_mode == api::UpdateMode::kAuto ||
-                active->update_mode == api::UpdateMode::kInitial;
+                active->update_mode == api::UpdateMode::kInitial ||
+                api::in_place(active->update_mode);
   if (admits && request.operation != Operation::kDelete) {
     auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
     AdmissionValues values = admission_values(*active, request, limit_range.get());

@@ -18,7 +18,7 @@ import ssl
 import sys
 import threading
 
-PATHS = ("/mutate-deployments", "/mutate-workloads", "/validate-verticalscalers")
+PATHS = ("/mutate-deployments", "/mutate-workloads", "/mutate-pods", "/validate-verticalscalers")
 
 
 class Certs:

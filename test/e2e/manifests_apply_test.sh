@@ -146,7 +146,7 @@ if m:
     w = m["webhooks"][0]
     check("mutating webhooks", [x["name"] for x in m["webhooks"]],
           ["mutate-deployments.vscaler.dev", "quote-off-verticalscalers.vscaler.dev",
-           "mutate-workloads.vscaler.dev"])
+           "mutate-workloads.vscaler.dev", "mutate-pods.vscaler.dev"])
     check("mutating failurePolicy", w["failurePolicy"], "Ignore")
     check("mutating timeoutSeconds", w["timeoutSeconds"], 2)
     check("mutating sideEffects", w["sideEffects"], "NoneOnDryRun")
@@ -178,6 +178,17 @@ if m:
         {k: v for k, v in b.items() if k not in ("name", "clientConfig", "rules")}
     check("workloads: otherwise the Deployment entry's settings", same_as(wl, w), True)
     check("workloads: no caBundle in the manifests", "caBundle" in wl.get("clientConfig", {}), False)
+    # Pods (DESIGN "In-place resize"): CREATE only, no side effects, kube-system excluded too.
+    pe = m["webhooks"][3] if len(m["webhooks"]) > 3 else {}
+    check("pods: rules", [(r["apiGroups"], r["apiVersions"], r["resources"], r["operations"]) for r in pe.get("rules", [])],
+          [([""], ["v1"], ["pods"], ["CREATE"])])
+    check("pods: service", pe.get("clientConfig", {}).get("service"),
+          {"name": "vscaler-webhook", "namespace": "vscaler-system", "path": "/mutate-pods", "port": 443})
+    check("pods: settings", {k: pe.get(k) for k in ("failurePolicy", "timeoutSeconds", "sideEffects", "reinvocationPolicy")},
+          {"failurePolicy": "Ignore", "timeoutSeconds": 2, "sideEffects": "None", "reinvocationPolicy": "IfNeeded"})
+    check("pods: namespaceSelector", pe.get("namespaceSelector"),
+          {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["vscaler-system", "kube-system"]}]})
+    check("pods: only workload-owned pods are sent", [c["name"] for c in pe.get("matchConditions", [])], ["owned-by-a-workload"])
 v = one(base, "ValidatingWebhookConfiguration", "vscaler")
 if v:
     w = v["webhooks"][0]
@@ -197,6 +208,8 @@ if lm and m:
     check("local quote-off url", lm["webhooks"][1]["clientConfig"].get("url"), "https://127.0.0.1:9443/validate-verticalscalers")
     check("local workloads url", lm["webhooks"][2]["clientConfig"].get("url") if len(lm["webhooks"]) > 2 else None,
           "https://127.0.0.1:9443/mutate-workloads")
+    check("local pods url", lm["webhooks"][3]["clientConfig"].get("url") if len(lm["webhooks"]) > 3 else None,
+          "https://127.0.0.1:9443/mutate-pods")
     check("local entries", len(lm["webhooks"]), len(m["webhooks"]))
 
 ns = load("namespaced")
@@ -217,6 +230,8 @@ if nm:
     check("namespaced: mutating namespaceSelector", nm["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
     check("namespaced: quote-off namespaceSelector", nm["webhooks"][1]["namespaceSelector"]["matchExpressions"][0]["values"], [nsv])
     check("namespaced: workloads namespaceSelector", nm["webhooks"][2]["namespaceSelector"],
+          {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [nsv]}]})
+    check("namespaced: pods namespaceSelector", nm["webhooks"][3]["namespaceSelector"],
           {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": [nsv]}]})
 nv = one(ns, "ValidatingWebhookConfiguration", "vscaler")
 if nv:

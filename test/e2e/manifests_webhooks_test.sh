@@ -3,7 +3,9 @@
 # --local, which renders manifests/local from them) call the webhook exactly when DESIGN.md says:
 # Deployment CREATE, UPDATE of the pod template, DELETE (also in a deletecollection), dry-runs;
 # not UPDATEs leaving the template alone, not scale/status subresource writes, not vscaler-system;
-# StatefulSets and DaemonSets alike, on /mutate-workloads; VerticalScaler CREATE/UPDATE only. The webhook is test/e2e/certs_fake_webhook.py.
+# StatefulSets and DaemonSets alike, on /mutate-workloads; pods a workload's controller creates
+# (a ReplicaSet, StatefulSet or DaemonSet owner), on /mutate-pods, CREATE only, not kube-system;
+# VerticalScaler CREATE/UPDATE only. The webhook is test/e2e/certs_fake_webhook.py.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 root=$(cd "$here/../.." && pwd)
@@ -94,6 +96,31 @@ expect_eq "StatefulSet scale subresource" "$(calls k -n "$ns" scale statefulset/
 k get namespace vscaler-system >/dev/null 2>&1 || k create namespace vscaler-system >/dev/null
 expect_eq "a Deployment in vscaler-system" "$(calls create web vscaler-system --dry-run=server)" "none"
 expect_eq "a ConfigMap" "$(calls k -n "$ns" create configmap c --from-literal=a=b)" "none"
+
+echo "--- pods: the pod entry, on /mutate-pods (dry-run CREATEs: this plane runs no controllers)"
+# pod_json NAME NAMESPACE OWNER_KIND [OWNER_API_VERSION]: a pod; OWNER_KIND "" for none.
+pod_json() {
+  local owner=""
+  [ -n "$3" ] && owner=',"ownerReferences":[{"apiVersion":"'"${4:-apps/v1}"'","kind":"'"$3"'","name":"web-6b9f7c","uid":"00000000-0000-0000-0000-000000000001","controller":true}]'
+  cat <<JSON
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"$1","namespace":"$2",
+ "labels":{"pod-template-hash":"6b9f7c"}$owner},
+ "spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.10"}]}}
+JSON
+}
+pod() { pod_json "$@" | k create -f - --dry-run=server; }
+# No controller makes the namespaces' default ServiceAccount here; pod admission looks it up.
+for sa_ns in "$ns" kube-system; do
+  k -n "$sa_ns" get serviceaccount default >/dev/null 2>&1 ||
+    k -n "$sa_ns" create serviceaccount default >/dev/null
+done
+for kind in ReplicaSet StatefulSet DaemonSet; do
+  expect_eq "a pod owned by a $kind" "$(calls pod p "$ns" "$kind")" "/mutate-pods CREATE p;"
+done
+expect_eq "a pod with no owner" "$(calls pod p "$ns" "")" "none"
+expect_eq "a Job's pod" "$(calls pod p "$ns" Job batch/v1)" "none"
+expect_eq "a ReplicaSet of another API group" "$(calls pod p "$ns" ReplicaSet example.com/v1)" "none"
+expect_eq "a ReplicaSet's pod in kube-system" "$(calls pod p kube-system ReplicaSet)" "none"
 
 echo "--- VerticalScalers"
 scaler() {

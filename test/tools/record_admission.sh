@@ -13,7 +13,7 @@ trap 'kill $server 2>/dev/null; k delete mutatingwebhookconfiguration vscaler-re
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" \
   -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/tls.key" -out "$work/tls.crt" 2>/dev/null
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-rm -f "$out"/*.json
+rm -f "$out"/deployment-*.json "$out"/verticalscaler-*.json  # pod-create.json is shaped by hand (pod_handler_test.cpp)
 python3 "$root/test/tools/record_admission.py" "$port" "$work" "$out" &
 server=$!
 k apply -f "$root/manifests/crd/verticalscalers.yaml" >/dev/null

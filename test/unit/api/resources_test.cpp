@@ -221,3 +221,49 @@ TEST_CASE("templates equal once the controlled cpu/memory keys are ignored, and 
   claims["spec"]["template"]["spec"]["containers"][0]["resources"]["claims"] = json::array();
   CHECK_FALSE(templates_equal_ignoring_controlled(scaler, before, claims));
 }
+
+TEST_CASE("a Pod is planned on its own spec and patched at /spec/containers") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  json pod = {{"kind", "Pod"},
+              {"spec", {{"containers", json::parse(R"([{"name": "side"}, {"name": "app"}])")}}}};
+  auto plan = plan_resources(scaler, pod);
+  CHECK(plan.spec_pointer == "/spec");
+  REQUIRE(plan.containers.size() == 1);
+  CHECK(plan.containers[0].index == 1);
+  json patch = admission_json_patch(plan);
+  REQUIRE(patch.size() == 1);
+  CHECK(patch[0]["path"] == "/spec/containers/1/resources");
+  CHECK(pod.patch(patch)["spec"]["containers"][1]["resources"]["requests"]["cpu"] == "250m");
+  CHECK(plan_resources(scaler, deployment(R"([{"name": "app"}])")).spec_pointer ==
+        "/spec/template/spec");
+  CHECK(pod_containers_of(json::array()).empty());
+  CHECK(pod_spec_of(json{{"spec", {{"template", 3}}}}) == nullptr);
+}
+
+TEST_CASE("pod-level resources: the merged containers must fit them as the API server checks") {
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"memory": "300Mi"},
+                      "limits": {"memory": "600Mi"}}]})");
+  auto with_pod_level = [](const char* resources) {
+    json object = deployment(R"([{"name": "app"}, {"name": "other", "resources":
+        {"requests": {"memory": "100Mi"}}}])");
+    object["spec"]["template"]["spec"]["resources"] = json::parse(resources);
+    return object;
+  };
+  // 300Mi + 100Mi fits 512Mi; the container limit 600Mi does not fit the pod's 512Mi limit.
+  auto plan = plan_resources(
+      scaler, with_pod_level(R"({"requests": {"memory": "512Mi"}, "limits": {"memory": "1Gi"}})"));
+  CHECK(plan.invalid.empty());
+  plan = plan_resources(
+      scaler, with_pod_level(R"({"requests": {"memory": "350Mi"}, "limits": {"memory": "1Gi"}})"));
+  CHECK(plan.invalid ==
+        "resources at pod level: requests.memory 350Mi is below the containers' total 400Mi; "
+        "raise spec.resources.requests.memory or lower the containers'");
+  plan = plan_resources(scaler, with_pod_level(R"({"limits": {"memory": "512Mi"}})"));
+  CHECK(plan.invalid ==
+        "resources at pod level: limits.memory 512Mi is below container app's limit 600Mi; raise "
+        "spec.resources.limits.memory or lower the container's");
+  // Pod-level cpu only: memory is not checked against it.
+  CHECK(plan_resources(scaler, with_pod_level(R"({"requests": {"cpu": "1"}})")).invalid.empty());
+}

@@ -220,6 +220,25 @@ TEST_CASE("updateMode Initial is accepted") {
   CHECK(to_string(parsed->update_mode) == "Initial");
 }
 
+TEST_CASE("updateMode InPlaceOrRecreate and InPlace are accepted; a misspelling names them all") {
+  for (const auto& [text, mode] : {std::pair{"InPlaceOrRecreate", UpdateMode::kInPlaceOrRecreate},
+                                   std::pair{"InPlace", UpdateMode::kInPlace}}) {
+    CAPTURE(text);
+    json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                   {"spec", {{"deploymentName", "web"}, {"updateMode", text}}}};
+    auto parsed = parse_scaler(object);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->update_mode == mode);
+    CHECK(in_place(parsed->update_mode));
+    CHECK(to_string(parsed->update_mode) == text);
+  }
+  CHECK_FALSE(in_place(UpdateMode::kInitial));
+  json spec = json::parse(R"({"deploymentName": "web", "updateMode": "InplaceOrRecreate"})");
+  CHECK(first_error(spec) ==
+        "spec.updateMode: \"InplaceOrRecreate\" is not one of Auto, Reconcile, Initial, "
+        "InPlaceOrRecreate, InPlace, \"Off\"");
+}
+
 TEST_CASE(
     "targetRef names a StatefulSet or a DaemonSet; any other kind is denied naming the field") {
   auto db = parse_scaler(scaler_object(json::parse(

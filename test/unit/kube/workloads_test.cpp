@@ -37,3 +37,37 @@ TEST_CASE("only updateStrategy OnDelete leaves running pods to be replaced when 
   CHECK_FALSE(updates_only_on_delete(json::parse(R"({"spec": {"updateStrategy": "OnDelete"}})")));
   CHECK_FALSE(updates_only_on_delete(json()));
 }
+
+TEST_CASE("a pod's workload comes from its controller owner and pod-template-hash alone") {
+  auto pod = [](const char* kind, const char* name, const char* hash) {
+    json object = {{"metadata",
+                    {{"ownerReferences", json::array({{{"apiVersion", "apps/v1"},
+                                                       {"kind", kind},
+                                                       {"name", name},
+                                                       {"controller", true}}})}}}};
+    if (hash != nullptr) object["metadata"]["labels"]["pod-template-hash"] = hash;
+    return object;
+  };
+  PodWorkload web = workload_of_pod(pod("ReplicaSet", "web-7d9c5b", "7d9c5b"));
+  CHECK(web.kind == "Deployment");
+  CHECK(web.name == "web");
+  // A Deployment whose own name ends in a dash-and-hash-like part keeps it.
+  CHECK(workload_of_pod(pod("ReplicaSet", "api-v2-66f9", "66f9")).name == "api-v2");
+  CHECK(workload_of_pod(pod("StatefulSet", "db", nullptr)).kind == "StatefulSet");
+  CHECK(workload_of_pod(pod("StatefulSet", "db", nullptr)).name == "db");
+  CHECK(workload_of_pod(pod("DaemonSet", "agent", nullptr)).kind == "DaemonSet");
+  for (const json& other :
+       {pod("ReplicaSet", "web-7d9c5b", "other"), pod("ReplicaSet", "web7d9c5b", "7d9c5b"),
+        pod("ReplicaSet", "-7d9c5b", "7d9c5b"), pod("ReplicaSet", "web-7d9c5b", nullptr),
+        pod("ReplicaSet", "web-7d9c5b", ""), pod("Job", "batch", nullptr),
+        pod("Deployment", "web", nullptr), json::object(), json::array()}) {
+    CAPTURE(other.dump());
+    CHECK(workload_of_pod(other).kind.empty());
+  }
+  json not_apps = pod("StatefulSet", "db", nullptr);
+  not_apps["metadata"]["ownerReferences"][0]["apiVersion"] = "apps.kruise.io/v1beta1";
+  CHECK(workload_of_pod(not_apps).kind.empty());
+  json not_controller = pod("StatefulSet", "db", nullptr);
+  not_controller["metadata"]["ownerReferences"][0]["controller"] = false;
+  CHECK(workload_of_pod(not_controller).kind.empty());
+}

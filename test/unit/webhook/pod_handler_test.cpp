@@ -1,0 +1,225 @@
+// The pod admission hook on a pod CREATE review (test/data/admission/pod-create.json: the review
+// the API server sends for a pod the ReplicaSet controller creates, shaped by hand from the
+// recorded deployment-create.json's template, since the recorder registers workload hooks only):
+// pod -> workload from the pod alone, the in-place modes patched, every other answer "allowed".
+#include "webhook/pod_handler.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "webhook/json_patch.h"
+
+using nlohmann::json;
+using namespace vscaler;
+using webhook::AdmissionRequest;
+using webhook::PodHandler;
+
+namespace {
+
+json recorded_review() {
+  std::ifstream in(std::string(VSCALER_TEST_DATA_DIR) + "/admission/pod-create.json");
+  REQUIRE(in.good());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return json::parse(buffer.str());
+}
+
+AdmissionRequest parse(const json& review) {
+  webhook::ParseOptions options;
+  options.projection = &PodHandler::projection();
+  auto request = webhook::parse_review(review.dump(), options);
+  REQUIRE(request.ok());
+  return *request;
+}
+
+struct Fixture {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  metrics::CounterFamily& results =
+      registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  PodHandler handler{store, results};
+
+  void add(const std::string& name, const json& target, const char* mode, const char* containers,
+           const char* status = nullptr) {
+    json object = {
+        {"metadata",
+         {{"name", name}, {"namespace", "record"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+        {"spec", {{"updateMode", mode}, {"containers", json::parse(containers)}}}};
+    if (target.is_string()) {
+      object["spec"]["deploymentName"] = target;
+    } else {
+      object["spec"]["targetRef"] = target;
+    }
+    if (status != nullptr) object["status"] = json::parse(status);
+    auto scaler = api::parse_scaler(object);
+    REQUIRE(scaler.ok());
+    store.upsert(std::make_shared<const api::Scaler>(*scaler));
+  }
+  double count(const char* result) { return results.with({result}).value(); }
+};
+
+/// The pod of the review once `patch` is applied (the API server's view of the admitted pod).
+json admitted(const json& review, const json& patch) {
+  json pod = review["request"]["object"];
+  if (patch.is_array()) pod = pod.patch(patch);
+  return pod;
+}
+
+}  // namespace
+
+TEST_CASE("InPlaceOrRecreate and InPlace: a Deployment's new pod gets the fixed values") {
+  for (const char* mode : {"InPlaceOrRecreate", "InPlace"}) {
+    CAPTURE(mode);
+    Fixture f;
+    f.add("web", "web", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+    json review = recorded_review();
+    auto response = f.handler.handle(parse(review));
+    CHECK(response.allowed);
+    REQUIRE(response.patch.is_array());
+    REQUIRE(response.patch.size() == 1);
+    CHECK(response.patch[0]["op"] == "add");
+    CHECK(response.patch[0]["path"] == "/spec/containers/0/resources");
+    json pod = admitted(review, response.patch);
+    // The container's other keys as they were; the sidecar and init container untouched.
+    CHECK(pod["spec"]["containers"][0]["resources"] ==
+          json::parse(R"({"requests": {"cpu": "250m", "memory": "64Mi"},
+                          "limits": {"cpu": "500m", "memory": "128Mi"}})"));
+    CHECK(pod["spec"]["containers"][1] == review["request"]["object"]["spec"]["containers"][1]);
+    CHECK(pod["spec"]["initContainers"] == review["request"]["object"]["spec"]["initContainers"]);
+    CHECK(f.count("patched") == 1);
+  }
+}
+
+TEST_CASE("a recommended container gets the recommendation's target, limits in proportion") {
+  Fixture f;
+  f.add("web", "web", "InPlaceOrRecreate",
+        R"([{"name": "app"}, {"name": "sidecar", "mode": "Off"}])",
+        R"({"recommendation": {"containerRecommendations": [
+          {"containerName": "app", "target": {"cpu": "300m"}, "lowerBound": {"cpu": "250m"},
+           "upperBound": {"cpu": "400m"}, "uncappedTarget": {"cpu": "300m"}}]}})");
+  auto response = f.handler.handle(parse(recorded_review()));
+  REQUIRE(response.patch.is_array());
+  REQUIRE(response.patch.size() == 1);
+  // 100m:500m is 1:5: the target 300m takes the limit to 1500m (controlledValues default).
+  CHECK(response.patch[0]["value"] == json::parse(R"({"requests": {"cpu": "300m",
+      "memory": "64Mi"}, "limits": {"cpu": "1500m", "memory": "128Mi"}})"));
+}
+
+TEST_CASE("the other modes leave the pod as its template made it") {
+  for (const char* mode : {"Auto", "Reconcile", "Initial", "Off"}) {
+    CAPTURE(mode);
+    Fixture f;
+    f.add("web", "web", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+    auto response = f.handler.handle(parse(recorded_review()));
+    CHECK(response.allowed);
+    CHECK(response.patch.is_null());
+    CHECK(f.count("unchanged") == 1);
+  }
+}
+
+TEST_CASE("values the pod already carries give no patch") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "0.1"}}])");
+  auto response = f.handler.handle(parse(recorded_review()));
+  CHECK(response.patch.is_null());
+  CHECK(f.count("unchanged") == 1);
+}
+
+TEST_CASE("StatefulSet and DaemonSet owners name the workload directly") {
+  for (const char* kind : {"StatefulSet", "DaemonSet"}) {
+    CAPTURE(kind);
+    Fixture f;
+    f.add("db", json{{"apiVersion", "apps/v1"}, {"kind", kind}, {"name", "db"}}, "InPlace",
+          R"([{"name": "app", "requests": {"memory": "96Mi"}}])");
+    json review = recorded_review();
+    json& owner = review["request"]["object"]["metadata"]["ownerReferences"][0];
+    owner["kind"] = kind;
+    owner["name"] = "db";
+    auto response = f.handler.handle(parse(review));
+    REQUIRE(response.patch.is_array());
+    CHECK(response.patch[0]["value"]["requests"]["memory"] == "96Mi");
+  }
+}
+
+TEST_CASE("pods no scaler can be found for are allowed untouched and counted no_scaler") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  auto with = [](auto change) {
+    json review = recorded_review();
+    change(review["request"]["object"]["metadata"]);
+    return review;
+  };
+  const std::vector<std::pair<const char*, json>> cases = {
+      // The owner's name does not end in the pod's pod-template-hash: not a Deployment's.
+      {"hash mismatch", with([](json& m) { m["labels"]["pod-template-hash"] = "other"; })},
+      {"no hash label", with([](json& m) { m["labels"].erase("pod-template-hash"); })},
+      {"a Job's pod", with([](json& m) { m["ownerReferences"][0]["kind"] = "Job"; })},
+      {"another API group's ReplicaSet",
+       with([](json& m) { m["ownerReferences"][0]["apiVersion"] = "example.com/v1"; })},
+      {"not the controller", with([](json& m) { m["ownerReferences"][0]["controller"] = false; })},
+      {"no owner", with([](json& m) { m.erase("ownerReferences"); })},
+      {"owner of the wrong type", with([](json& m) { m["ownerReferences"] = "web"; })},
+      {"another Deployment",
+       with([](json& m) { m["ownerReferences"][0]["name"] = "api-5d8f7c9b6d"; })},
+  };
+  for (const auto& [name, review] : cases) {
+    CAPTURE(name);
+    auto response = f.handler.handle(parse(review));
+    CHECK(response.allowed);
+    CHECK(response.patch.is_null());
+  }
+  CHECK(f.count("no_scaler") == doctest::Approx(cases.size()));
+}
+
+TEST_CASE("a review that is not a pod CREATE is allowed untouched") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  json review = recorded_review();
+  review["request"]["resource"]["resource"] = "deployments";
+  review["request"]["resource"]["group"] = "apps";
+  CHECK(f.handler.handle(parse(review)).patch.is_null());
+  review = recorded_review();
+  review["request"]["subResource"] = "resize";
+  CHECK(f.handler.handle(parse(review)).patch.is_null());
+  review = recorded_review();
+  review["request"]["operation"] = "UPDATE";
+  review["request"]["oldObject"] = review["request"]["object"];
+  CHECK(f.handler.handle(parse(review)).patch.is_null());
+}
+
+TEST_CASE("a value above a limit the scaler does not set: no patch, a warning naming it") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "2"}}])");
+  auto response = f.handler.handle(parse(recorded_review()));
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(response.warnings[0] ==
+        "vscaler: VerticalScaler web not applied to this pod: container app: requests.cpu 2 would "
+        "exceed limits.cpu 500m");
+}
+
+TEST_CASE("pod-level resources: containers that would outgrow them get no patch") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  json review = recorded_review();
+  json& spec = review["request"]["object"]["spec"];
+  spec["resources"] = {{"requests", {{"cpu", "300m"}}}, {"limits", {{"cpu", "1"}}}};
+  // A sidecar (restartable init container) counts in the total: 400m + 50m > 300m.
+  spec["initContainers"][0]["restartPolicy"] = "Always";
+  spec["initContainers"][0]["resources"] = {{"requests", {{"cpu", "50m"}}}};
+  auto response = f.handler.handle(parse(review));
+  CHECK(response.patch.is_null());
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(response.warnings[0] ==
+        "vscaler: VerticalScaler web not applied to this pod: resources at pod level: requests.cpu "
+        "300m is below the containers' total 450m; raise spec.resources.requests.cpu or lower "
+        "the containers'");
+  // Within the pod-level values: patched.
+  spec["resources"]["requests"]["cpu"] = "450m";
+  response = f.handler.handle(parse(review));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "400m");
+}

@@ -1,0 +1,43 @@
+// The pod admission hook (DESIGN.md "In-place resize", new pods): a pod created for a workload
+// whose active scaler is in an in-place mode (InPlaceOrRecreate, InPlace) gets the scaler's
+// values in its CREATE, so a scale-up, a rollout or a rescheduled pod starts sized without a
+// rollout of the template. The scaler is found from the pod alone (kube::workload_of_pod) and the
+// in-memory index: no API call. The values are the workload hook's (fixed values, the
+// recommendation's target under the LimitRange), computed by the same api::plan_resources on the
+// pod's own spec; the patch is add-only and checked (requests <= limits, pod-level resources)
+// before it is sent. It never denies: anything it cannot use is answered "allowed, no patch".
+#pragma once
+
+#include "controller/limit_range_cache.h"
+#include "controller/scaler_store.h"
+#include "metrics/registry.h"
+#include "webhook/admission.h"
+
+namespace vscaler::webhook {
+
+/// POST /mutate-pods.
+class PodHandler {
+ public:
+  /// `results` is vscaler_pod_admission_total{result} (patched, unchanged, no_scaler).
+  /// `limit_ranges` (may be null: none) caps recommended values as the namespace's LimitRanger
+  /// will.
+  PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
+             const controller::LimitRangeCache* limit_ranges = nullptr);
+
+  /// The parts of the pod the handler reads: metadata (name, namespace, labels, owner
+  /// references), each container's name and resources (patch paths keep array positions), the
+  /// pod-level resources and the init containers' (sidecars count in the pod-level check).
+  static const Projection& projection();
+
+  /// Answers one review. Always allowed.
+  AdmissionResponse handle(const AdmissionRequest& request);
+
+ private:
+  const controller::ScalerStore& store_;
+  metrics::Counter& patched_;
+  metrics::Counter& unchanged_;
+  metrics::Counter& no_scaler_;
+  const controller::LimitRangeCache* limit_ranges_;
+};
+
+}  // namespace vscaler::webhook
