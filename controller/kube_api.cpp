@@ -72,6 +72,30 @@ ApiResult KubeReconcileApi::list_horizontal_pod_autoscalers(const std::string& n
   return json{{"items", std::move(listed->items)}};
 }
 
+ApiResult KubeReconcileApi::list_pods(const std::string& ns, const std::string& label_selector) {
+  kube::ListOptions options;
+  options.label_selector = label_selector;
+  // Only what a resize decision reads is kept of each pod (a pod's managedFields and most of its
+  // spec are larger than the rest).
+  options.transform = [](json& pod) {
+    if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
+      metadata->erase("managedFields");
+      metadata->erase("annotations");
+    }
+  };
+  auto listed = client_.list(resources::kPods, ns, options);
+  if (!listed.ok()) return kube::fail(std::move(listed).error());
+  return json{{"items", std::move(listed->items)}};
+}
+
+ApiResult KubeReconcileApi::resize_pod(const std::string& ns, const std::string& name,
+                                       const json& patch) {
+  kube::WriteOptions options;
+  options.field_manager = kFieldManager;
+  return client_.patch(resources::kPods, ns, name, kube::PatchType::kStrategicMerge, patch, options,
+                       "resize");
+}
+
 ApiResult KubeReconcileApi::get_scaler(const std::string& ns, const std::string& name) {
   return client_.get(resources::kVerticalScalers, ns, name);
 }

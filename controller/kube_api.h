@@ -28,6 +28,9 @@ class KubeReconcileApi : public ReconcileApi {
                                 const nlohmann::json& merge_patch) override;
   ApiResult list_horizontal_pod_autoscalers(const std::string& ns,
                                             std::chrono::milliseconds timeout) override;
+  ApiResult list_pods(const std::string& ns, const std::string& label_selector) override;
+  ApiResult resize_pod(const std::string& ns, const std::string& name,
+                       const nlohmann::json& patch) override;
   void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                     const std::string& message) override;
 

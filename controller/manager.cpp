@@ -64,7 +64,14 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
                                              "Recommendations applied to a workload's template, "
                                              "by trigger (admission, bounds)",
                                              {"trigger"})
-                                    .with({"bounds"})) {
+                                    .with({"bounds"})),
+        pod_resizes_(registry.counter("vscaler_pod_resizes_total",
+                                      "In-place pod resizes, by result (requested, completed, "
+                                      "deferred, infeasible, error)",
+                                      {"result"})) {
+    for (const char* result : {"requested", "completed", "deferred", "infeasible", "error"}) {
+      pod_resizes_.with({result});
+    }
     // Pre-create the result series so dashboards see zeros rather than gaps.
     for (const char* result : {"success", "error", "requeue", "requeue_after"}) {
       reconcile_total_.with({kControllerName, result});
@@ -78,6 +85,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   void on_work_duration(double seconds) override { work_duration_.observe(seconds); }
   void on_resync_correction() override { resync_corrections_.inc(); }
   void on_recommendation_applied() override { recommendation_applied_.inc(); }
+  void on_pod_resize(const char* result) override { pod_resizes_.with({result}).inc(); }
   void on_enqueued(std::size_t keys) override { resync_enqueued_.inc(static_cast<double>(keys)); }
 
   void on_reconcile(const char* result, double seconds) {
@@ -96,6 +104,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   metrics::Counter& resync_enqueued_;
   metrics::Counter& resync_corrections_;
   metrics::Counter& recommendation_applied_;
+  metrics::CounterFamily& pod_resizes_;
 };
 
 Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry& registry)

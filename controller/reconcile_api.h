@@ -40,6 +40,20 @@ class ReconcileApi {
                                                     std::chrono::milliseconds /*timeout*/) {
     return nlohmann::json{{"items", nlohmann::json::array()}};
   }
+  /// LIST the pods of `ns` matching `label_selector` (a labelSelector query), as
+  /// {"items": [...]} (the in-place modes' resize; the default, for fakes, lists none).
+  virtual ApiResult list_pods(const std::string& /*ns*/, const std::string& /*label_selector*/) {
+    return nlohmann::json{{"items", nlohmann::json::array()}};
+  }
+  /// PATCH the pod's `resize` subresource with a strategic merge patch of
+  /// spec.containers[].resources, ?fieldManager=vscaler; returns the stored pod.
+  virtual ApiResult resize_pod(const std::string& ns, const std::string& name,
+                               const nlohmann::json& patch) {
+    (void)ns, (void)name, (void)patch;
+    kube::ApiError error;
+    error.message = "pods/resize is not available here";
+    return kube::fail(std::move(error));
+  }
   /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
   virtual void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                             const std::string& message) = 0;

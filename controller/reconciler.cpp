@@ -56,6 +56,47 @@ std::string stored_reason(const json& status, std::string_view type) {
   return {};
 }
 
+/// status.pods, the Scaled condition and its message for an in-place step (`scaled` stays
+/// False unless every running pod carries the values).
+void describe_in_place(const InPlaceResult& step, const std::string& workload, Condition& scaled,
+                       StatusReport& report) {
+  const InPlacePlan& plan = step.plan;
+  report.pods = json{{"total", plan.total()},
+                     {"atTarget", plan.at_target},
+                     {"resizing", plan.in_progress},
+                     {"pending", plan.pending},
+                     {"evicted", 0}};
+  const std::string counts = std::to_string(plan.at_target) + " of " +
+                             std::to_string(plan.total()) + " running pods of " + workload +
+                             " carry the values";
+  if (plan.pending > 0) {
+    std::string named;
+    int shown = 0;
+    for (const PodResize& pod : plan.pods) {
+      if (pod.state == PodResizeState::kAtTarget || pod.state == PodResizeState::kDue ||
+          pod.state == PodResizeState::kInProgress || shown == 3) {
+        continue;
+      }
+      named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
+               (pod.message.empty() ? "" : ": " + pod.message);
+    }
+    scaled.reason = reason::kResizeInfeasible;
+    scaled.message = counts + "; " + std::to_string(plan.pending) + " cannot be resized now (" +
+                     named + "); retried";
+  } else if (plan.in_progress > 0) {
+    scaled.reason = reason::kResizing;
+    scaled.message = counts + "; " + std::to_string(plan.in_progress) + " being resized in place";
+  } else {
+    scaled.status = true;
+    scaled.reason = reason::kApplied;
+    scaled.message = plan.total() == 0
+                         ? "no running pod of " + workload + "; new pods get the values at creation"
+                         : "all " + std::to_string(plan.total()) + " running pods of " + workload +
+                               " carry the values (resized in place; new pods get them at "
+                               "creation)";
+  }
+}
+
 }  // namespace
 
 json merge_patch_between(const json& from, const json& to) {
@@ -83,7 +124,8 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
       verified_(verified),
       expectations_(expectations),
       metrics_(metrics),
-      options_(options) {}
+      options_(options),
+      in_place_(api, metrics) {}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
@@ -91,6 +133,7 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     // Scaler gone: forget it. The workload is left exactly as it is.
     verified_.forget(item.key);
     expectations_.forget(item.key);
+    in_place_.forget(item.key);
     std::lock_guard lock(mutex_);
     mutated_.erase(item.key);
     return {};
@@ -213,24 +256,29 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   Condition scaled{condition::kScaled, false, "", ""};
   bool applied = false;
 
+  if (!api::in_place(scaler.update_mode)) in_place_.forget(key);  // it left those modes, if ever
   if (scaler.update_mode == api::UpdateMode::kOff) {
     scaled.reason = reason::kUpdateModeOff;
     scaled.message = wanted.changed() ? "updateMode is Off: the declared resources are not applied"
                                       : "updateMode is Off; the " + scaler.target.kind +
                                             " already carries the declared resources";
     report.containers = api::status_containers(wanted, true);
-  } else if (scaler.update_mode == api::UpdateMode::kInitial || api::in_place(scaler.update_mode)) {
-    // Never a rollout of its own: the values ride on the next write that changes the template
-    // (and, in the in-place modes, reach every new pod at its creation: webhook/pod_handler).
+  } else if (api::in_place(scaler.update_mode)) {
+    // The template keeps what it has (values ride on writes that change it anyway); running pods
+    // are resized, new ones sized at admission (webhook/pod_handler).
+    report.containers = api::status_containers(plan, false);
+    const bool may_write = !options_.leader_step || options_.leader_step();
+    auto step =
+        in_place_.run(scaler, stored, recommendation.recommendations, limit_range.get(), may_write);
+    if (!step.ok()) return retry(step.error(), "resize the pods of " + workload);
+    describe_in_place(*step, workload, scaled, report);
+    outcome.requeue_after = step->recheck_after;
+  } else if (scaler.update_mode == api::UpdateMode::kInitial) {
+    // Never a rollout of its own: the values ride on the next write that changes the template.
     report.containers = api::status_containers(plan, false);
     if (wanted.changed()) {
       scaled.reason = reason::kDeferred;
-      scaled.message =
-          scaler.update_mode == api::UpdateMode::kInitial
-              ? "updateMode is Initial: this change applies at the next template change"
-              : "updateMode is " + std::string(api::to_string(scaler.update_mode)) +
-                    ": new pods get these values at creation; running pods keep theirs until "
-                    "replaced (in-place resize of running pods is not built yet)";
+      scaled.message = "updateMode is Initial: this change applies at the next template change";
     } else {
       applied = true;
     }
@@ -352,7 +400,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
   }
   report.conditions.push_back(scaled);
-  const bool deferred = scaled.reason == reason::kDeferred;
+  const bool deferred = scaled.reason == reason::kDeferred || scaled.reason == reason::kResizing;
   if (scaled.status || deferred ||
       (scaler.update_mode == api::UpdateMode::kOff && !wanted.changed())) {
     report.conditions.push_back({condition::kReady, true, reason::kUpToDate, scaled.message});

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "controller/expectations.h"
+#include "controller/in_place_step.h"
 #include "controller/limit_range_cache.h"
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
@@ -38,7 +39,7 @@ struct ReconcileOutcome {
 };
 
 /// Counters the reconciler reports (implemented with Prometheus metrics by the wiring).
-class ReconcilerMetrics {
+class ReconcilerMetrics : public ResizeMetrics {
  public:
   virtual ~ReconcilerMetrics() = default;
   /// A reconcile that came from the resync found real drift and wrote (the fast path missed it).
@@ -111,6 +112,7 @@ class Reconciler {
   ReconcilerMetrics& metrics_;
   ReconcilerOptions options_;
 
+  InPlaceStep in_place_;
   std::mutex mutex_;  // guards mutated_
   std::unordered_map<std::string, MutationRecord> mutated_;
 };

@@ -30,6 +30,11 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
     status.erase("deployment");
   }
   if (report.containers) status["containers"] = *report.containers;
+  if (report.pods) {
+    status["pods"] = *report.pods;
+  } else {
+    status.erase("pods");
+  }
   if (report.scaled_now) status["lastScaleTime"] = now;
   if (report.recommendation_applied_now) status["lastRecommendationUpdateTime"] = now;
 

@@ -40,6 +40,10 @@ inline constexpr const char* kPending = "Pending";
 inline constexpr const char* kDeferred = "Deferred";
 /// Scaled=False: every controlled container is recommended and none has a recommendation yet.
 inline constexpr const char* kAwaitingRecommendation = "AwaitingRecommendation";
+/// Scaled=False while running pods are resized in place (Ready stays True).
+inline constexpr const char* kResizing = "Resizing";
+/// Scaled=False: some running pods cannot be resized now (Deferred, Infeasible, Error, refused).
+inline constexpr const char* kResizeInfeasible = "ResizeInfeasible";
 /// RecommendationProvided=False when --recommender-interval is 0.
 inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason
@@ -63,6 +67,9 @@ struct StatusReport {
   /// A recommendation-driven patch was made: lastRecommendationUpdateTime (the rate-limit clock)
   /// becomes now.
   bool recommendation_applied_now = false;
+  /// status.pods of the in-place modes ({total, atTarget, resizing, pending, evicted}); nullopt
+  /// removes a stored one (the scaler left those modes) or keeps none.
+  std::optional<nlohmann::json> pods;
   std::vector<Condition> conditions;  ///< conditions to set; others already stored are kept
 };
 

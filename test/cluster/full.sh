@@ -124,14 +124,20 @@ await() {
   done
 }
 
-# kwok_config: the stock stages (nodes become Ready and keep a lease; pods run, complete and
-# are deleted) and the resource-metrics endpoint, from the kwok version that was built.
+# kwok_config: the stock stages (nodes become Ready and keep a lease; pods complete and are
+# deleted) and the resource-metrics endpoint, from the kwok version that was built; and the
+# project's own (stages/): pods that run as a kubelet with in-place resize reports them, and the
+# kubelet's part of a resize.
 kwok_config() {
   local f first=1
-  for f in node-initialize node-heartbeat-with-lease pod-ready pod-complete pod-delete metrics-resource; do
+  for f in node-initialize node-heartbeat-with-lease pod-complete pod-delete metrics-resource; do
     [ "$first" = 1 ] || echo "---"
     first=0
     cat "$KWOK_BIN_DIR/share/$f.yaml"
+  done
+  for f in "$here"/stages/*.yaml; do
+    echo "---"
+    cat "$f"
   done
 }
 

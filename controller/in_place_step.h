@@ -1,0 +1,70 @@
+// The in-place modes' step of a reconcile (DESIGN.md "In-place resize"): lists the running pods
+// of the target (its spec.selector, each pod's owner checked as pod admission does), decides per
+// pod (controller/pod_resize.h), sends the resizes that are due through `pods/resize` — all
+// controlled containers of a pod in one request — and remembers, per scaler, where each pod
+// stood, so that transitions are counted once (vscaler_pod_resizes_total) and a scaler with
+// resizes in flight is re-checked with a growing backoff, never polled once all pods carry the
+// values.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/scaler.h"
+#include "controller/pod_resize.h"
+#include "controller/reconcile_api.h"
+#include "recommender/recommendation.h"
+
+namespace vscaler::controller {
+
+/// What the step counts (vscaler_pod_resizes_total{result}).
+class ResizeMetrics {
+ public:
+  virtual ~ResizeMetrics() = default;
+  /// `result`: requested, completed, deferred, infeasible, error.
+  virtual void on_pod_resize(const char* /*result*/) {}
+};
+
+/// One step's outcome.
+struct InPlaceResult {
+  /// Every running pod after the sends (a resize sent now is kInProgress; one the API server
+  /// refused is kInfeasible with its answer as the message).
+  InPlacePlan plan;
+  std::size_t requested = 0;  ///< resizes sent and accepted now
+  /// When to look again while some pod is not done (in flight or waiting on its node): a
+  /// backoff from 1 s doubling to 30 s; zero when every pod carries the values.
+  std::chrono::milliseconds recheck_after{0};
+};
+
+/// The step, with its memory of each scaler's pods. Thread-safe (workers run different keys).
+class InPlaceStep {
+ public:
+  explicit InPlaceStep(ReconcileApi& api, ResizeMetrics& metrics) : api_(api), metrics_(metrics) {}
+
+  /// Runs the step for `scaler` on `workload` (as just read). `may_write` false (not the
+  /// leader): decides and reports, sends nothing. A failed pod list is the error.
+  kube::Result<InPlaceResult, kube::ApiError> run(
+      const api::Scaler& scaler, const nlohmann::json& workload,
+      const std::vector<recommender::ContainerRecommendation>& recommendations,
+      const recommender::LimitRangeItem* limit_range, bool may_write);
+
+  /// Forgets a scaler (deleted, or no longer in an in-place mode).
+  void forget(const std::string& key);
+
+ private:
+  struct Memory {
+    std::map<std::string, PodResizeState> pods;  ///< uid -> state last reported
+    int rounds = 0;  ///< consecutive steps that left some pod not done (the backoff's exponent)
+  };
+  ReconcileApi& api_;
+  ResizeMetrics& metrics_;
+  std::mutex mutex_;
+  std::map<std::string, Memory> memory_;  ///< by scaler key
+};
+
+}  // namespace vscaler::controller

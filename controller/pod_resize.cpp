@@ -1,0 +1,180 @@
+// plan_in_place: per running pod, the shared plan on its own spec, then its resize progress.
+#include "controller/pod_resize.h"
+
+#include "api/resources.h"
+#include "kube/object_meta.h"
+#include "kube/quantity.h"
+#include "recommender/desired.h"
+#include "recommender/update_rule.h"
+
+namespace vscaler::controller {
+namespace {
+
+using nlohmann::json;
+
+/// The kubelet's resize conditions of a pod.
+struct ResizeConditions {
+  const json* pending = nullptr;      ///< PodResizePending
+  const json* in_progress = nullptr;  ///< PodResizeInProgress
+};
+
+ResizeConditions resize_conditions(const json& pod) {
+  ResizeConditions out;
+  const json* conditions = kube::find_path(pod, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return out;
+  for (const json& condition : *conditions) {
+    if (!condition.is_object() || kube::string_at(condition, {"status"}) != "True") continue;
+    const std::string type = kube::string_at(condition, {"type"});
+    if (type == "PodResizePending") out.pending = &condition;
+    if (type == "PodResizeInProgress") out.in_progress = &condition;
+  }
+  return out;
+}
+
+/// A quantity held as JSON (string or number); nullopt when absent or unparsable.
+std::optional<kube::Quantity> quantity_of(const json* value) {
+  if (value == nullptr) return std::nullopt;
+  auto parsed = value->is_string() ? kube::Quantity::parse(value->get_ref<const std::string&>())
+                                   : kube::Quantity::parse(value->dump());
+  if (!parsed.ok()) return std::nullopt;
+  return *parsed;
+}
+
+/// True when some controlled container's cpu/memory in the pod's status (what the kubelet
+/// applied) differs from its spec (what was asked): a resize not carried out yet.
+bool status_behind_spec(const json& pod, const api::ResourcePlan& plan) {
+  const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
+  for (const auto& container : plan.containers) {
+    const json* applied = nullptr;
+    if (statuses != nullptr && statuses->is_array()) {
+      for (const json& status : *statuses) {
+        if (kube::string_at(status, {"name"}) == container.name) {
+          applied = kube::find_path(status, {"resources"});
+        }
+      }
+    }
+    // Not reported (a node without in-place resize: the API server refuses a resize of such a
+    // pod, and that refusal is what gets reported, not a wait that never ends).
+    if (applied == nullptr) continue;
+    for (const char* section : {"requests", "limits"}) {
+      for (const char* resource : {"cpu", "memory"}) {
+        auto asked = quantity_of(kube::find_path(container.current, {section, resource}));
+        auto has = quantity_of(kube::find_path(*applied, {section, resource}));
+        if (asked != has) return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// The resize patch: the keys the plan sets, of each changed container.
+json resize_patch(const api::ResourcePlan& plan) {
+  json containers = json::array();
+  for (const auto& container : plan.containers) {
+    if (container.changed) {
+      containers.push_back({{"name", container.name}, {"resources", container.declared}});
+    }
+  }
+  return {{"spec", {{"containers", std::move(containers)}}}};
+}
+
+/// "requests.cpu=100m, ..." of the plan's changed containers: why fixed values make a resize due.
+std::string differing(const api::ResourcePlan& plan) {
+  std::string out;
+  for (const auto& container : plan.containers) {
+    for (const auto& overridden : container.overridden) {
+      out += (out.empty() ? "" : ", ") + container.name + " " + overridden;
+    }
+  }
+  return out.empty() ? "the declared resources are not set" : "it carries " + out;
+}
+
+}  // namespace
+
+std::string_view to_string(PodResizeState state) {
+  switch (state) {
+    case PodResizeState::kAtTarget:
+      return "AtTarget";
+    case PodResizeState::kDue:
+      return "Due";
+    case PodResizeState::kInProgress:
+      return "InProgress";
+    case PodResizeState::kDeferred:
+      return "Deferred";
+    case PodResizeState::kInfeasible:
+      return "Infeasible";
+    case PodResizeState::kError:
+      return "Error";
+    case PodResizeState::kInvalid:
+      return "Invalid";
+  }
+  return "AtTarget";
+}
+
+InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& pods,
+                          const std::vector<recommender::ContainerRecommendation>& recommendations,
+                          const recommender::LimitRangeItem* limit_range) {
+  InPlacePlan out;
+  for (const json& pod : pods) {
+    if (!kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() ||
+        kube::string_at(pod, {"status", "phase"}) != "Running") {
+      continue;
+    }
+    PodResize decision;
+    decision.name = kube::meta_string(pod, "name");
+    decision.uid = kube::meta_string(pod, "uid");
+    // Recommended containers: only a pod out of the bounds is resized, to the target applied to
+    // its own requests (as a template would be); fixed values: whenever they differ.
+    auto recommended =
+        recommender::recommended_containers(scaler, pod, recommendations, limit_range);
+    auto bounds = recommender::decide_update(recommended.applied, std::nullopt, {}, {});
+    const bool out_of_bounds = bounds.verdict == recommender::UpdateVerdict::kDue;
+    api::ResourcePlan plan =
+        api::plan_resources(scaler, pod, out_of_bounds ? &recommended.desired : nullptr);
+
+    ResizeConditions conditions = resize_conditions(pod);
+    const int64_t generation = kube::meta_generation(pod);
+    const json* observed = kube::find_path(pod, {"status", "observedGeneration"});
+    const bool unseen = generation > 0 && observed != nullptr && observed->is_number_integer() &&
+                        observed->get<int64_t>() < generation;
+    const std::string in_progress_reason =
+        conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
+    if (!plan.invalid.empty()) {
+      decision.state = PodResizeState::kInvalid;
+      decision.message = plan.invalid;
+    } else if (unseen || (conditions.in_progress != nullptr && in_progress_reason != "Error") ||
+               (conditions.pending == nullptr && conditions.in_progress == nullptr &&
+                status_behind_spec(pod, plan))) {
+      decision.state = PodResizeState::kInProgress;  // the kubelet has work to do: wait for it
+    } else if (plan.changed()) {
+      decision.state = PodResizeState::kDue;
+      decision.patch = resize_patch(plan);
+      decision.message = out_of_bounds ? bounds.reason : differing(plan);
+    } else if (conditions.pending != nullptr) {
+      // Asked for what is still wanted, and the kubelet cannot now (Deferred) or ever
+      // (Infeasible): the same values are not asked for again.
+      const std::string reason = kube::string_at(*conditions.pending, {"reason"});
+      decision.state =
+          reason == "Infeasible" ? PodResizeState::kInfeasible : PodResizeState::kDeferred;
+      decision.message = kube::string_at(*conditions.pending, {"message"});
+    } else if (conditions.in_progress != nullptr) {
+      decision.state = PodResizeState::kError;
+      decision.message = kube::string_at(*conditions.in_progress, {"message"});
+    }
+    switch (decision.state) {
+      case PodResizeState::kAtTarget:
+        ++out.at_target;
+        break;
+      case PodResizeState::kDue:
+      case PodResizeState::kInProgress:
+        ++out.in_progress;
+        break;
+      default:
+        ++out.pending;
+    }
+    out.pods.push_back(std::move(decision));
+  }
+  return out;
+}
+
+}  // namespace vscaler::controller

@@ -1,0 +1,69 @@
+// What an in-place mode (InPlaceOrRecreate, InPlace) does with the running pods of one workload
+// (DESIGN.md "In-place resize"): per pod, the values it must carry — the same computation as
+// every other writer (api::plan_resources on the pod's own spec, the recommendation applied to the
+// pod's own requests by recommender::recommended_containers) — where its last resize stands, as
+// the kubelet reports it in the pod's status, and whether a resize is due now. Pure: the
+// reconciler reads the pods, sends the resizes this decides and reports the counts.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/scaler.h"
+#include "recommender/apply.h"
+#include "recommender/recommendation.h"
+
+namespace vscaler::controller {
+
+/// Where one running pod stands.
+enum class PodResizeState {
+  kAtTarget,    ///< it carries what the scaler asks for (or, recommended, within the bounds)
+  kDue,         ///< a resize must be sent: `patch`
+  kInProgress,  ///< asked for, not done yet (not seen, PodResizeInProgress, status behind spec)
+  kDeferred,    ///< PodResizePending, reason Deferred (the node has no room now)
+  kInfeasible,  ///< PodResizePending, reason Infeasible (the node can never hold it)
+  kError,       ///< PodResizeInProgress, reason Error (the runtime failed it)
+  kInvalid,     ///< the values cannot be applied validly to this pod (`message` says why)
+};
+
+/// The text of a state, for logs and messages ("InProgress", "Deferred", ...).
+std::string_view to_string(PodResizeState state);
+
+/// One running pod of the target.
+struct PodResize {
+  std::string name;
+  std::string uid;
+  PodResizeState state = PodResizeState::kAtTarget;
+  /// kDue: the pods/resize strategic merge patch, every changed controlled container in one
+  /// request ({"spec":{"containers":[{"name":..,"resources":{..}}]}}).
+  nlohmann::json patch;
+  /// kDue: why (the bounds rule's reason, or the fixed values that differ); kDeferred,
+  /// kInfeasible, kError: the kubelet's message; kInvalid: what is invalid.
+  std::string message;
+};
+
+/// The decision for every running pod of one workload, and its counts (status.pods).
+struct InPlacePlan {
+  std::vector<PodResize> pods;  ///< running pods, in the order given
+  std::size_t at_target = 0;
+  std::size_t in_progress = 0;  ///< kDue (about to be sent) and kInProgress
+  std::size_t pending = 0;      ///< kDeferred, kInfeasible, kError, kInvalid
+
+  /// Pods counted: running, not being deleted.
+  std::size_t total() const { return pods.size(); }
+};
+
+/// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are
+/// skipped) of `scaler`'s target. Fixed values: a pod whose controlled containers differ is due.
+/// Recommended values (`recommendations`, capped by `limit_range`, nullptr: none): a pod whose
+/// request for a controlled resource lies outside [lowerBound, upperBound] is due, to the target
+/// applied to its own requests (limits in proportion, as for the template). A pod with a resize
+/// in progress is left alone; a Deferred, Infeasible or failed one is due again only when the
+/// values wanted now differ from those it was asked for.
+InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<nlohmann::json>& pods,
+                          const std::vector<recommender::ContainerRecommendation>& recommendations,
+                          const recommender::LimitRangeItem* limit_range = nullptr);
+
+}  // namespace vscaler::controller

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# plane: full
+# Issue 30, running pods resized in place (pods/resize): with kwok playing the kubelet's part
+# (test/cluster/stages/pod-resize.yaml), a Deployment of 3 running pods gets a scaler in
+# InPlaceOrRecreate with fixed values: the same 3 pods (same UIDs, restartCount 0) come to carry
+# them in spec and status, the Deployment's generation and ReplicaSets do not move, status.pods
+# counts them and vscaler_pod_resizes_total counts 3 requested and 3 completed. Then InPlace on a
+# pod the node cannot resize (kwok.x-k8s.io/resize=infeasible): Scaled=ResizeInfeasible names it,
+# the others are resized, it is never evicted, and once the node can take it (annotation gone,
+# the kubelet retries) every pod carries the values again.
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+install_crd
+start_operator --resync-period 1h --workers 2
+ns=$(unique_namespace inplace)
+
+# pods NAME: "uid cpu(spec) cpu(status) memory(spec) memory(status) restarts" per running pod.
+pods() {
+  k -n "$ns" get pods -l "app=$1" -o \
+    jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"|"}{.metadata.uid}{" "}{.spec.containers[0].resources.requests.cpu}{" "}{.status.containerStatuses[0].resources.requests.cpu}{" "}{.spec.containers[0].resources.requests.memory}{" "}{.status.containerStatuses[0].resources.requests.memory}{" "}{.status.containerStatuses[0].restartCount}{"\n"}{end}' |
+    sed -n 's/^|//p' | sort
+}
+uids() { pods "$1" | awk '{print $1}'; }
+# carry NAME CPU MEMORY: every pod of NAME carries CPU and MEMORY in spec and status, restarts 0.
+carry() { [ -n "$(pods "$1")" ] && [ -z "$(pods "$1" | awk -v c="$2" -v m="$3" '!($2 == c && $3 == c && $4 == m && $5 == m && $6 == 0)')" ]; }
+running() { [ "$(k -n "$ns" get pods -l "app=$1" --field-selector=status.phase=Running -o name | wc -l)" -eq "$2" ]; }
+scaled() { [ "$(condition "$ns" "$1" Scaled)" = "$2" ]; }
+scaler() {
+  k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"$1"},
+ "spec":{"deploymentName":"$1","updateMode":"$2","containers":[{"name":"app","requests":{"cpu":"$3","memory":"$4"}}]}}
+JSON
+}
+
+echo "--- InPlaceOrRecreate: 3 running pods resized to fixed values, nothing restarted"
+make_deployment "$ns" web '[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]'
+k -n "$ns" scale deployment/web --replicas=3 >/dev/null
+eventually 60 running web 3
+eventually 30 carry web 100m 64Mi
+before=$(uids web)
+generation=$(jp "$ns" deployment/web '{.metadata.generation}')
+replicasets=$(k -n "$ns" get rs -l app=web -o name | sort | tr '\n' ' ')
+requested=$(metric 'vscaler_pod_resizes_total{result="requested"}')
+completed=$(metric 'vscaler_pod_resizes_total{result="completed"}')
+begin=$SECONDS
+scaler web InPlaceOrRecreate 300m 128Mi
+eventually 60 carry web 300m 128Mi
+echo "ok: 3 pods carry 300m 128Mi in spec and status after $((SECONDS - begin)) s, restartCount 0"
+expect_eq "pod UIDs" "$(uids web)" "$before"
+expect_eq "Deployment generation" "$(jp "$ns" deployment/web '{.metadata.generation}')" "$generation"
+expect_eq "ReplicaSets" "$(k -n "$ns" get rs -l app=web -o name | sort | tr '\n' ' ')" "$replicasets"
+eventually 30 scaled web Applied
+echo "ok: Scaled=Applied: $(condition "$ns" web Scaled message)"
+expect_eq "status.pods" "$(jp "$ns" vsc/web '{.status.pods}')" \
+  '{"atTarget":3,"evicted":0,"pending":0,"resizing":0,"total":3}'
+rose() { awk -v a="$1" -v b="$(metric "$2")" 'BEGIN { printf "%d", b - a }'; }
+expect_eq "vscaler_pod_resizes_total{requested} rise" "$(rose "$requested" 'vscaler_pod_resizes_total{result="requested"}')" 3
+eventually 10 test "$(rose "$completed" 'vscaler_pod_resizes_total{result="completed"}')" = 3
+echo "ok: vscaler_pod_resizes_total{completed} rose by 3"
+
+echo "--- InPlace: a pod the node cannot resize is reported, never evicted; retried when it can"
+mapfile -t names < <(k -n "$ns" get pods -l app=web -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort)
+stuck=${names[0]}
+k -n "$ns" annotate pod "$stuck" kwok.x-k8s.io/resize=infeasible >/dev/null
+scaler web InPlace 200m 128Mi
+eventually 60 scaled web ResizeInfeasible
+message=$(condition "$ns" web Scaled message)
+grep -q "$stuck Infeasible" <<<"$message" || fail "ResizeInfeasible does not name $stuck: $message"
+echo "ok: Scaled=ResizeInfeasible: $message"
+others_at() { [ "$(pods web | awk '$2 == "200m" && $3 == "200m"' | wc -l)" -eq 2 ]; }
+eventually 30 others_at
+echo "ok: the other 2 pods carry 200m"
+expect_eq "pod UIDs (nothing evicted)" "$(uids web)" "$before"
+expect_eq "status.pods.pending" "$(jp "$ns" vsc/web '{.status.pods.pending}')" 1
+k -n "$ns" annotate pod "$stuck" kwok.x-k8s.io/resize- >/dev/null
+eventually 90 carry web 200m 128Mi
+eventually 90 scaled web Applied
+echo "ok: once the node could take it, every pod carries 200m: $(condition "$ns" web Scaled message)"
+expect_eq "pod UIDs at the end" "$(uids web)" "$before"
+echo "PASS"

@@ -1,0 +1,180 @@
+// InPlaceStep against a fake ReconcileApi (the one faked collaborator): which pods it lists and
+// keeps, what it sends to pods/resize, what a refusal becomes, that a follower sends nothing, the
+// re-check backoff, and transitions counted once. The kubelet's side is e2e (in_place_resize_test).
+#include "controller/in_place_step.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using nlohmann::json;
+using namespace vscaler;
+using controller::PodResizeState;
+
+namespace {
+
+class FakeApi : public controller::ReconcileApi {
+ public:
+  std::map<std::string, json> pods;  // name -> pod
+  std::string last_selector;
+  std::vector<std::string> resized;  // names, in order
+  bool refuse = false;
+
+  controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
+                                     std::chrono::milliseconds) override {
+    return json::object();
+  }
+  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
+                                       const json&) override {
+    return json::object();
+  }
+  controller::ApiResult get_scaler(const std::string&, const std::string&) override {
+    return json::object();
+  }
+  controller::ApiResult patch_scaler_status(const std::string&, const std::string&,
+                                            const json&) override {
+    return json::object();
+  }
+  void record_event(const api::Scaler&, bool, const std::string&, const std::string&) override {}
+  controller::ApiResult list_pods(const std::string&, const std::string& selector) override {
+    last_selector = selector;
+    json items = json::array();
+    for (const auto& [name, pod] : pods) items.push_back(pod);
+    return json{{"items", items}};
+  }
+  controller::ApiResult resize_pod(const std::string&, const std::string& name,
+                                   const json& patch) override {
+    if (refuse) {
+      return kube::fail(kube::make_error(kube::ErrorKind::kForbidden,
+                                         "Node didn't have enough capacity: NodeCapacity"));
+    }
+    resized.push_back(name);
+    json& pod = pods.at(name);
+    for (const json& wanted : patch["spec"]["containers"]) {
+      for (json& container : pod["spec"]["containers"]) {
+        if (container["name"] == wanted["name"])
+          container["resources"].update(wanted["resources"], true);
+      }
+    }
+    pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
+    return pod;
+  }
+  /// The kubelet finishing every resize: status follows spec, observedGeneration catches up.
+  void kubelet_done() {
+    for (auto& [name, pod] : pods) {
+      pod["status"]["observedGeneration"] = pod["metadata"]["generation"];
+      pod["status"]["containerStatuses"][0]["resources"] =
+          pod["spec"]["containers"][0]["resources"];
+    }
+  }
+};
+
+struct Metrics : controller::ResizeMetrics {
+  std::map<std::string, int> counts;
+  void on_pod_resize(const char* result) override { ++counts[result]; }
+};
+
+json pod(const std::string& name, const char* owner_kind, const std::string& owner,
+         const char* cpu) {
+  json resources = {{"requests", {{"cpu", cpu}}}};
+  return {{"metadata",
+           {{"name", name},
+            {"uid", "uid-" + name},
+            {"generation", 1},
+            {"labels", {{"app", "web"}, {"pod-template-hash", "7f9c"}}},
+            {"ownerReferences", json::array({{{"apiVersion", "apps/v1"},
+                                              {"kind", owner_kind},
+                                              {"name", owner},
+                                              {"controller", true}}})}}},
+          {"spec", {{"containers", json::array({{{"name", "app"}, {"resources", resources}}})}}},
+          {"status",
+           {{"phase", "Running"},
+            {"observedGeneration", 1},
+            {"containerStatuses", json::array({{{"name", "app"}, {"resources", resources}}})}}}};
+}
+
+api::Scaler scaler(const char* cpu) {
+  json object = {
+      {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+      {"spec",
+       {{"deploymentName", "web"},
+        {"updateMode", "InPlace"},
+        {"containers", json::array({{{"name", "app"}, {"requests", {{"cpu", cpu}}}}})}}}};
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+const json kWorkload = {{"spec", {{"selector", {{"matchLabels", {{"app", "web"}}}}}}}};
+
+}  // namespace
+
+TEST_CASE("the workload's own running pods are resized; others matching its selector are not") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  api.pods["web-7f9c-b"] = pod("web-7f9c-b", "ReplicaSet", "web-7f9c", "300m");
+  api.pods["other-7f9c-c"] = pod("other-7f9c-c", "ReplicaSet", "other-7f9c", "100m");
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  REQUIRE(result.ok());
+  CHECK(api.last_selector == "app=web");
+  CHECK(result->plan.total() == 2);
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
+  CHECK(result->requested == 1);
+  CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+  CHECK(result->recheck_after == std::chrono::seconds(1));
+  CHECK(metrics.counts["requested"] == 1);
+  // Not done yet: looked at again later, not resent, and the backoff grows.
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  CHECK(api.resized.size() == 1);
+  CHECK(result->recheck_after == std::chrono::seconds(2));
+  // Done: counted completed once, nothing polls.
+  api.kubelet_done();
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  CHECK(result->plan.at_target == 2);
+  CHECK(result->recheck_after == std::chrono::milliseconds(0));
+  CHECK(metrics.counts["completed"] == 1);
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  CHECK(metrics.counts["completed"] == 1);
+}
+
+TEST_CASE("a follower decides and reports, and sends nothing") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, false);
+  REQUIRE(result.ok());
+  CHECK(api.resized.empty());
+  CHECK(result->plan.pods[0].state == PodResizeState::kDue);
+  CHECK(result->plan.in_progress == 1);
+}
+
+TEST_CASE("a resize the API server refuses is reported with its answer, and retried later") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  api.refuse = true;
+  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, true);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pending == 1);
+  CHECK(result->plan.in_progress == 0);
+  CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(result->plan.pods[0].message.find("NodeCapacity") != std::string::npos);
+  CHECK(result->recheck_after == std::chrono::seconds(1));
+  CHECK(metrics.counts["infeasible"] == 1);
+  api.refuse = false;
+  result = step.run(scaler("64"), kWorkload, {}, nullptr, true);
+  CHECK(api.resized.size() == 1);
+}
+
+TEST_CASE("a workload without a usable selector is an error, not a list of the namespace") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  auto result = step.run(scaler("300m"), json{{"spec", json::object()}}, {}, nullptr, true);
+  CHECK_FALSE(result.ok());
+  CHECK(api.last_selector.empty());
+}

@@ -1,0 +1,153 @@
+// plan_in_place: which running pods are resized, to what, and where a resize stands as the
+// kubelet reports it (observedGeneration, PodResizePending/PodResizeInProgress, status.resources).
+#include "controller/pod_resize.h"
+
+#include <doctest/doctest.h>
+
+#include "recommender/desired.h"
+
+using nlohmann::json;
+using namespace vscaler;
+using controller::PodResizeState;
+
+namespace {
+
+api::Scaler scaler_from(const char* containers, const char* status = nullptr) {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec",
+                  {{"deploymentName", "web"},
+                   {"updateMode", "InPlace"},
+                   {"containers", json::parse(containers)}}}};
+  if (status != nullptr) object["status"] = json::parse(status);
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+/// A Running pod of generation 1 whose container app asks for `spec` and whose status reports
+/// `applied` (the kubelet's view; null: not reported).
+json pod(const char* name, const json& spec, const json& applied) {
+  json status_entry = {{"name", "app"}, {"ready", true}};
+  if (!applied.is_null()) status_entry["resources"] = applied;
+  return {{"metadata", {{"name", name}, {"uid", std::string("uid-") + name}, {"generation", 1}}},
+          {"spec", {{"containers", json::array({{{"name", "app"}, {"resources", spec}}})}}},
+          {"status",
+           {{"phase", "Running"},
+            {"observedGeneration", 1},
+            {"containerStatuses", json::array({status_entry})}}}};
+}
+
+json cpu(const char* request) {
+  return {{"requests", {{"cpu", request}}}};
+}
+
+std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
+  return recommender::recommendations_of(scaler);
+}
+
+}  // namespace
+
+TEST_CASE("fixed values: a pod that differs is due, all its controlled containers in one patch") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  auto plan = controller::plan_in_place(
+      scaler, {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("300m"), cpu("0.3"))}, {});
+  REQUIRE(plan.total() == 2);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].patch == json::parse(R"({"spec": {"containers": [{"name": "app",
+                        "resources": {"requests": {"cpu": "300m"}}}]}})"));
+  CHECK(plan.pods[0].message == "it carries app requests.cpu=100m");
+  CHECK(plan.pods[1].state == PodResizeState::kAtTarget);  // equal by value
+  CHECK(plan.at_target == 1);
+  CHECK(plan.in_progress == 1);
+  CHECK(plan.pending == 0);
+}
+
+TEST_CASE("pods not Running or being deleted are not counted") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  json pending = pod("p", cpu("100m"), nullptr);
+  pending["status"]["phase"] = "Pending";
+  json deleting = pod("d", cpu("100m"), cpu("100m"));
+  deleting["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z";
+  CHECK(controller::plan_in_place(scaler, {pending, deleting}, {}).total() == 0);
+}
+
+TEST_CASE("a resize the kubelet has not finished is waited for, never sent again") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  // Asked for 300m; the status still reports 100m.
+  json behind = pod("behind", cpu("300m"), cpu("100m"));
+  // Not seen yet: generation 2, observedGeneration 1.
+  json unseen = pod("unseen", cpu("300m"), cpu("100m"));
+  unseen["metadata"]["generation"] = 2;
+  // Seen, in progress.
+  json progressing = pod("progressing", cpu("300m"), cpu("300m"));
+  progressing["status"]["conditions"] =
+      json::parse(R"([{"type": "PodResizeInProgress", "status": "True"}])");
+  auto plan = controller::plan_in_place(scaler, {behind, unseen, progressing}, {});
+  for (const auto& decision : plan.pods) {
+    CAPTURE(decision.name);
+    CHECK(decision.state == PodResizeState::kInProgress);
+    CHECK(decision.patch.is_null());
+  }
+  CHECK(plan.in_progress == 3);
+}
+
+TEST_CASE("Deferred, Infeasible and Error are reported with the kubelet's message, not resent") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  auto with_condition = [](const char* name, const char* type, const char* reason) {
+    json p = pod(name, cpu("300m"), cpu("100m"));
+    p["status"]["conditions"] = json::array(
+        {{{"type", type}, {"status", "True"}, {"reason", reason}, {"message", "no room"}}});
+    return p;
+  };
+  auto plan = controller::plan_in_place(scaler,
+                                        {with_condition("d", "PodResizePending", "Deferred"),
+                                         with_condition("i", "PodResizePending", "Infeasible"),
+                                         with_condition("e", "PodResizeInProgress", "Error")},
+                                        {});
+  REQUIRE(plan.total() == 3);
+  CHECK(plan.pods[0].state == PodResizeState::kDeferred);
+  CHECK(plan.pods[1].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[2].state == PodResizeState::kError);
+  CHECK(plan.pods[1].message == "no room");
+  CHECK(plan.pending == 3);
+  // The scaler now wants another value: a new attempt is due.
+  auto lower = scaler_from(R"([{"name": "app", "requests": {"cpu": "200m"}}])");
+  plan =
+      controller::plan_in_place(lower, {with_condition("i", "PodResizePending", "Infeasible")}, {});
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+}
+
+TEST_CASE("a pod that reports no status resources (no resize support) is tried, not waited on") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  auto plan = controller::plan_in_place(scaler, {pod("old-node", cpu("100m"), nullptr)}, {});
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+}
+
+TEST_CASE("recommended: only a pod out of the bounds is resized, to the target on its own values") {
+  auto scaler = scaler_from(R"([{"name": "app"}])", R"({"recommendation":
+      {"containerRecommendations": [{"containerName": "app", "target": {"cpu": "300m"},
+       "lowerBound": {"cpu": "250m"}, "upperBound": {"cpu": "400m"},
+       "uncappedTarget": {"cpu": "300m"}}]}})");
+  auto recommendations = recommendations_of(scaler);
+  json low = pod("low", {{"requests", {{"cpu", "100m"}}}, {"limits", {{"cpu", "200m"}}}},
+                 {{"requests", {{"cpu", "100m"}}}, {"limits", {{"cpu", "200m"}}}});
+  json within = pod("within", cpu("350m"), cpu("350m"));
+  auto plan = controller::plan_in_place(scaler, {low, within}, recommendations);
+  REQUIRE(plan.total() == 2);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  // 1:2 kept: the limit follows the request (controlledValues RequestsAndLimits).
+  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"] ==
+        json::parse(R"({"requests": {"cpu": "300m"}, "limits": {"cpu": "600m"}})"));
+  CHECK(plan.pods[0].message == "container app: cpu request 100m is below lowerBound 250m");
+  CHECK(plan.pods[1].state == PodResizeState::kAtTarget);
+}
+
+TEST_CASE("values that would make the pod invalid are reported, not sent") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "2"}}])");
+  json limited = pod("limited", {{"requests", {{"cpu", "100m"}}}, {"limits", {{"cpu", "1"}}}},
+                     {{"requests", {{"cpu", "100m"}}}, {"limits", {{"cpu", "1"}}}});
+  auto plan = controller::plan_in_place(scaler, {limited}, {});
+  CHECK(plan.pods[0].state == PodResizeState::kInvalid);
+  CHECK(plan.pods[0].message == "container app: requests.cpu 2 would exceed limits.cpu 1");
+  CHECK(plan.pending == 1);
+}
