@@ -70,14 +70,23 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     // resize), 409: reported on the scaler, tried again at the next re-check.
     pod.state = PodResizeState::kInfeasible;
     pod.message = "the API server refused the resize: " + resized.error().to_string();
+    pod.refused = true;
+    pod.node_capacity = pod.message.find("NodeCapacity") != std::string::npos;
     --result.plan.in_progress;
     ++result.plan.pending;
     log::warn(kLogger, "a pod resize was refused",
               {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", pod.message}});
   }
 
+  if (scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate && may_write &&
+      result.plan.pending > 0) {
+    maybe_evict(scaler, pods, result);
+  }
+
   std::lock_guard lock(mutex_);
   Memory& memory = memory_[scaler.key()];
+  memory.evicted += result.evicted;
+  result.evicted = memory.evicted;
   std::map<std::string, PodResizeState> now;
   for (const PodResize& pod : result.plan.pods) {
     auto before = memory.pods.find(pod.uid);
@@ -104,6 +113,48 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     memory.rounds = 0;
   }
   return result;
+}
+
+void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>& pods,
+                              InPlaceResult& result) {
+  // One pod of a workload at a time, and never below 2 live pods (VPA's --min-replicas): a
+  // workload with a pod starting, terminating or not running waits for it.
+  std::size_t live = 0;
+  for (const json& pod : pods) {
+    if (kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() &&
+        kube::string_at(pod, {"status", "phase"}) == "Running") {
+      ++live;
+    }
+  }
+  if (live != pods.size() || live < 2) return;
+  const auto now = recommender::TimePoint(std::chrono::duration_cast<recommender::Duration>(
+      std::chrono::system_clock::now().time_since_epoch()));
+  for (PodResize& pod : result.plan.pods) {
+    if (!evictable(pod, scaler.target.kind, now)) continue;
+    auto evicted = api_.evict_pod(scaler.ns, pod.name);
+    if (evicted.ok()) {
+      metrics_.on_pod_eviction("evicted");
+      ++result.evicted;
+      std::string message = "evicted pod " + pod.name + " (resize " +
+                            std::string(to_string(pod.state)) +
+                            (pod.message.empty() ? "" : ": " + pod.message) +
+                            "); its replacement gets the values at creation";
+      api_.record_event(scaler, false, "Evicted", message);
+      log::info(kLogger, "evicted a pod that could not be resized",
+                {{"scaler", scaler.key()},
+                 {"pod", pod.name},
+                 {"state", std::string(to_string(pod.state))}});
+    } else if (kube::is_too_many_requests(evicted.error())) {
+      metrics_.on_pod_eviction("blocked");  // a PodDisruptionBudget: tried again later
+      pod.message += (pod.message.empty() ? "" : "; ") +
+                     std::string("eviction blocked by a PodDisruptionBudget, retried");
+    } else {
+      log::warn(
+          kLogger, "an eviction failed",
+          {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", evicted.error().to_string()}});
+    }
+    return;  // one at a time
+  }
 }
 
 void InPlaceStep::forget(const std::string& key) {

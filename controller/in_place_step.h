@@ -28,6 +28,8 @@ class ResizeMetrics {
   virtual ~ResizeMetrics() = default;
   /// `result`: requested, completed, deferred, infeasible, error.
   virtual void on_pod_resize(const char* /*result*/) {}
+  /// `result`: evicted, blocked (a PodDisruptionBudget said 429) (vscaler_pod_evictions_total).
+  virtual void on_pod_eviction(const char* /*result*/) {}
 };
 
 /// One step's outcome.
@@ -36,6 +38,8 @@ struct InPlaceResult {
   /// refused is kInfeasible with its answer as the message).
   InPlacePlan plan;
   std::size_t requested = 0;  ///< resizes sent and accepted now
+  /// Pods this process evicted for the scaler so far (InPlaceOrRecreate; status.pods.evicted).
+  std::size_t evicted = 0;
   /// When to look again while some pod is not done (in flight or waiting on its node): a
   /// backoff from 1 s doubling to 30 s; zero when every pod carries the values.
   std::chrono::milliseconds recheck_after{0};
@@ -60,7 +64,14 @@ class InPlaceStep {
   struct Memory {
     std::map<std::string, PodResizeState> pods;  ///< uid -> state last reported
     int rounds = 0;  ///< consecutive steps that left some pod not done (the backoff's exponent)
+    std::size_t evicted = 0;  ///< pods evicted for this scaler
   };
+  /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
+  /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted
+  /// still being replaced; `pods` are all the workload's pods as listed.
+  void maybe_evict(const api::Scaler& scaler, const std::vector<nlohmann::json>& pods,
+                   InPlaceResult& result);
+
   ReconcileApi& api_;
   ResizeMetrics& metrics_;
   std::mutex mutex_;

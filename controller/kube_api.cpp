@@ -96,6 +96,17 @@ ApiResult KubeReconcileApi::resize_pod(const std::string& ns, const std::string&
                        "resize");
 }
 
+ApiResult KubeReconcileApi::evict_pod(const std::string& ns, const std::string& name) {
+  kube::HttpRequest request;
+  request.method = "POST";
+  request.target = resources::kPods.path(ns, name, "eviction");
+  request.body = json{{"apiVersion", "policy/v1"},
+                      {"kind", "Eviction"},
+                      {"metadata", {{"name", name}, {"namespace", ns}}}}
+                     .dump();
+  return client_.call(request);
+}
+
 ApiResult KubeReconcileApi::get_scaler(const std::string& ns, const std::string& name) {
   return client_.get(resources::kVerticalScalers, ns, name);
 }

@@ -68,10 +68,15 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
         pod_resizes_(registry.counter("vscaler_pod_resizes_total",
                                       "In-place pod resizes, by result (requested, completed, "
                                       "deferred, infeasible, error)",
-                                      {"result"})) {
+                                      {"result"})),
+        pod_evictions_(registry.counter("vscaler_pod_evictions_total",
+                                        "Pods evicted because they could not be resized in "
+                                        "place (InPlaceOrRecreate), by result (evicted, blocked)",
+                                        {"result"})) {
     for (const char* result : {"requested", "completed", "deferred", "infeasible", "error"}) {
       pod_resizes_.with({result});
     }
+    for (const char* result : {"evicted", "blocked"}) pod_evictions_.with({result});
     // Pre-create the result series so dashboards see zeros rather than gaps.
     for (const char* result : {"success", "error", "requeue", "requeue_after"}) {
       reconcile_total_.with({kControllerName, result});
@@ -86,6 +91,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   void on_resync_correction() override { resync_corrections_.inc(); }
   void on_recommendation_applied() override { recommendation_applied_.inc(); }
   void on_pod_resize(const char* result) override { pod_resizes_.with({result}).inc(); }
+  void on_pod_eviction(const char* result) override { pod_evictions_.with({result}).inc(); }
   void on_enqueued(std::size_t keys) override { resync_enqueued_.inc(static_cast<double>(keys)); }
 
   void on_reconcile(const char* result, double seconds) {
@@ -105,6 +111,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   metrics::Counter& resync_corrections_;
   metrics::Counter& recommendation_applied_;
   metrics::CounterFamily& pod_resizes_;
+  metrics::CounterFamily& pod_evictions_;
 };
 
 Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry& registry)

@@ -31,6 +31,13 @@ ResizeConditions resize_conditions(const json& pod) {
   return out;
 }
 
+/// A condition's lastTransitionTime; nullopt when absent or unreadable.
+std::optional<recommender::TimePoint> transition_time(const json& condition) {
+  auto parsed = recommender::parse_rfc3339(kube::string_at(condition, {"lastTransitionTime"}));
+  if (!parsed.ok()) return std::nullopt;
+  return *parsed;
+}
+
 /// A quantity held as JSON (string or number); nullopt when absent or unparsable.
 std::optional<kube::Quantity> quantity_of(const json* value) {
   if (value == nullptr) return std::nullopt;
@@ -111,6 +118,27 @@ std::string_view to_string(PodResizeState state) {
   return "AtTarget";
 }
 
+bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoint now) {
+  const bool daemon = kind == "DaemonSet";
+  auto lasted = [&](std::chrono::minutes at_least) {
+    return pod.since && now - *pod.since >= at_least;
+  };
+  switch (pod.state) {
+    case PodResizeState::kInfeasible:
+      // A refusal by the API server is reported as Infeasible; NodeCapacity is the node's room,
+      // which a DaemonSet pod, recreated on the same node, would not find either.
+      return !(daemon && pod.node_capacity);
+    case PodResizeState::kError:
+      return true;
+    case PodResizeState::kDeferred:
+      return !daemon && lasted(std::chrono::minutes(5));
+    case PodResizeState::kInProgress:
+      return !daemon && lasted(std::chrono::minutes(60));
+    default:
+      return false;
+  }
+}
+
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
                           const recommender::LimitRangeItem* limit_range) {
@@ -146,11 +174,14 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
                (conditions.pending == nullptr && conditions.in_progress == nullptr &&
                 status_behind_spec(pod, plan))) {
       decision.state = PodResizeState::kInProgress;  // the kubelet has work to do: wait for it
+      if (conditions.in_progress != nullptr)
+        decision.since = transition_time(*conditions.in_progress);
     } else if (plan.changed()) {
       decision.state = PodResizeState::kDue;
       decision.patch = resize_patch(plan);
       decision.message = out_of_bounds ? bounds.reason : differing(plan);
     } else if (conditions.pending != nullptr) {
+      decision.since = transition_time(*conditions.pending);
       // Asked for what is still wanted, and the kubelet cannot now (Deferred) or ever
       // (Infeasible): the same values are not asked for again.
       const std::string reason = kube::string_at(*conditions.pending, {"reason"});
@@ -158,6 +189,7 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
           reason == "Infeasible" ? PodResizeState::kInfeasible : PodResizeState::kDeferred;
       decision.message = kube::string_at(*conditions.pending, {"message"});
     } else if (conditions.in_progress != nullptr) {
+      decision.since = transition_time(*conditions.in_progress);
       decision.state = PodResizeState::kError;
       decision.message = kube::string_at(*conditions.in_progress, {"message"});
     }

@@ -8,12 +8,14 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "api/scaler.h"
 #include "recommender/apply.h"
 #include "recommender/recommendation.h"
+#include "recommender/time.h"
 
 namespace vscaler::controller {
 
@@ -42,6 +44,13 @@ struct PodResize {
   /// kDue: why (the bounds rule's reason, or the fixed values that differ); kDeferred,
   /// kInfeasible, kError: the kubelet's message; kInvalid: what is invalid.
   std::string message;
+  /// kDeferred, kInfeasible, kError, kInProgress: since when the kubelet has reported it (its
+  /// condition's lastTransitionTime), when it did.
+  std::optional<recommender::TimePoint> since;
+  /// The API server refused the resize itself (403 NodeCapacity or a missing node feature, 422
+  /// a QoS class change or a node without resize support): set by the step that sent it.
+  bool refused = false;
+  bool node_capacity = false;  ///< refused with NodeCapacity (never evicted for a DaemonSet)
 };
 
 /// The decision for every running pod of one workload, and its counts (status.pods).
@@ -54,6 +63,12 @@ struct InPlacePlan {
   /// Pods counted: running, not being deleted.
   std::size_t total() const { return pods.size(); }
 };
+
+/// Whether InPlaceOrRecreate may evict `pod` (of a workload of `kind`) to recreate it with the
+/// values, at `now` (VPA's rules, DESIGN.md "When a pod cannot be resized"): Infeasible or Error
+/// at once, Deferred after 5 minutes, in progress after an hour, refused by the API server; a
+/// DaemonSet's pod (it comes back on the same node) only for Infeasible or Error.
+bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoint now);
 
 /// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are
 /// skipped) of `scaler`'s target. Fixed values: a pod whose controlled containers differ is due.

@@ -54,6 +54,14 @@ class ReconcileApi {
     error.message = "pods/resize is not available here";
     return kube::fail(std::move(error));
   }
+  /// POST a policy/v1 Eviction for the pod (PodDisruptionBudgets hold: 429 when one would be
+  /// broken); returns the API server's answer.
+  virtual ApiResult evict_pod(const std::string& ns, const std::string& name) {
+    (void)ns, (void)name;
+    kube::ApiError error;
+    error.message = "pods/eviction is not available here";
+    return kube::fail(std::move(error));
+  }
   /// Records a Kubernetes Event on the scaler. Best effort: failures are logged, never returned.
   virtual void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                             const std::string& message) = 0;

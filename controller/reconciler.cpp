@@ -58,14 +58,14 @@ std::string stored_reason(const json& status, std::string_view type) {
 
 /// status.pods, the Scaled condition and its message for an in-place step (`scaled` stays
 /// False unless every running pod carries the values).
-void describe_in_place(const InPlaceResult& step, const std::string& workload, Condition& scaled,
-                       StatusReport& report) {
+void describe_in_place(const InPlaceResult& step, const std::string& workload, bool evicts,
+                       Condition& scaled, StatusReport& report) {
   const InPlacePlan& plan = step.plan;
   report.pods = json{{"total", plan.total()},
                      {"atTarget", plan.at_target},
                      {"resizing", plan.in_progress},
                      {"pending", plan.pending},
-                     {"evicted", 0}};
+                     {"evicted", step.evicted}};
   const std::string counts = std::to_string(plan.at_target) + " of " +
                              std::to_string(plan.total()) + " running pods of " + workload +
                              " carry the values";
@@ -82,7 +82,9 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, C
     }
     scaled.reason = reason::kResizeInfeasible;
     scaled.message = counts + "; " + std::to_string(plan.pending) + " cannot be resized now (" +
-                     named + "); retried";
+                     named + "); " +
+                     (evicts ? "evicted one at a time to be recreated with them"
+                             : "retried, never evicted (InPlace)");
   } else if (plan.in_progress > 0) {
     scaled.reason = reason::kResizing;
     scaled.message = counts + "; " + std::to_string(plan.in_progress) + " being resized in place";
@@ -271,7 +273,8 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     auto step =
         in_place_.run(scaler, stored, recommendation.recommendations, limit_range.get(), may_write);
     if (!step.ok()) return retry(step.error(), "resize the pods of " + workload);
-    describe_in_place(*step, workload, scaled, report);
+    describe_in_place(*step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
+                      scaled, report);
     outcome.requeue_after = step->recheck_after;
   } else if (scaler.update_mode == api::UpdateMode::kInitial) {
     // Never a rollout of its own: the values ride on the next write that changes the template.

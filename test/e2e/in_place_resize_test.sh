@@ -7,12 +7,24 @@
 # counts them and vscaler_pod_resizes_total counts 3 requested and 3 completed. Then InPlace on a
 # pod the node cannot resize (kwok.x-k8s.io/resize=infeasible): Scaled=ResizeInfeasible names it,
 # the others are resized, it is never evicted, and once the node can take it (annotation gone,
-# the kubelet retries) every pod carries the values again.
+# the kubelet retries) every pod carries the values again. Last, InPlaceOrRecreate on a pod that
+# cannot be resized: a PodDisruptionBudget blocks its eviction (counted "blocked", the pod kept,
+# retried), and once it is gone the pod is evicted, and its replacement is created with the
+# values by the pod admission hook.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 install_crd
+WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
+CERT_DIR=$WORK_DIR/certs
+WEBHOOK_PORT=$(free_port)
+"$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
 start_operator --resync-period 1h --workers 2
+cleanup() {
+  "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
+  stop_operator
+}
+trap cleanup EXIT
 ns=$(unique_namespace inplace)
 
 # pods NAME: "uid cpu(spec) cpu(status) memory(spec) memory(status) restarts" per running pod.
@@ -78,4 +90,30 @@ eventually 90 carry web 200m 128Mi
 eventually 90 scaled web Applied
 echo "ok: once the node could take it, every pod carries 200m: $(condition "$ns" web Scaled message)"
 expect_eq "pod UIDs at the end" "$(uids web)" "$before"
+
+echo "--- InPlaceOrRecreate: a pod that cannot be resized is evicted once no PDB holds it"
+k -n "$ns" create poddisruptionbudget web --selector=app=web --min-available=3 >/dev/null
+pdb_ready() { [ "$(jp "$ns" pdb/web '{.status.currentHealthy}')" = 3 ]; }
+eventually 30 pdb_ready
+stuck_uid=$(k -n "$ns" get pod "$stuck" -o jsonpath='{.metadata.uid}')
+k -n "$ns" annotate pod "$stuck" kwok.x-k8s.io/resize=infeasible >/dev/null
+blocked=$(metric 'vscaler_pod_evictions_total{result="blocked"}')
+evicted=$(metric 'vscaler_pod_evictions_total{result="evicted"}')
+scaler web InPlaceOrRecreate 250m 128Mi
+blocked_rose() { [ "$(rose "$blocked" 'vscaler_pod_evictions_total{result="blocked"}')" -ge 1 ]; }
+eventually 60 blocked_rose
+k -n "$ns" get pod "$stuck" >/dev/null || fail "$stuck is gone although the PodDisruptionBudget holds it"
+echo "ok: the PodDisruptionBudget blocked the eviction of $stuck (counted blocked); it is kept"
+k -n "$ns" delete poddisruptionbudget web >/dev/null
+stuck_gone() { ! uids web | grep -qx "$stuck_uid"; }
+eventually 90 stuck_gone
+eventually 60 running web 3
+eventually 90 carry web 250m 128Mi
+eventually 60 scaled web Applied
+echo "ok: $stuck was evicted; its replacement and the others carry 250m 128Mi"
+expect_eq "vscaler_pod_evictions_total{evicted} rise" "$(rose "$evicted" 'vscaler_pod_evictions_total{result="evicted"}')" 1
+expect_eq "status.pods.evicted" "$(jp "$ns" vsc/web '{.status.pods.evicted}')" 1
+evicted_event() { k -n "$ns" get events --field-selector reason=Evicted,involvedObject.name=web -o name | grep -q .; }
+eventually 30 evicted_event
+echo "ok: an Evicted Event on the scaler"
 echo "PASS"

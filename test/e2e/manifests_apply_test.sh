@@ -307,6 +307,10 @@ for verb in get list; do
 done
 for verb in watch create update patch delete; do expect_can "$ns" no "$verb" pods; done
 expect_can "$ns" no patch pods/status
+# The in-place modes resize running pods: the resize subresource, patch only.
+expect_can "$ns" yes patch pods/resize
+for verb in get update; do expect_can "$ns" no "$verb" pods/resize; done
+expect_can "$ns" yes create pods/eviction
 # The metrics API is not served on the minimal plane, so kubectl cannot resolve the resource
 # there: ask the authorizer directly with a SubjectAccessReview.
 sar_allowed() {
@@ -355,6 +359,8 @@ events.events.k8s.io                            []                              
 limitranges                                     []                                     []               [list]
 nodes                                           []                                     []               [list]
 pods                                            []                                     []               [get list]
+pods/eviction                                   []                                     []               [create]
+pods/resize                                     []                                     []               [patch]
 pods.metrics.k8s.io                             []                                     []               [list]
 replicasets.apps                                []                                     []               [get list]
 verticalscalercheckpoints.scaling.vscaler.dev   []                                     []               [get list create update delete]
@@ -365,7 +371,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, PodMetrics, limitranges and nodes list, checkpoints get/list/create/update/delete"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges and nodes list, checkpoints get/list/create/update/delete"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
