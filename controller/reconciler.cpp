@@ -56,6 +56,15 @@ std::string stored_reason(const json& status, std::string_view type) {
   return {};
 }
 
+/// True when some container the plan matches has fixed values (not a recommendation).
+bool has_fixed_entry(const api::Scaler& scaler, const api::ResourcePlan& plan) {
+  for (const auto& container : plan.containers) {
+    const api::ContainerResources* entry = scaler.entry_for(container.name);
+    if (entry != nullptr && entry->fixed()) return true;
+  }
+  return false;
+}
+
 /// status.pods, the Scaled condition and its message for an in-place step (`scaled` stays
 /// False unless every running pod carries the values).
 void describe_in_place(const InPlaceResult& step, const std::string& workload, bool evicts,
@@ -276,6 +285,14 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     describe_in_place(*step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
                       scaled, report);
     outcome.requeue_after = step->recheck_after;
+    if (scaled.status && !has_fixed_entry(scaler, plan) &&
+        recommendation.containers.desired.empty() && !recommendation.containers.awaiting.empty()) {
+      // Nothing to carry yet: the pods are not "at" a value nobody has decided.
+      scaled.status = false;
+      scaled.reason = reason::kAwaitingRecommendation;
+      scaled.message = "waiting for a recommendation for container(s) " +
+                       join(recommendation.containers.awaiting) + "; nothing to apply yet";
+    }
   } else if (scaler.update_mode == api::UpdateMode::kInitial) {
     // Never a rollout of its own: the values ride on the next write that changes the template.
     report.containers = api::status_containers(plan, false);
@@ -371,11 +388,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     std::lock_guard lock(mutex_);
     mutated_.erase(key);
   }
-  bool has_fixed = false;
-  for (const auto& container : plan.containers) {
-    const api::ContainerResources* entry = scaler.entry_for(container.name);
-    has_fixed = has_fixed || (entry != nullptr && entry->fixed());
-  }
+  const bool has_fixed = has_fixed_entry(scaler, plan);
   if (applied && !plan.missing.empty()) {
     scaled.reason = reason::kContainerNotFound;
     scaled.message = "container(s) " + join(plan.missing) + " not found in " + workload +

@@ -141,6 +141,24 @@ kind: VerticalScaler
 metadata: {name: api}
 spec: {deploymentName: api}
 YAML
+  # The in-place one (step 10) starts now too: both wait for the same first recommendations.
+  usage=$(k get clusterresourceusage vscaler-usage -o json | python3 "$root/test/cluster/usage.py" set shop cart app 300m 400Mi)
+  k replace -f - >/dev/null <<<"$usage"
+  k -n shop apply -f - >/dev/null <<'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cart}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: cart}}
+  template:
+    metadata: {labels: {app: cart}}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+        resources: {requests: {cpu: 10m, memory: 32Mi}}
+YAML
   before=$(api_requests)
   echo "   the template asks for $before"
   k -n shop rollout status deploy/api --timeout=120s | sed 's/^/   /'
@@ -158,11 +176,38 @@ YAML
     fi
   fi
   k -n shop get vsc | sed 's/^/   /'
+
+  step "10. the same usage, updateMode InPlaceOrRecreate: the running pods are resized, none restarts"
+  cart_pods() {
+    k -n shop get pods -l app=cart --sort-by=.metadata.name -o \
+      custom-columns='NAME:.metadata.name,RESTARTS:.status.containerStatuses[0].restartCount,CPU:.spec.containers[0].resources.requests.cpu,MEMORY:.spec.containers[0].resources.requests.memory,KUBELET CPU:.status.containerStatuses[0].resources.requests.cpu'
+  }
+  k -n shop rollout status deploy/cart --timeout=120s >/dev/null
+  echo "   kubectl get pods, before (usage 300m CPU, 400Mi memory each):"
+  cart_pods | sed 's/^/     /'
+  cart_begin=$SECONDS
+  k -n shop apply -f - <<'YAML' | sed 's/^/   /'
+apiVersion: scaling.vscaler.dev/v1beta1
+kind: VerticalScaler
+metadata: {name: cart}
+spec: {deploymentName: cart, updateMode: InPlaceOrRecreate}
+YAML
+  cart_resized() {
+    [ "$(k -n shop get vsc cart -o jsonpath='{.status.conditions[?(@.type=="Scaled")].reason}')" = Applied ] &&
+      [ "$(k -n shop get vsc cart -o jsonpath='{.status.pods.atTarget}')" = 3 ]
+  }
+  if wait_for 90 "the in-place resize" cart_resized; then
+    echo "   kubectl get pods, $((SECONDS - cart_begin)) s later: the same pods, no restart, the recommendation's requests:"
+    cart_pods | sed 's/^/     /'
+    echo "   status.pods: $(k -n shop get vsc cart -o jsonpath='{.status.pods}')"
+    echo "   the template still asks for $(k -n shop get deploy cart -o jsonpath='{.spec.template.spec.containers[0].resources.requests}'), generation $(k -n shop get deploy cart -o jsonpath='{.metadata.generation}'); its ReplicaSets:"
+    k -n shop get rs -l app=cart | sed 's/^/   /'
+  fi
 fi
 
-step "10. what vscaler counted"
+step "11. what vscaler counted"
 curl -fsS http://127.0.0.1:18080/metrics | grep -E '^(vscaler_|controller_runtime_reconcile_total|controller_runtime_webhook_requests_total)' | sed 's/^/   /'
-step "11. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
+step "12. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
 echo "   http://127.0.0.1:18080/dashboard?namespace=shop   (every namespace: /dashboard; JSON: /dashboard.json)"
 echo
 echo "Done. Try: KUBECONFIG=$KUBECONFIG $KUBECTL -n shop get vsc,deploy"

@@ -151,3 +151,44 @@ TEST_CASE("values that would make the pod invalid are reported, not sent") {
   CHECK(plan.pods[0].message == "container app: requests.cpu 2 would exceed limits.cpu 1");
   CHECK(plan.pending == 1);
 }
+
+TEST_CASE("evictable: VPA's rules for a pod that cannot be resized, and a DaemonSet's exceptions") {
+  using controller::evictable;
+  using controller::PodResize;
+  const auto now = recommender::from_millis(10'000'000'000);
+  auto pod = [&](PodResizeState state, int minutes_ago, bool node_capacity = false) {
+    PodResize p;
+    p.state = state;
+    p.since = now - std::chrono::minutes(minutes_ago);
+    p.node_capacity = node_capacity;
+    return p;
+  };
+  CHECK(evictable(pod(PodResizeState::kInfeasible, 0), "Deployment", now));
+  CHECK(evictable(pod(PodResizeState::kError, 0), "Deployment", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kDeferred, 4), "Deployment", now));
+  CHECK(evictable(pod(PodResizeState::kDeferred, 5), "Deployment", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kInProgress, 59), "StatefulSet", now));
+  CHECK(evictable(pod(PodResizeState::kInProgress, 60), "StatefulSet", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kAtTarget, 600), "Deployment", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kInvalid, 600), "Deployment", now));
+  // A DaemonSet pod comes back on the same node: only Infeasible or Error, never its room.
+  CHECK(evictable(pod(PodResizeState::kInfeasible, 0), "DaemonSet", now));
+  CHECK(evictable(pod(PodResizeState::kError, 0), "DaemonSet", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kInfeasible, 0, true), "DaemonSet", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kDeferred, 600), "DaemonSet", now));
+  CHECK_FALSE(evictable(pod(PodResizeState::kInProgress, 600), "DaemonSet", now));
+  // Deferred with no time known is not old enough.
+  PodResize unknown;
+  unknown.state = PodResizeState::kDeferred;
+  CHECK_FALSE(evictable(unknown, "Deployment", now));
+}
+
+TEST_CASE("a Deferred condition's lastTransitionTime is kept as since") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  json p = pod("d", cpu("300m"), cpu("100m"));
+  p["status"]["conditions"] = json::parse(R"([{"type": "PodResizePending", "status": "True",
+      "reason": "Deferred", "lastTransitionTime": "2026-12-03T10:00:00Z"}])");
+  auto plan = controller::plan_in_place(scaler, {p}, {});
+  REQUIRE(plan.pods[0].since.has_value());
+  CHECK(recommender::format_rfc3339(*plan.pods[0].since) == "2026-12-03T10:00:00Z");
+}
