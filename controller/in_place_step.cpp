@@ -34,7 +34,7 @@ const char* entered(PodResizeState state) {
 kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     const api::Scaler& scaler, const json& workload,
     const std::vector<recommender::ContainerRecommendation>& recommendations,
-    const recommender::LimitRangeItem* limit_range, bool may_write) {
+    const recommender::LimitRangeItem* limit_range, bool may_write, recommender::TimePoint now) {
   const json* selector = kube::find_path(workload, {"spec", "selector"});
   auto query = selector ? recommender::label_selector_query(*selector)
                         : kube::Result<std::string>(kube::fail(std::string("no spec.selector")));
@@ -54,9 +54,32 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     }
   }
   InPlaceResult result;
-  result.plan = plan_in_place(scaler, pods, recommendations, limit_range);
+  InPlaceRules rules;
+  rules.now = now;
+  result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules);
+  std::map<std::string, recommender::TimePoint> resized_at;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = memory_.find(scaler.key()); found != memory_.end()) {
+      resized_at = found->second.resized_at;
+    }
+  }
   for (PodResize& pod : result.plan.pods) {
-    if (pod.state != PodResizeState::kDue || !may_write) continue;
+    if (pod.state != PodResizeState::kDue) continue;
+    if (auto last = resized_at.find(pod.uid); pod.recommended_due && last != resized_at.end() &&
+                                              now < last->second + min_update_interval_) {
+      // One pod at most once per --min-update-interval for a recommendation.
+      pod.state = PodResizeState::kHeld;
+      pod.since = last->second;
+      pod.message += "; resized at " + recommender::format_rfc3339(last->second) + ", again at " +
+                     recommender::format_rfc3339(last->second + min_update_interval_) +
+                     " (--min-update-interval)";
+      --result.plan.in_progress;
+      ++result.plan.pending;
+      ++result.plan.held;
+      continue;
+    }
+    if (!may_write) continue;
     auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
     if (resized.ok()) {
       ++result.requested;
@@ -64,6 +87,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
       log::info(kLogger, "resizing a pod in place",
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"why", pod.message}});
       pod.state = PodResizeState::kInProgress;
+      if (pod.recommended_due) resized_at[pod.uid] = now;
       continue;
     }
     // 403 (NodeCapacity, a feature the node lacks), 422 (a QoS class change, a node without
@@ -80,14 +104,14 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
 
   if (scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate && may_write &&
       result.plan.pending > 0) {
-    maybe_evict(scaler, pods, result);
+    maybe_evict(scaler, pods, now, result);
   }
 
   std::lock_guard lock(mutex_);
   Memory& memory = memory_[scaler.key()];
   memory.evicted += result.evicted;
   result.evicted = memory.evicted;
-  std::map<std::string, PodResizeState> now;
+  std::map<std::string, PodResizeState> states;
   for (const PodResize& pod : result.plan.pods) {
     auto before = memory.pods.find(pod.uid);
     const bool was_in_flight =
@@ -99,13 +123,29 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
         result_name != nullptr && (before == memory.pods.end() || before->second != pod.state)) {
       metrics_.on_pod_resize(result_name);
     }
-    now.emplace(pod.uid, pod.state);
+    states.emplace(pod.uid, pod.state);
   }
-  memory.pods = std::move(now);
+  memory.pods = std::move(states);
+  // Only pods still listed are remembered.
+  std::erase_if(resized_at, [&](const auto& item) { return !memory.pods.contains(item.first); });
+  memory.resized_at = std::move(resized_at);
   // Re-checked while any pod is not done: in flight, or waiting on its node (a Deferred resize
   // the kubelet may still take up, an Infeasible one the scaler's next value may fix) — from 1 s,
   // doubling, to 30 s. Once every pod carries the values, nothing polls.
-  if (result.plan.in_progress > 0 || result.plan.pending > 0) {
+  if (result.plan.in_progress == 0 && result.plan.pending > 0 &&
+      result.plan.pending == result.plan.held) {
+    // Only held back by the rate limit: look again when the first of them may go.
+    auto first = recommender::TimePoint::max();
+    for (const PodResize& pod : result.plan.pods) {
+      if (pod.state == PodResizeState::kHeld && pod.since) {
+        first = std::min(first, *pod.since + min_update_interval_);
+      }
+    }
+    result.recheck_after = std::max<std::chrono::milliseconds>(
+        std::chrono::seconds(1),
+        std::chrono::duration_cast<std::chrono::milliseconds>(first - now));
+    memory.rounds = 0;
+  } else if (result.plan.in_progress > 0 || result.plan.pending > 0) {
     result.recheck_after = std::min<std::chrono::milliseconds>(
         std::chrono::seconds(30), std::chrono::seconds(1 << std::min(memory.rounds, 5)));
     ++memory.rounds;
@@ -116,7 +156,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
 }
 
 void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>& pods,
-                              InPlaceResult& result) {
+                              recommender::TimePoint now, InPlaceResult& result) {
   // One pod of a workload at a time, and never below 2 live pods (VPA's --min-replicas): a
   // workload with a pod starting, terminating or not running waits for it.
   std::size_t live = 0;
@@ -127,8 +167,6 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
     }
   }
   if (live != pods.size() || live < 2) return;
-  const auto now = recommender::TimePoint(std::chrono::duration_cast<recommender::Duration>(
-      std::chrono::system_clock::now().time_since_epoch()));
   for (PodResize& pod : result.plan.pods) {
     if (!evictable(pod, scaler.target.kind, now)) continue;
     auto evicted = api_.evict_pod(scaler.ns, pod.name);

@@ -19,6 +19,7 @@
 #include "controller/pod_resize.h"
 #include "controller/reconcile_api.h"
 #include "recommender/recommendation.h"
+#include "recommender/time.h"
 
 namespace vscaler::controller {
 
@@ -48,14 +49,21 @@ struct InPlaceResult {
 /// The step, with its memory of each scaler's pods. Thread-safe (workers run different keys).
 class InPlaceStep {
  public:
-  explicit InPlaceStep(ReconcileApi& api, ResizeMetrics& metrics) : api_(api), metrics_(metrics) {}
+  /// `min_update_interval` (--min-update-interval): the least time between two
+  /// recommendation-driven resizes of one pod.
+  InPlaceStep(ReconcileApi& api, ResizeMetrics& metrics,
+              std::chrono::milliseconds min_update_interval = std::chrono::minutes(10))
+      : api_(api), metrics_(metrics), min_update_interval_(min_update_interval) {}
 
   /// Runs the step for `scaler` on `workload` (as just read). `may_write` false (not the
   /// leader): decides and reports, sends nothing. A failed pod list is the error.
   kube::Result<InPlaceResult, kube::ApiError> run(
       const api::Scaler& scaler, const nlohmann::json& workload,
       const std::vector<recommender::ContainerRecommendation>& recommendations,
-      const recommender::LimitRangeItem* limit_range, bool may_write);
+      const recommender::LimitRangeItem* limit_range, bool may_write,
+      recommender::TimePoint now =
+          recommender::TimePoint(std::chrono::duration_cast<recommender::Duration>(
+              std::chrono::system_clock::now().time_since_epoch())));
 
   /// Forgets a scaler (deleted, or no longer in an in-place mode).
   void forget(const std::string& key);
@@ -65,15 +73,18 @@ class InPlaceStep {
     std::map<std::string, PodResizeState> pods;  ///< uid -> state last reported
     int rounds = 0;  ///< consecutive steps that left some pod not done (the backoff's exponent)
     std::size_t evicted = 0;  ///< pods evicted for this scaler
+    /// uid -> when a recommendation-driven resize was last sent (the per-pod rate limit).
+    std::map<std::string, recommender::TimePoint> resized_at;
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
   /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted
   /// still being replaced; `pods` are all the workload's pods as listed.
   void maybe_evict(const api::Scaler& scaler, const std::vector<nlohmann::json>& pods,
-                   InPlaceResult& result);
+                   recommender::TimePoint now, InPlaceResult& result);
 
   ReconcileApi& api_;
   ResizeMetrics& metrics_;
+  std::chrono::milliseconds min_update_interval_;
   std::mutex mutex_;
   std::map<std::string, Memory> memory_;  ///< by scaler key
 };

@@ -1,6 +1,8 @@
 // plan_in_place: per running pod, the shared plan on its own spec, then its resize progress.
 #include "controller/pod_resize.h"
 
+#include <cmath>
+
 #include "api/resources.h"
 #include "kube/object_meta.h"
 #include "kube/quantity.h"
@@ -36,6 +38,54 @@ std::optional<recommender::TimePoint> transition_time(const json& condition) {
   auto parsed = recommender::parse_rfc3339(kube::string_at(condition, {"lastTransitionTime"}));
   if (!parsed.ok()) return std::nullopt;
   return *parsed;
+}
+
+/// "container app was OOM-killed 2m after it started" when some container's last termination
+/// was an OOM kill within rules.quick_oom of its start (VPA's quick-OOM rule); else nullopt.
+std::optional<std::string> quick_oom_of(const json& pod, const InPlaceRules& rules) {
+  const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
+  if (statuses == nullptr || !statuses->is_array()) return std::nullopt;
+  for (const json& status : *statuses) {
+    const json* terminated = kube::find_path(status, {"lastState", "terminated"});
+    if (terminated == nullptr || kube::string_at(*terminated, {"reason"}) != "OOMKilled") continue;
+    auto started = recommender::parse_rfc3339(kube::string_at(*terminated, {"startedAt"}));
+    auto finished = recommender::parse_rfc3339(kube::string_at(*terminated, {"finishedAt"}));
+    if (!started.ok() || !finished.ok() || *finished - *started >= rules.quick_oom) continue;
+    return "container " + kube::string_at(status, {"name"}) + " was OOM-killed " +
+           std::to_string(
+               std::chrono::duration_cast<std::chrono::seconds>(*finished - *started).count()) +
+           " s after it started";
+  }
+  return std::nullopt;
+}
+
+/// VPA's rule for long-lived pods: running longer than rules.long_lived, and for some resource
+/// the pod's controlled requests summed are more than rules.long_lived_diff away from the
+/// targets summed (relative to the requests). The reason, or "" when it does not apply.
+std::string long_lived_reason(const json& pod,
+                              const std::vector<recommender::AppliedContainer>& applied,
+                              const InPlaceRules& rules) {
+  auto started = recommender::parse_rfc3339(kube::string_at(pod, {"status", "startTime"}));
+  if (!started.ok() || rules.now - *started < rules.long_lived) return {};
+  for (const char* resource : {recommender::kCpu, recommender::kMemory}) {
+    double requested = 0;
+    double target = 0;
+    for (const auto& container : applied) {
+      if (container.recommendation == nullptr || !container.policy.controls(resource)) continue;
+      const auto* request = recommender::find(container.current.requests, resource);
+      const auto* wanted =
+          container.next ? recommender::find(container.next->requests, resource) : nullptr;
+      if (request == nullptr || wanted == nullptr) continue;
+      requested += request->to_double();
+      target += wanted->to_double();
+    }
+    if (requested > 0 && std::abs(target - requested) / requested > rules.long_lived_diff) {
+      return std::string("the pod has run over ") + std::to_string(rules.long_lived.count() / 60) +
+             " h with its " + resource + " requests more than " +
+             std::to_string(static_cast<int>(rules.long_lived_diff * 100)) + " % from the target";
+    }
+  }
+  return {};
 }
 
 /// A quantity held as JSON (string or number); nullopt when absent or unparsable.
@@ -114,6 +164,8 @@ std::string_view to_string(PodResizeState state) {
       return "Error";
     case PodResizeState::kInvalid:
       return "Invalid";
+    case PodResizeState::kHeld:
+      return "Held";
   }
   return "AtTarget";
 }
@@ -141,7 +193,8 @@ bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoi
 
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
-                          const recommender::LimitRangeItem* limit_range) {
+                          const recommender::LimitRangeItem* limit_range,
+                          const InPlaceRules& rules) {
   InPlacePlan out;
   for (const json& pod : pods) {
     if (!kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() ||
@@ -156,9 +209,21 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     auto recommended =
         recommender::recommended_containers(scaler, pod, recommendations, limit_range);
     auto bounds = recommender::decide_update(recommended.applied, std::nullopt, {}, {});
-    const bool out_of_bounds = bounds.verdict == recommender::UpdateVerdict::kDue;
+    std::string recommended_reason;
+    bool quick_oom = false;
+    if (bounds.verdict == recommender::UpdateVerdict::kDue) {
+      recommended_reason = bounds.reason;
+    } else if (!recommended.applied.empty()) {
+      if (auto oom = quick_oom_of(pod, rules)) {
+        recommended_reason = *oom;
+        quick_oom = true;
+      } else {
+        recommended_reason = long_lived_reason(pod, recommended.applied, rules);
+      }
+    }
+    const bool recommendation_due = !recommended_reason.empty();
     api::ResourcePlan plan =
-        api::plan_resources(scaler, pod, out_of_bounds ? &recommended.desired : nullptr);
+        api::plan_resources(scaler, pod, recommendation_due ? &recommended.desired : nullptr);
 
     ResizeConditions conditions = resize_conditions(pod);
     const int64_t generation = kube::meta_generation(pod);
@@ -179,7 +244,8 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     } else if (plan.changed()) {
       decision.state = PodResizeState::kDue;
       decision.patch = resize_patch(plan);
-      decision.message = out_of_bounds ? bounds.reason : differing(plan);
+      decision.message = recommendation_due ? recommended_reason : differing(plan);
+      decision.recommended_due = recommendation_due && !quick_oom;
     } else if (conditions.pending != nullptr) {
       decision.since = transition_time(*conditions.pending);
       // Asked for what is still wanted, and the kubelet cannot now (Deferred) or ever

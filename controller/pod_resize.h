@@ -6,6 +6,7 @@
 // reconciler reads the pods, sends the resizes this decides and reports the counts.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,6 +29,9 @@ enum class PodResizeState {
   kInfeasible,  ///< PodResizePending, reason Infeasible (the node can never hold it)
   kError,       ///< PodResizeInProgress, reason Error (the runtime failed it)
   kInvalid,     ///< the values cannot be applied validly to this pod (`message` says why)
+  /// Due by a recommendation, but resized less than --min-update-interval ago: waits (`since`
+  /// is that resize). Set by InPlaceStep, which remembers the resizes it sent.
+  kHeld,
 };
 
 /// The text of a state, for logs and messages ("InProgress", "Deferred", ...).
@@ -51,6 +55,9 @@ struct PodResize {
   /// a QoS class change or a node without resize support): set by the step that sent it.
   bool refused = false;
   bool node_capacity = false;  ///< refused with NodeCapacity (never evicted for a DaemonSet)
+  /// kDue because of a recommendation (bounds, long-lived), not fixed values: rate-limited per
+  /// pod by --min-update-interval. A quick OOM is never held back.
+  bool recommended_due = false;
 };
 
 /// The decision for every running pod of one workload, and its counts (status.pods).
@@ -58,7 +65,8 @@ struct InPlacePlan {
   std::vector<PodResize> pods;  ///< running pods, in the order given
   std::size_t at_target = 0;
   std::size_t in_progress = 0;  ///< kDue (about to be sent) and kInProgress
-  std::size_t pending = 0;      ///< kDeferred, kInfeasible, kError, kInvalid
+  std::size_t pending = 0;      ///< kDeferred, kInfeasible, kError, kInvalid, kHeld
+  std::size_t held = 0;         ///< of `pending`, kHeld
 
   /// Pods counted: running, not being deleted.
   std::size_t total() const { return pods.size(); }
@@ -70,15 +78,30 @@ struct InPlacePlan {
 /// DaemonSet's pod (it comes back on the same node) only for Infeasible or Error.
 bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoint now);
 
+/// VPA's updater rules for recommended values, besides the bounds (DESIGN.md "In-place resize").
+struct InPlaceRules {
+  recommender::TimePoint now;  ///< the clock the two rules below read
+  /// A pod running this long is resized when its requests are more than `long_lived_diff` from
+  /// the target (VPA: 12 h, 10 %), even within the bounds.
+  std::chrono::minutes long_lived{12 * 60};
+  double long_lived_diff = 0.10;
+  /// A container OOM-killed this soon after it started makes its pod due at once (VPA's quick-OOM
+  /// rule: 10 minutes).
+  std::chrono::minutes quick_oom{10};
+};
+
 /// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are
 /// skipped) of `scaler`'s target. Fixed values: a pod whose controlled containers differ is due.
 /// Recommended values (`recommendations`, capped by `limit_range`, nullptr: none): a pod whose
 /// request for a controlled resource lies outside [lowerBound, upperBound] is due, to the target
-/// applied to its own requests (limits in proportion, as for the template). A pod with a resize
-/// in progress is left alone; a Deferred, Infeasible or failed one is due again only when the
-/// values wanted now differ from those it was asked for.
+/// applied to its own requests (limits in proportion, as for the template); so is one that has
+/// run longer than rules.long_lived with requests far from the target, and one OOM-killed soon
+/// after it started (`rules`; `recommended_due` marks these, for the per-pod rate limit). A pod
+/// with a resize in progress is left alone; a Deferred, Infeasible or failed one is due again only
+/// when the values wanted now differ from those it was asked for.
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<nlohmann::json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
-                          const recommender::LimitRangeItem* limit_range = nullptr);
+                          const recommender::LimitRangeItem* limit_range = nullptr,
+                          const InPlaceRules& rules = {});
 
 }  // namespace vscaler::controller

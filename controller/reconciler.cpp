@@ -78,20 +78,31 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, b
   const std::string counts = std::to_string(plan.at_target) + " of " +
                              std::to_string(plan.total()) + " running pods of " + workload +
                              " carry the values";
-  if (plan.pending > 0) {
+  if (plan.pending > 0 && plan.pending == plan.held && plan.in_progress == 0) {
+    // The mode working as asked (Ready stays True): the rate limit holds a recommendation back.
+    const PodResize* first = nullptr;
+    for (const PodResize& pod : plan.pods) {
+      if (pod.state == PodResizeState::kHeld && first == nullptr) first = &pod;
+    }
+    scaled.reason = reason::kDeferred;
+    scaled.message = counts + "; " + std::to_string(plan.held) +
+                     " wait for --min-update-interval (" + first->name + ": " + first->message +
+                     ")";
+  } else if (plan.pending > 0) {
     std::string named;
     int shown = 0;
     for (const PodResize& pod : plan.pods) {
       if (pod.state == PodResizeState::kAtTarget || pod.state == PodResizeState::kDue ||
-          pod.state == PodResizeState::kInProgress || shown == 3) {
+          pod.state == PodResizeState::kInProgress || pod.state == PodResizeState::kHeld ||
+          shown == 3) {
         continue;
       }
       named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
                (pod.message.empty() ? "" : ": " + pod.message);
     }
     scaled.reason = reason::kResizeInfeasible;
-    scaled.message = counts + "; " + std::to_string(plan.pending) + " cannot be resized now (" +
-                     named + "); " +
+    scaled.message = counts + "; " + std::to_string(plan.pending - plan.held) +
+                     " cannot be resized now (" + named + "); " +
                      (evicts ? "evicted one at a time to be recreated with them"
                              : "retried, never evicted (InPlace)");
   } else if (plan.in_progress > 0) {
@@ -136,7 +147,7 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
       expectations_(expectations),
       metrics_(metrics),
       options_(options),
-      in_place_(api, metrics) {}
+      in_place_(api, metrics, options.min_update_interval) {}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);

@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include "recommender/desired.h"
+
 using nlohmann::json;
 using namespace vscaler;
 using controller::PodResizeState;
@@ -177,4 +179,46 @@ TEST_CASE("a workload without a usable selector is an error, not a list of the n
   auto result = step.run(scaler("300m"), json{{"spec", json::object()}}, {}, nullptr, true);
   CHECK_FALSE(result.ok());
   CHECK(api.last_selector.empty());
+}
+
+TEST_CASE("a recommendation resizes one pod at most once per --min-update-interval") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics, std::chrono::minutes(10));
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}, {"updateMode", "InPlace"}}}};
+  auto recommended = [&](const char* target, const char* lower, const char* upper) {
+    object["status"]["recommendation"]["containerRecommendations"] =
+        json::array({{{"containerName", "app"},
+                      {"target", {{"cpu", target}}},
+                      {"lowerBound", {{"cpu", lower}}},
+                      {"upperBound", {{"cpu", upper}}},
+                      {"uncappedTarget", {{"cpu", target}}}}});
+    auto parsed = api::parse_scaler(object);
+    REQUIRE(parsed.ok());
+    return *parsed;
+  };
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  const auto t0 = *recommender::parse_rfc3339("2026-12-03T10:00:00Z");
+  auto first = recommended("300m", "250m", "400m");
+  auto result =
+      step.run(first, kWorkload, recommender::recommendations_of(first), nullptr, true, t0);
+  REQUIRE(result.ok());
+  CHECK(api.resized.size() == 1);
+  api.kubelet_done();
+  // 5 minutes later the recommendation moved far above: held until t0 + 10 min.
+  auto second = recommended("900m", "800m", "1");
+  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, true,
+                    t0 + std::chrono::minutes(5));
+  CHECK(api.resized.size() == 1);
+  CHECK(result->plan.pods[0].state == PodResizeState::kHeld);
+  CHECK(result->plan.held == 1);
+  CHECK(result->recheck_after == std::chrono::minutes(5));
+  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, true,
+                    t0 + std::chrono::minutes(10));
+  CHECK(api.resized.size() == 2);
+  // Fixed values are never held.
+  api.kubelet_done();
+  result = step.run(scaler("50m"), kWorkload, {}, nullptr, true, t0 + std::chrono::minutes(11));
+  CHECK(api.resized.size() == 3);
 }

@@ -192,3 +192,59 @@ TEST_CASE("a Deferred condition's lastTransitionTime is kept as since") {
   REQUIRE(plan.pods[0].since.has_value());
   CHECK(recommender::format_rfc3339(*plan.pods[0].since) == "2026-12-03T10:00:00Z");
 }
+
+namespace {
+api::Scaler recommended_300m() {
+  return scaler_from(R"([{"name": "app"}])", R"({"recommendation":
+      {"containerRecommendations": [{"containerName": "app", "target": {"cpu": "300m"},
+       "lowerBound": {"cpu": "250m"}, "upperBound": {"cpu": "400m"},
+       "uncappedTarget": {"cpu": "300m"}}]}})");
+}
+}  // namespace
+
+TEST_CASE("VPA's long-lived rule: over 12 h and more than 10 % from the target, within bounds") {
+  auto scaler = recommended_300m();
+  auto recommendations = recommendations_of(scaler);
+  controller::InPlaceRules rules;
+  rules.now = *recommender::parse_rfc3339("2026-12-03T12:00:00Z");
+  auto started = [](const char* request, const char* start) {
+    json p = pod("p", cpu(request), cpu(request));
+    p["status"]["startTime"] = start;
+    return p;
+  };
+  // 350m is within [250m, 400m] and 16.7 % above 300m.
+  auto plan = controller::plan_in_place(scaler, {started("350m", "2026-12-02T23:00:00Z")},
+                                        recommendations, nullptr, rules);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].recommended_due);
+  CHECK(plan.pods[0].message ==
+        "the pod has run over 12 h with its cpu requests more than 10 % from the target");
+  // Younger than 12 h: left alone.
+  plan = controller::plan_in_place(scaler, {started("350m", "2026-12-03T01:00:00Z")},
+                                   recommendations, nullptr, rules);
+  CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+  // Old, but 320m is within 10 %.
+  plan = controller::plan_in_place(scaler, {started("320m", "2026-12-01T00:00:00Z")},
+                                   recommendations, nullptr, rules);
+  CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+}
+
+TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started makes the pod due") {
+  auto scaler = recommended_300m();
+  auto recommendations = recommendations_of(scaler);
+  auto oom = [](const char* started, const char* finished) {
+    json p = pod("p", cpu("350m"), cpu("350m"));
+    p["status"]["containerStatuses"][0]["lastState"] = {
+        {"terminated",
+         {{"reason", "OOMKilled"}, {"startedAt", started}, {"finishedAt", finished}}}};
+    return p;
+  };
+  auto plan = controller::plan_in_place(
+      scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:02:00Z")}, recommendations);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].message == "container app was OOM-killed 120 s after it started");
+  CHECK_FALSE(plan.pods[0].recommended_due);  // never held back by the rate limit
+  plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:30:00Z")},
+                                   recommendations);
+  CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+}
