@@ -96,28 +96,22 @@ std::optional<kube::Quantity> quantity_at(const json& resources, const char* sec
   return stored_quantity(*value);
 }
 
-/// Kubernetes' pod-level consistency rule for the merged pod: empty when it holds or the pod has
-/// no pod-level cpu/memory, else what breaks it.
-std::string check_pod_level(const ResourcePlan& plan, const json& spec) {
+/// Kubernetes' pod-level consistency rule for the merged pod (pod-level requests at least the
+/// containers' total, pod-level limits at least each container's limit and the pod's request),
+/// met by raising spec.resources: records in `plan` the raised pod-level resources and, for the
+/// writers that cannot raise them, what breaks the rule without it.
+void fit_pod_level(ResourcePlan& plan, const json& spec) {
   auto requests = pod_level(spec, "requests");
   auto limits = pod_level(spec, "limits");
-  if (requests.empty() && limits.empty()) return {};
+  if (requests.empty() && limits.empty()) return;
   const json& containers = spec.contains("containers") && spec["containers"].is_array()
                                ? spec["containers"]
                                : json::array();
-  for (const auto& [resource, pod_limit] : limits) {
-    for (std::size_t i = 0; i < containers.size(); ++i) {
-      if (!containers[i].is_object()) continue;
-      auto limit = quantity_at(resources_after(plan, containers[i], i), "limits", resource);
-      if (limit && *limit > pod_limit) {
-        return "resources at pod level: limits." + resource + " " + pod_limit.to_string() +
-               " is below container " + containers[i].value("name", "") + "'s limit " +
-               limit->to_string() + "; raise spec.resources.limits." + resource +
-               " or lower the container's";
-      }
-    }
-  }
-  for (const auto& [resource, pod_request] : requests) {
+  json merged = spec["resources"];
+  auto note = [&plan](std::string text) {
+    if (plan.pod_resources_note.empty()) plan.pod_resources_note = std::move(text);
+  };
+  for (auto& [resource, pod_request] : requests) {
     // Regular containers and sidecars (init containers with restartPolicy Always) run together;
     // sidecars are never matched, so they count as they are.
     kube::Int128 total = 0;
@@ -138,13 +132,40 @@ std::string check_pod_level(const ResourcePlan& plan, const json& spec) {
       }
     }
     if (total > pod_request.nanos()) {
-      return "resources at pod level: requests." + resource + " " + pod_request.to_string() +
-             " is below the containers' total " +
-             kube::Quantity::from_nanos(total, format).to_string() +
-             "; raise spec.resources.requests." + resource + " or lower the containers'";
+      kube::Quantity raised = kube::Quantity::from_nanos(total, format);
+      note("resources at pod level: requests." + resource + " " + pod_request.to_string() +
+           " is below the containers' total " + raised.to_string() +
+           "; raise spec.resources.requests." + resource + " or lower the containers'");
+      merged["requests"][resource] = raised.to_string();
+      pod_request = raised;
+      plan.pod_resources_changed = true;
     }
   }
-  return {};
+  for (const auto& [resource, pod_limit] : limits) {
+    kube::Quantity need = pod_limit;
+    std::string because;
+    for (std::size_t i = 0; i < containers.size(); ++i) {
+      if (!containers[i].is_object()) continue;
+      auto limit = quantity_at(resources_after(plan, containers[i], i), "limits", resource);
+      if (limit && *limit > need) {
+        need = *limit;
+        because = "container " + containers[i].value("name", "") + "'s limit";
+      }
+    }
+    if (auto request = requests.find(resource);
+        request != requests.end() && request->second > need) {
+      need = request->second;
+      because = "the pod's request";
+    }
+    if (need > pod_limit) {
+      note("resources at pod level: limits." + resource + " " + pod_limit.to_string() +
+           " is below " + because + " " + need.to_string() + "; raise spec.resources.limits." +
+           resource + " or lower the container's");
+      merged["limits"][resource] = need.to_string();
+      plan.pod_resources_changed = true;
+    }
+  }
+  if (plan.pod_resources_changed) plan.pod_resources = std::move(merged);
 }
 
 }  // namespace
@@ -217,7 +238,7 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
     plan.containers.push_back(std::move(item));
   }
   if (plan.invalid.empty() && plan.changed()) {
-    if (const json* spec = pod_spec_of(object)) plan.invalid = check_pod_level(plan, *spec);
+    if (const json* spec = pod_spec_of(object)) fit_pod_level(plan, *spec);
   }
   for (const auto& entry : scaler.containers) {
     if (entry.name == kWildcard) continue;
@@ -237,8 +258,18 @@ json strategic_merge_patch(const Scaler& /*scaler*/, const ResourcePlan& plan) {
   return {{"spec", {{"template", {{"spec", {{"containers", std::move(containers)}}}}}}}};
 }
 
+std::string invalid_without_pod_level(const ResourcePlan& plan) {
+  if (!plan.invalid.empty() || !plan.pod_resources_changed) return plan.invalid;
+  return plan.pod_resources_note;
+}
+
 json admission_json_patch(const ResourcePlan& plan) {
   json patch = json::array();
+  if (plan.pod_resources_changed) {
+    // Raised first, so the containers' values are never checked against the old pod-level ones.
+    patch.push_back(
+        {{"op", "add"}, {"path", plan.spec_pointer + "/resources"}, {"value", plan.pod_resources}});
+  }
   for (const auto& item : plan.containers) {
     if (!item.changed) continue;
     patch.push_back(

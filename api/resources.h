@@ -61,11 +61,19 @@ struct ResourcePlan {
   std::vector<ContainerPlan> containers;  ///< every container the scaler matches, in order
   std::vector<std::string> missing;       ///< names in the scaler with no such container
   /// Empty when valid; else why the merged result is invalid, naming container and resource
-  /// ("container app: requests.cpu 2 would exceed limits.cpu 1"), or the pod-level `resources`
-  /// the containers would no longer fit ("resources at pod level: requests.cpu 1 is below the
-  /// containers' total 1200m ..."), as the API server would refuse it. Nothing may be written
-  /// then.
+  /// ("container app: requests.cpu 2 would exceed limits.cpu 1"). Nothing may be written then.
   std::string invalid;
+  /// With pod-level resources (spec.resources) the containers must stay within them: when the
+  /// merged containers would not, `pod_resources` is spec.resources with the values raised that
+  /// must grow (pod-level requests to the containers' total, limits to the largest container
+  /// limit or the pod's request) and `pod_resources_changed` is set. Writers that carry it (the
+  /// admission patches) raise them in the same write; the others treat
+  /// invalid_without_pod_level(plan) as invalid.
+  nlohmann::json pod_resources;
+  bool pod_resources_changed = false;
+  /// What breaks the pod-level rule unless pod_resources is written ("resources at pod level:
+  /// requests.cpu 1 is below the containers' total 1200m; raise ...").
+  std::string pod_resources_note;
 
   /// True when some matched container's resources must change.
   bool changed() const;
@@ -80,6 +88,10 @@ struct ResourcePlan {
 /// container's limit above the pod's limit.
 ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
                             const DesiredResources* desired = nullptr);
+
+/// `plan.invalid`, or, for a writer that cannot raise pod-level resources (a template patch, a
+/// pod resize), why the plan needs them raised; empty when the plan may be written as it is.
+std::string invalid_without_pod_level(const ResourcePlan& plan);
 
 /// The strategic merge patch body (of a workload) that sets only the declared keys of the changed
 /// containers: {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}.
@@ -99,7 +111,8 @@ bool templates_equal_ignoring_controlled(const Scaler& scaler, const nlohmann::j
 
 /// The RFC 6902 patch for admission: one "add" per changed container (under plan.spec_pointer),
 /// setting its whole merged resources object (an "add" of an existing member replaces it, so it
-/// applies whatever the container had). Empty array when nothing changes.
+/// applies whatever the container had), preceded by one for the pod-level resources when they
+/// must be raised. Empty array when nothing changes.
 nlohmann::json admission_json_patch(const ResourcePlan& plan);
 
 /// The status.containers entries, requests/limits as strings: each matched container's merged

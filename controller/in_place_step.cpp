@@ -96,6 +96,10 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     pod.message = "the API server refused the resize: " + resized.error().to_string();
     pod.refused = true;
     pod.node_capacity = pod.message.find("NodeCapacity") != std::string::npos;
+    // ResourceQuota admission: "exceeded quota"; LimitRanger: "maximum ... usage per Container".
+    pod.quota = pod.message.find("exceeded quota") != std::string::npos ||
+                pod.message.find("usage per Container") != std::string::npos ||
+                pod.message.find("usage per Pod") != std::string::npos;
     --result.plan.in_progress;
     ++result.plan.pending;
     log::warn(kLogger, "a pod resize was refused",

@@ -177,6 +177,7 @@ bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoi
   };
   switch (pod.state) {
     case PodResizeState::kInfeasible:
+      if (pod.quota) return false;
       // A refusal by the API server is reported as Infeasible; NodeCapacity is the node's room,
       // which a DaemonSet pod, recreated on the same node, would not find either.
       return !(daemon && pod.node_capacity);
@@ -232,9 +233,10 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
                         observed->get<int64_t>() < generation;
     const std::string in_progress_reason =
         conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
-    if (!plan.invalid.empty()) {
+    // A resize of pod-level resources needs a node that declares it: only containers are resized.
+    if (std::string invalid = api::invalid_without_pod_level(plan); !invalid.empty()) {
       decision.state = PodResizeState::kInvalid;
-      decision.message = plan.invalid;
+      decision.message = invalid;
     } else if (unseen || (conditions.in_progress != nullptr && in_progress_reason != "Error") ||
                (conditions.pending == nullptr && conditions.in_progress == nullptr &&
                 status_behind_spec(pod, plan))) {

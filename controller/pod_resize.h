@@ -55,6 +55,9 @@ struct PodResize {
   /// a QoS class change or a node without resize support): set by the step that sent it.
   bool refused = false;
   bool node_capacity = false;  ///< refused with NodeCapacity (never evicted for a DaemonSet)
+  /// Refused by the namespace's ResourceQuota or LimitRange: reported (QuotaExceeded), never
+  /// evicted — the replacement would be refused the same way at its creation.
+  bool quota = false;
   /// kDue because of a recommendation (bounds, long-lived), not fixed values: rate-limited per
   /// pod by --min-update-interval. A quick OOM is never held back.
   bool recommended_due = false;
@@ -74,8 +77,9 @@ struct InPlacePlan {
 
 /// Whether InPlaceOrRecreate may evict `pod` (of a workload of `kind`) to recreate it with the
 /// values, at `now` (VPA's rules, DESIGN.md "When a pod cannot be resized"): Infeasible or Error
-/// at once, Deferred after 5 minutes, in progress after an hour, refused by the API server; a
-/// DaemonSet's pod (it comes back on the same node) only for Infeasible or Error.
+/// at once, Deferred after 5 minutes, in progress after an hour, refused by the API server (but
+/// never for a ResourceQuota or LimitRange); a DaemonSet's pod (it comes back on the same node)
+/// only for Infeasible or Error.
 bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoint now);
 
 /// VPA's updater rules for recommended values, besides the bounds (DESIGN.md "In-place resize").

@@ -100,11 +100,14 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, b
       named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
                (pod.message.empty() ? "" : ": " + pod.message);
     }
-    scaled.reason = reason::kResizeInfeasible;
+    bool quota = false;
+    for (const PodResize& pod : plan.pods) quota = quota || pod.quota;
+    scaled.reason = quota ? reason::kQuotaExceeded : reason::kResizeInfeasible;
     scaled.message = counts + "; " + std::to_string(plan.pending - plan.held) +
                      " cannot be resized now (" + named + "); " +
-                     (evicts ? "evicted one at a time to be recreated with them"
-                             : "retried, never evicted (InPlace)");
+                     (quota    ? "retried; a quota refusal is never answered with an eviction"
+                      : evicts ? "evicted one at a time to be recreated with them"
+                               : "retried, never evicted (InPlace)");
   } else if (plan.in_progress > 0) {
     scaled.reason = reason::kResizing;
     scaled.message = counts + "; " + std::to_string(plan.in_progress) + " being resized in place";
@@ -313,9 +316,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     } else {
       applied = true;
     }
-  } else if (!plan.invalid.empty() && !restored_now) {
+  } else if (!api::invalid_without_pod_level(plan).empty() && !restored_now) {
+    // (The admission patches raise pod-level resources where they must grow; this patch does not.)
     scaled.reason = reason::kInvalidResources;
-    scaled.message = plan.invalid + "; nothing was written";
+    scaled.message = api::invalid_without_pod_level(plan) + "; nothing was written";
     report.containers = api::status_containers(plan, false);
   } else if (plan.changed() || restored_now) {
     bool known_mutation = false;

@@ -44,6 +44,9 @@ inline constexpr const char* kAwaitingRecommendation = "AwaitingRecommendation";
 inline constexpr const char* kResizing = "Resizing";
 /// Scaled=False: some running pods cannot be resized now (Deferred, Infeasible, Error, refused).
 inline constexpr const char* kResizeInfeasible = "ResizeInfeasible";
+/// Scaled=False: a resize was refused by the namespace's ResourceQuota or LimitRange (never
+/// answered with an eviction).
+inline constexpr const char* kQuotaExceeded = "QuotaExceeded";
 /// RecommendationProvided=False when --recommender-interval is 0.
 inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason

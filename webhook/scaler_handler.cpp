@@ -76,8 +76,8 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     return response;  // any other failure: no warning is better than a wrong one
   }
   auto plan = api::plan_resources(*scaler, *found);
-  if (!plan.invalid.empty()) {
-    response.warnings.push_back("declared values conflict with " + workload + ": " + plan.invalid +
+  if (std::string invalid = api::invalid_without_pod_level(plan); !invalid.empty()) {
+    response.warnings.push_back("declared values conflict with " + workload + ": " + invalid +
                                 "; nothing will be applied");
   }
   for (const auto& missing : plan.missing) {

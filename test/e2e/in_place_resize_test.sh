@@ -10,7 +10,8 @@
 # the kubelet retries) every pod carries the values again. Last, InPlaceOrRecreate on a pod that
 # cannot be resized: a PodDisruptionBudget blocks its eviction (counted "blocked", the pod kept,
 # retried), and once it is gone the pod is evicted, and its replacement is created with the
-# values by the pod admission hook.
+# values by the pod admission hook. And a ResourceQuota that refuses the resizes: QuotaExceeded,
+# never answered with an eviction; resized once the quota is gone.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -116,4 +117,49 @@ expect_eq "status.pods.evicted" "$(jp "$ns" vsc/web '{.status.pods.evicted}')" 1
 evicted_event() { k -n "$ns" get events --field-selector reason=Evicted,involvedObject.name=web -o name | grep -q .; }
 eventually 30 evicted_event
 echo "ok: an Evicted Event on the scaler"
+
+echo "--- a ResourceQuota refuses the resizes: QuotaExceeded, and never an eviction"
+before=$(uids web)
+k -n "$ns" create quota cpu --hard=requests.cpu=800m >/dev/null
+quota_counted() { [ "$(jp "$ns" resourcequota/cpu '{.status.used.requests\.cpu}')" = 750m ]; }
+eventually 30 quota_counted
+evicted=$(metric 'vscaler_pod_evictions_total{result="evicted"}')
+scaler web InPlaceOrRecreate 400m 128Mi
+eventually 60 scaled web QuotaExceeded
+message=$(condition "$ns" web Scaled message)
+grep -q "exceeded quota" <<<"$message" || fail "QuotaExceeded does not quote the API server: $message"
+echo "ok: Scaled=QuotaExceeded: $(head -c 300 <<<"$message")"
+sleep 3  # a few re-checks
+expect_eq "pod UIDs (nothing evicted for a quota)" "$(uids web)" "$before"
+expect_eq "vscaler_pod_evictions_total{evicted} rise" "$(rose "$evicted" 'vscaler_pod_evictions_total{result="evicted"}')" 0
+k -n "$ns" delete quota cpu >/dev/null
+eventually 90 carry web 400m 128Mi
+eventually 60 scaled web Applied
+echo "ok: the quota gone, the same pods carry 400m"
+expect_eq "pod UIDs at the end" "$(uids web)" "$before"
+echo "--- a StatefulSet's and a DaemonSet's running pods are resized in place too"
+for kind in StatefulSet DaemonSet; do
+  name=$(tr 'A-Z' 'a-z' <<<"$kind")
+  extra=""
+  [ "$kind" = StatefulSet ] && extra="\"replicas\":2,\"serviceName\":\"$name\","
+  k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"apps/v1","kind":"$kind","metadata":{"name":"$name"},
+ "spec":{$extra"selector":{"matchLabels":{"app":"$name"}},
+  "template":{"metadata":{"labels":{"app":"$name"}},
+   "spec":{"terminationGracePeriodSeconds":0,
+    "containers":[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]}}}}
+JSON
+  eventually 60 carry "$name" 100m 64Mi
+  kind_uids=$(uids "$name")
+  k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"$name"},
+ "spec":{"targetRef":{"apiVersion":"apps/v1","kind":"$kind","name":"$name"},"updateMode":"InPlace",
+  "containers":[{"name":"app","requests":{"cpu":"150m","memory":"96Mi"}}]}}
+JSON
+  eventually 60 carry "$name" 150m 96Mi
+  eventually 30 scaled "$name" Applied
+  expect_eq "$kind pod UIDs" "$(uids "$name")" "$kind_uids"
+  echo "ok: $kind: $(uids "$name" | wc -l) pods resized in place"
+done
+
 echo "PASS"

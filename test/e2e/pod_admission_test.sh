@@ -6,7 +6,9 @@
 # as they were); a scale-up's pod is created with the values; a StatefulSet's new pod too; a
 # `kubectl rollout restart` (a write that changes the template anyway) carries the values into
 # the template, so every new pod has them; Auto's pods are left as their template made them; a
-# misspelled mode is refused naming the allowed ones. kwok runs the pods.
+# Helm-style write of a Deployment with pod-level resources succeeds in Auto mode, spec.resources
+# raised in the same write; a misspelled mode is refused naming the allowed ones. kwok runs the
+# pods.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -108,6 +110,31 @@ auto_patched() { [ "$(template_cpu deployment auto)" = 300m ]; }
 eventually 30 auto_patched
 eventually 90 all_pods_carry auto "300m 128Mi"
 echo "ok: Auto's template and pods carry 300m 128Mi"
+
+echo "--- pod-level resources: a Helm-style write in Auto mode succeeds, spec.resources raised in it"
+# podlevel_json CPU: a Deployment whose pod-level request (200m) holds its one container's CPU.
+podlevel_json() {
+  cat <<JSON
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"podlevel"},
+ "spec":{"replicas":1,"selector":{"matchLabels":{"app":"podlevel"}},
+  "template":{"metadata":{"labels":{"app":"podlevel"}},
+   "spec":{"terminationGracePeriodSeconds":0,"resources":{"requests":{"cpu":"200m"}},
+    "containers":[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"$1"}}}]}}}}
+JSON
+}
+k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"podlevel"},
+ "spec":{"deploymentName":"podlevel","updateMode":"Auto","containers":[{"name":"app","requests":{"cpu":"300m"}}]}}
+JSON
+# Without the raise the API server would refuse this write: "must be greater than or equal to
+# aggregate container requests".
+podlevel_json 100m | k -n "$ns" apply -f - >/dev/null || fail "the Helm-style write of podlevel was refused"
+expect_eq "podlevel: container cpu" "$(template_cpu deployment podlevel)" 300m
+expect_eq "podlevel: pod-level cpu request" \
+  "$(jp "$ns" deployment/podlevel '{.spec.template.spec.resources.requests.cpu}')" 300m
+podlevel_json 150m | k -n "$ns" apply -f - >/dev/null || fail "the second Helm-style write was refused"
+expect_eq "podlevel after a reset: container cpu" "$(template_cpu deployment podlevel)" 300m
+eventually 60 all_pods_carry podlevel "300m "
 
 patched=$(metric 'vscaler_pod_admission_total{result="patched"}')
 rose=$(awk -v a="$patched_before" -v b="$patched" 'BEGIN { printf "%d", b - a }')

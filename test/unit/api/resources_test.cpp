@@ -241,7 +241,7 @@ TEST_CASE("a Pod is planned on its own spec and patched at /spec/containers") {
   CHECK(pod_spec_of(json{{"spec", {{"template", 3}}}}) == nullptr);
 }
 
-TEST_CASE("pod-level resources: the merged containers must fit them as the API server checks") {
+TEST_CASE("pod-level resources: raised where the merged containers outgrow them") {
   auto scaler = scaler_from(R"({"deploymentName": "web",
       "containers": [{"name": "app", "requests": {"memory": "300Mi"},
                       "limits": {"memory": "600Mi"}}]})");
@@ -251,19 +251,37 @@ TEST_CASE("pod-level resources: the merged containers must fit them as the API s
     object["spec"]["template"]["spec"]["resources"] = json::parse(resources);
     return object;
   };
-  // 300Mi + 100Mi fits 512Mi; the container limit 600Mi does not fit the pod's 512Mi limit.
+  // 300Mi + 100Mi fits 512Mi, and 600Mi fits the 1Gi limit: nothing to raise.
   auto plan = plan_resources(
       scaler, with_pod_level(R"({"requests": {"memory": "512Mi"}, "limits": {"memory": "1Gi"}})"));
   CHECK(plan.invalid.empty());
-  plan = plan_resources(
-      scaler, with_pod_level(R"({"requests": {"memory": "350Mi"}, "limits": {"memory": "1Gi"}})"));
-  CHECK(plan.invalid ==
+  CHECK_FALSE(plan.pod_resources_changed);
+  CHECK(invalid_without_pod_level(plan).empty());
+  // The request must grow to the containers' total.
+  json object = with_pod_level(R"({"requests": {"memory": "350Mi"}, "limits": {"memory": "1Gi"}})");
+  plan = plan_resources(scaler, object);
+  CHECK(plan.invalid.empty());
+  REQUIRE(plan.pod_resources_changed);
+  CHECK(plan.pod_resources ==
+        json::parse(R"({"requests": {"memory": "400Mi"}, "limits": {"memory": "1Gi"}})"));
+  CHECK(invalid_without_pod_level(plan) ==
         "resources at pod level: requests.memory 350Mi is below the containers' total 400Mi; "
         "raise spec.resources.requests.memory or lower the containers'");
+  // The admission patch raises it first, and the result is what the API server accepts.
+  json patch = admission_json_patch(plan);
+  REQUIRE(patch.size() == 2);
+  CHECK(patch[0]["path"] == "/spec/template/spec/resources");
+  json admitted = object.patch(patch);
+  CHECK(admitted["spec"]["template"]["spec"]["resources"]["requests"]["memory"] == "400Mi");
+  CHECK(admitted["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] ==
+        "600Mi");
+  // The limit must grow to the largest container limit.
   plan = plan_resources(scaler, with_pod_level(R"({"limits": {"memory": "512Mi"}})"));
-  CHECK(plan.invalid ==
-        "resources at pod level: limits.memory 512Mi is below container app's limit 600Mi; raise "
-        "spec.resources.limits.memory or lower the container's");
+  CHECK(plan.pod_resources == json::parse(R"({"limits": {"memory": "600Mi"}})"));
+  CHECK(invalid_without_pod_level(plan) ==
+        "resources at pod level: limits.memory 512Mi is below container app's limit 600Mi; "
+        "raise spec.resources.limits.memory or lower the container's");
   // Pod-level cpu only: memory is not checked against it.
-  CHECK(plan_resources(scaler, with_pod_level(R"({"requests": {"cpu": "1"}})")).invalid.empty());
+  plan = plan_resources(scaler, with_pod_level(R"({"requests": {"cpu": "1"}})"));
+  CHECK_FALSE(plan.pod_resources_changed);
 }

@@ -21,6 +21,7 @@ class FakeApi : public controller::ReconcileApi {
   std::string last_selector;
   std::vector<std::string> resized;  // names, in order
   bool refuse = false;
+  std::string refusal = "Node didn't have enough capacity: NodeCapacity";
 
   controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
                                      std::chrono::milliseconds) override {
@@ -47,8 +48,7 @@ class FakeApi : public controller::ReconcileApi {
   controller::ApiResult resize_pod(const std::string&, const std::string& name,
                                    const json& patch) override {
     if (refuse) {
-      return kube::fail(kube::make_error(kube::ErrorKind::kForbidden,
-                                         "Node didn't have enough capacity: NodeCapacity"));
+      return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, refusal));
     }
     resized.push_back(name);
     json& pod = pods.at(name);
@@ -221,4 +221,20 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   api.kubelet_done();
   result = step.run(scaler("50m"), kWorkload, {}, nullptr, true, t0 + std::chrono::minutes(11));
   CHECK(api.resized.size() == 3);
+}
+
+TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's capacity") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  api.refuse = true;
+  api.refusal =
+      "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
+      "used: requests.cpu=1, limited: requests.cpu=1";
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pods[0].quota);
+  CHECK_FALSE(result->plan.pods[0].node_capacity);
+  CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
 }

@@ -177,6 +177,10 @@ TEST_CASE("evictable: VPA's rules for a pod that cannot be resized, and a Daemon
   CHECK_FALSE(evictable(pod(PodResizeState::kInfeasible, 0, true), "DaemonSet", now));
   CHECK_FALSE(evictable(pod(PodResizeState::kDeferred, 600), "DaemonSet", now));
   CHECK_FALSE(evictable(pod(PodResizeState::kInProgress, 600), "DaemonSet", now));
+  // Refused by a ResourceQuota or LimitRange: the replacement would be refused too.
+  PodResize quota = pod(PodResizeState::kInfeasible, 0);
+  quota.quota = true;
+  CHECK_FALSE(evictable(quota, "Deployment", now));
   // Deferred with no time known is not old enough.
   PodResize unknown;
   unknown.state = PodResizeState::kDeferred;

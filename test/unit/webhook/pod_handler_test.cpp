@@ -201,7 +201,7 @@ TEST_CASE("a value above a limit the scaler does not set: no patch, a warning na
         "exceed limits.cpu 500m");
 }
 
-TEST_CASE("pod-level resources: containers that would outgrow them get no patch") {
+TEST_CASE("pod-level resources: raised in the same patch when the containers outgrow them") {
   Fixture f;
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "400m"}}])");
   json review = recorded_review();
@@ -211,15 +211,11 @@ TEST_CASE("pod-level resources: containers that would outgrow them get no patch"
   spec["initContainers"][0]["restartPolicy"] = "Always";
   spec["initContainers"][0]["resources"] = {{"requests", {{"cpu", "50m"}}}};
   auto response = f.handler.handle(parse(review));
-  CHECK(response.patch.is_null());
-  REQUIRE(response.warnings.size() == 1);
-  CHECK(response.warnings[0] ==
-        "vscaler: VerticalScaler web not applied to this pod: resources at pod level: requests.cpu "
-        "300m is below the containers' total 450m; raise spec.resources.requests.cpu or lower "
-        "the containers'");
-  // Within the pod-level values: patched.
-  spec["resources"]["requests"]["cpu"] = "450m";
-  response = f.handler.handle(parse(review));
   REQUIRE(response.patch.is_array());
-  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "400m");
+  REQUIRE(response.patch.size() == 2);
+  json pod = admitted(review, response.patch);
+  CHECK(pod["spec"]["resources"] == json::parse(R"({"requests": {"cpu": "450m"},
+      "limits": {"cpu": "1"}})"));
+  CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "400m");
+  CHECK(response.warnings.empty());
 }
