@@ -114,6 +114,10 @@ const Projection& DeploymentHandler::projection() {
         "/metadata/deletionTimestamp",
         "/spec/template/spec/containers/*/name",
         "/spec/template/spec/containers/*/resources",
+        // Pod-level resources, and the sidecars that count in them: raised when they must grow.
+        "/spec/template/spec/resources",
+        "/spec/template/spec/initContainers/*/restartPolicy",
+        "/spec/template/spec/initContainers/*/resources",
     });
     // The rest of the template only as a digest: enough to tell a template change from a write
     // that resets resources only, without converting the whole template (about twice the cost).

@@ -31,7 +31,8 @@ class DeploymentHandler {
                     const controller::LimitRangeCache* limit_ranges = nullptr);
 
   /// The parts of object/oldObject the handler reads: metadata, the containers' names and
-  /// resources (patch paths keep array positions), and a digest of the pod template without the
+  /// resources (patch paths keep array positions), the pod-level resources and the sidecars'
+  /// (init containers' restartPolicy and resources), and a digest of the pod template without the
   /// containers' cpu/memory requests and limits (to tell a template change from a reset).
   static const Projection& projection();
 

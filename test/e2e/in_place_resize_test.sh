@@ -15,17 +15,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-install_crd
-WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
-CERT_DIR=$WORK_DIR/certs
-WEBHOOK_PORT=$(free_port)
-"$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
-start_operator --resync-period 1h --workers 2
-cleanup() {
-  "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
-  stop_operator
-}
-trap cleanup EXIT
+start_operator_with_webhooks --resync-period 1h --workers 2
 ns=$(unique_namespace inplace)
 
 # pods NAME: "uid cpu(spec) cpu(status) memory(spec) memory(status) restarts" per running pod.

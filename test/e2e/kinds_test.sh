@@ -14,17 +14,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-install_crd
-WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
-CERT_DIR=$WORK_DIR/certs
-WEBHOOK_PORT=$(free_port)
-"$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
-start_operator --resync-period 1h --workers 4
-cleanup() {
-  "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
-  stop_operator
-}
-trap cleanup EXIT
+start_operator_with_webhooks --resync-period 1h --workers 4
 ns=$(unique_namespace kinds)
 
 OLD='{"requests":{"cpu":"100m","memory":"32Mi"}}'
@@ -188,7 +178,7 @@ echo "--- without the webhooks, the resync restores each kind (one metadata read
 stop_operator
 WORK_DIR="" CERT_DIR="" WEBHOOK_PORT=""
 start_operator --resync-period 2s --workers 4
-trap cleanup EXIT
+trap 'unregister_webhooks; stop_operator' EXIT
 for target in statefulset/same daemonset/same; do
   k -n "$ns" set resources "$target" -c app --requests=cpu=999m >/dev/null
 done

@@ -104,6 +104,20 @@ start_operator() {
     exit 1
 }
 
+# start_operator_with_webhooks ARGS...: the CRDs, the url-based webhook configurations of
+# manifests/local/ registered for a vscaler on a free port (certs/install.sh --local), then
+# start_operator ARGS; the EXIT trap unregisters the webhooks and stops the operator.
+start_operator_with_webhooks() {
+  install_crd
+  WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
+  CERT_DIR=$WORK_DIR/certs
+  WEBHOOK_PORT=$(free_port)
+  "$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
+  start_operator "$@"
+  trap 'unregister_webhooks; stop_operator' EXIT
+}
+unregister_webhooks() { "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true; }
+
 stop_operator() {
   if [ -n "${OPERATOR_RECORD:-}" ]; then
     kill -CONT "$OPERATOR_PID" 2>/dev/null || true # a test may have stopped it (SIGSTOP)

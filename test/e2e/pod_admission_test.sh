@@ -3,7 +3,8 @@
 # Issue 30, new pods sized at creation: with the url-based webhooks of manifests/local/ (the pod
 # entry mutate-pods.vscaler.dev included) a Deployment whose scaler is in InPlaceOrRecreate or
 # InPlace never rolls out for the scaler (generation and ReplicaSets unchanged, the running pods
-# as they were); a scale-up's pod is created with the values; a StatefulSet's new pod too; a
+# resized in place); a scale-up's pod is created with the values (generation 1: admitted so, not
+# resized after); a StatefulSet's new pod too; a
 # `kubectl rollout restart` (a write that changes the template anyway) carries the values into
 # the template, so every new pod has them; Auto's pods are left as their template made them; a
 # Helm-style write of a Deployment with pod-level resources succeeds in Auto mode, spec.resources
@@ -12,17 +13,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
-install_crd
-WORK_DIR=$(mktemp -d /tmp/vscaler-e2e.XXXXXX)
-CERT_DIR=$WORK_DIR/certs
-WEBHOOK_PORT=$(free_port)
-"$ROOT/certs/install.sh" --local --port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" >/dev/null
-start_operator --resync-period 1h --workers 2
-cleanup() {
-  "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
-  stop_operator
-}
-trap cleanup EXIT
+start_operator_with_webhooks --resync-period 1h --workers 2
 ns=$(unique_namespace podadm)
 
 OLD='{"requests":{"cpu":"100m","memory":"64Mi"}}'
@@ -70,21 +61,23 @@ for mode in InPlaceOrRecreate InPlace; do
   generation=$(jp "$ns" "deployment/$name" '{.metadata.generation}')
   replicasets=$(k -n "$ns" get rs -l "app=$name" -o name | sort | tr '\n' ' ')
   scaler "$name" Deployment "$mode"
-  deferred() { [ "$(condition "$ns" "$name" Scaled)" = Deferred ]; }
-  eventually 30 deferred
-  msg=$(condition "$ns" "$name" Scaled message)
-  grep -q "new pods get these values at creation" <<<"$msg" || fail "Scaled message: $msg"
-  echo "ok: Scaled=Deferred: $msg"
+  applied() { [ "$(condition "$ns" "$name" Scaled)" = Applied ]; }
+  eventually 60 applied
+  echo "ok: Scaled=Applied: $(condition "$ns" "$name" Scaled message)"
   expect_eq "$mode: Deployment generation" "$(jp "$ns" "deployment/$name" '{.metadata.generation}')" "$generation"
   expect_eq "$mode: template cpu (no rollout of its own)" "$(template_cpu deployment "$name")" 100m
   expect_eq "$mode: ReplicaSets" "$(k -n "$ns" get rs -l "app=$name" -o name | sort | tr '\n' ' ')" "$replicasets"
-  expect_eq "$mode: running pods untouched" "$(pods "$name")" "$before"
+  # The running pods were resized in place (in_place_resize_test): the same pods, new values.
+  expect_eq "$mode: the running pods, resized" "$(pods "$name" | awk '{print $1}')" "$(awk '{print $1}' <<<"$before")"
+  before=$(pods "$name")
 
-  echo "--- $mode: a scale-up's pod is created with the values"
+  echo "--- $mode: a scale-up's pod is created with the values (generation 1: never resized)"
   k -n "$ns" scale "deployment/$name" --replicas=3 >/dev/null
   eventually 60 count_pods "$name" 3
   new=$(comm -13 <(echo "$before") <(pods "$name"))
   expect_eq "$mode: the new pod's cpu memory" "$(awk '{print $2, $3}' <<<"$new")" "300m 128Mi"
+  expect_eq "$mode: the new pod's generation" \
+    "$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.generation}')" 1
   expect_eq "$mode: the two old pods still" "$(comm -12 <(echo "$before") <(pods "$name"))" "$before"
 done
 
@@ -102,6 +95,7 @@ eventually 60 count_pods db 1
 k -n "$ns" scale statefulset/db --replicas=2 >/dev/null
 eventually 60 count_pods db 2
 expect_eq "db-1 cpu memory" "$(pods db | awk '$1 == "db-1" {print $2, $3}')" "300m 128Mi"
+expect_eq "db-1 generation (sized at creation)" "$(k -n "$ns" get pod db-1 -o jsonpath='{.metadata.generation}')" 1
 
 echo "--- Auto: pods are what the template says (the template is patched instead)"
 workload Deployment auto 1

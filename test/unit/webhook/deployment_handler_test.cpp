@@ -444,3 +444,21 @@ TEST_CASE("a resources-only write to a recommended container with no recommendat
   CHECK(response.patch.is_null());
   CHECK(response.warnings.empty());
 }
+
+TEST_CASE("pod-level resources survive the projection and are raised in the same patch") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  json review = json::parse(read_recording("deployment-create.json"));
+  json& spec = review["request"]["object"]["spec"]["template"]["spec"];
+  spec["resources"] = {{"requests", {{"cpu", "300m"}}}};
+  webhook::ParseOptions options;
+  options.projection = &DeploymentHandler::projection();
+  auto request = webhook::parse_review(review.dump(), options);
+  REQUIRE(request.ok());
+  auto response = f.handler.handle(*request);
+  REQUIRE(response.patch.is_array());
+  REQUIRE(response.patch.size() == 2);
+  CHECK(response.patch[0]["path"] == "/spec/template/spec/resources");
+  // The app's 400m and the sidecar's (none) are the total.
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "400m");
+}
