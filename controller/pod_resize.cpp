@@ -5,7 +5,6 @@
 
 #include "api/resources.h"
 #include "kube/object_meta.h"
-#include "kube/quantity.h"
 #include "recommender/desired.h"
 #include "recommender/update_rule.h"
 
@@ -88,15 +87,6 @@ std::string long_lived_reason(const json& pod,
   return {};
 }
 
-/// A quantity held as JSON (string or number); nullopt when absent or unparsable.
-std::optional<kube::Quantity> quantity_of(const json* value) {
-  if (value == nullptr) return std::nullopt;
-  auto parsed = value->is_string() ? kube::Quantity::parse(value->get_ref<const std::string&>())
-                                   : kube::Quantity::parse(value->dump());
-  if (!parsed.ok()) return std::nullopt;
-  return *parsed;
-}
-
 /// True when some controlled container's cpu/memory in the pod's status (what the kubelet
 /// applied) differs from its spec (what was asked): a resize not carried out yet.
 bool status_behind_spec(const json& pod, const api::ResourcePlan& plan) {
@@ -113,12 +103,9 @@ bool status_behind_spec(const json& pod, const api::ResourcePlan& plan) {
     // Not reported (a node without in-place resize: the API server refuses a resize of such a
     // pod, and that refusal is what gets reported, not a wait that never ends).
     if (applied == nullptr) continue;
-    for (const char* section : {"requests", "limits"}) {
-      for (const char* resource : {"cpu", "memory"}) {
-        auto asked = quantity_of(kube::find_path(container.current, {section, resource}));
-        auto has = quantity_of(kube::find_path(*applied, {section, resource}));
-        if (asked != has) return true;
-      }
+    // cpu/memory requests and limits compared by value (recommender::resources_of parses them).
+    if (recommender::resources_of(container.current) != recommender::resources_of(*applied)) {
+      return true;
     }
   }
   return false;
