@@ -29,7 +29,8 @@ median_rows() {
 
 # table_rows VSCALER_FILE PEER_FILE: joins the two (median) outputs on id and prints markdown rows
 # "| label | vscaler | peer | vscaler/peer |" in vscaler's order; a missing value shows as n/a
-# (a peer's 0 as 0, its ratio n/a).
+# (a peer's 0 as 0, its ratio n/a); a value that is not a number ("-": it did not happen) is
+# printed as it is, with ratio n/a.
 # The label says the unit and which way is better (ops/s higher, ns/op lower).
 table_rows() {
   awk -F'\t' '
@@ -38,9 +39,13 @@ table_rows() {
       if (x >= 100) return sprintf("%.0f", x)
       return sprintf("%.1f", x)
     }
+    function numeric(x) { return x ~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ }
     FILENAME == ARGV[1] { peer[$1] = $3; next }  # not FNR == NR: the peer file may be empty
     {
-      if ($1 in peer && peer[$1] > 0) {
+      if (!numeric($3) || ($1 in peer && !numeric(peer[$1]))) {
+        printf "| %s | %s | %s | n/a |\n", $2, numeric($3) ? show($3) : $3,
+          !($1 in peer) ? "n/a" : numeric(peer[$1]) ? show(peer[$1]) : peer[$1]
+      } else if ($1 in peer && peer[$1] > 0) {
         printf "| %s | %s | %s | %.2f |\n", $2, show($3), show(peer[$1]), $3 / peer[$1]
       } else if ($1 in peer && peer[$1] == 0) {
         printf "| %s | %s | 0 | n/a |\n", $2, show($3)

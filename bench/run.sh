@@ -13,6 +13,10 @@
 # this script does not change. A section's notes, bench/sections/<name>.md when present, are
 # copied into bench/RESULTS.md after the table.
 #
+# Every row is also kept, with its section's name and date, in bench/RESULTS.tsv: run with section
+# names, the script reruns only those and writes bench/RESULTS.md with the other sections' rows
+# as they were (a line lists each section's date).
+#
 # Usage: bench/run.sh [section...]   (names without .sh; default: all)
 # Environment: VSCALER_BENCH_RUNS (runs per program, median reported; default 3);
 # VSCALER_BUILD_DIR (the release build tree the sections run from; default build/release).
@@ -37,7 +41,10 @@ else
 fi
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-rows=()
+tsv=bench/RESULTS.tsv
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+fresh=$(mktemp)
+trap 'rm -f "$fresh"' EXIT
 failed=()
 for section in "${sections[@]}"; do
   name=$(basename "$section" .sh)
@@ -45,19 +52,35 @@ for section in "${sections[@]}"; do
   start=$SECONDS
   if output=$(bash "$section"); then
     while IFS= read -r line; do
-      [[ $line == \|* ]] && rows+=("$line")
+      [[ $line == \|* ]] && printf '%s\t%s\t%s\n' "$name" "$now" "$line" >>"$fresh"
     done <<<"$output"
   else
     failed+=("$name")
-    rows+=("| $name | failed | | |")
+    printf '%s\t%s\t| %s | failed | | |\n' "$name" "$now" "$name" >>"$fresh"
   fi
   echo "bench: $name done in $((SECONDS - start)) s" >&2
 done
 
+# Every section's rows in name order: this run's, else those bench/RESULTS.tsv kept.
+dated=""
+if [ $# -gt 0 ] && [ -f "$tsv" ]; then
+  for section in bench/sections/*.sh; do
+    name=$(basename "$section" .sh)
+    if grep -q "^$name	" "$fresh"; then
+      grep "^$name	" "$fresh"
+    else
+      grep "^$name	" "$tsv" || true
+    fi
+  done >"$fresh.all"
+  mv "$fresh.all" "$fresh"
+  sections=(bench/sections/*.sh) # every section's notes
+  dated=$(awk -F'\t' '!seen[$1]++ {printf "%s%s %s", n++ ? ", " : "", $1, $2}' "$fresh")
+fi
+cp "$fresh" "$tsv"
 table=$(
   echo "| benchmark | vscaler | peer | vscaler/peer |"
   echo "|---|---:|---:|---:|"
-  printf '%s\n' "${rows[@]}"
+  cut -f3- "$fresh"
 )
 echo "$table"
 
@@ -69,7 +92,8 @@ memory=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
   echo "Written by \`make bench\` (bench/run.sh); each value is the median of" \
     "${VSCALER_BENCH_RUNS:-3} runs."
   echo
-  echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "- date: $now"
+  [ -z "$dated" ] || echo "- rows of only $*, rerun then; each section's date: $dated"
   echo "- machine: $(nproc) CPUs (${cpu:-unknown}), $memory memory, Linux $(uname -r)"
   echo "- load average (1, 5, 15 min): $load_before before the run," \
     "$(cut -d' ' -f1-3 /proc/loadavg) after (other work on the machine skews results)"

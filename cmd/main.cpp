@@ -118,6 +118,8 @@ int run(const cmd::Options& options) {
   manager_options.workers = options.workers;
   manager_options.resync_period = options.resync_period;
   manager_options.reconciler.min_update_interval = options.min_update_interval;
+  manager_options.reconciler.in_place_rules.long_lived = options.in_bounds_lifetime_threshold;
+  manager_options.reconciler.in_place_rules.quick_oom = options.evict_after_oom_threshold;
   manager_options.reconciler.recommender_enabled = options.recommender_interval.count() > 0;
   // A new scaler's first recommendation runs when it appears; the loop is built after the
   // manager (it reads the manager's store), so the callback finds it through this pointer.

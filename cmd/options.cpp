@@ -47,6 +47,12 @@ Flags:
   --min-update-interval DUR
                         least time between two recommendation-driven template patches of one
                         workload (default 10m)
+  --in-recommendation-bounds-eviction-lifetime-threshold DUR
+                        in-place modes: a pod running this long is resized when its requests
+                        are over 10 % from the target, even within the bounds (default 12h)
+  --evict-after-oom-threshold DUR
+                        in-place modes: a pod OOM-killed this soon after its start is resized
+                        at once (default 10m)
   --round-cpu-millicores N
                         published CPU values round up to a multiple of N millicores (default 1)
   --round-memory-bytes QUANTITY
@@ -172,6 +178,11 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
        duration(options.memory_aggregation_interval, "--memory-aggregation-interval", false)},
       {"--min-update-interval",
        duration(options.min_update_interval, "--min-update-interval", true)},
+      {"--in-recommendation-bounds-eviction-lifetime-threshold",
+       duration(options.in_bounds_lifetime_threshold,
+                "--in-recommendation-bounds-eviction-lifetime-threshold", false)},
+      {"--evict-after-oom-threshold",
+       duration(options.evict_after_oom_threshold, "--evict-after-oom-threshold", false)},
       {"--round-cpu-millicores",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          auto step = parse_int("--round-cpu-millicores", value, 1, 1'000'000);

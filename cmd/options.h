@@ -43,6 +43,12 @@ struct Options {
   /// --min-update-interval: least time between two recommendation-driven template patches of
   /// one workload.
   std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// --in-recommendation-bounds-eviction-lifetime-threshold (VPA's name): a pod running this long
+  /// is resized in place when its requests are over 10 % from the target, even within the bounds.
+  std::chrono::milliseconds in_bounds_lifetime_threshold{std::chrono::hours(12)};
+  /// --evict-after-oom-threshold (VPA's name): a pod OOM-killed this soon after its start is
+  /// resized at once.
+  std::chrono::milliseconds evict_after_oom_threshold{std::chrono::minutes(10)};
   /// --round-cpu-millicores: published CPU rounds up to a multiple of this (VPA's flag).
   std::int64_t round_cpu_millicores = 1;
   /// --round-memory-bytes: published memory rounds up to a multiple of this (default 1Mi).

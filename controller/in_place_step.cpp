@@ -54,7 +54,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     }
   }
   InPlaceResult result;
-  InPlaceRules rules;
+  InPlaceRules rules = rules_;
   rules.now = now;
   result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules);
   std::map<std::string, recommender::TimePoint> resized_at;

@@ -50,10 +50,12 @@ struct InPlaceResult {
 class InPlaceStep {
  public:
   /// `min_update_interval` (--min-update-interval): the least time between two
-  /// recommendation-driven resizes of one pod.
+  /// recommendation-driven resizes of one pod; `rules`: VPA's lifetime and quick-OOM thresholds
+  /// (their `now` is ignored).
   InPlaceStep(ReconcileApi& api, ResizeMetrics& metrics,
-              std::chrono::milliseconds min_update_interval = std::chrono::minutes(10))
-      : api_(api), metrics_(metrics), min_update_interval_(min_update_interval) {}
+              std::chrono::milliseconds min_update_interval = std::chrono::minutes(10),
+              InPlaceRules rules = {})
+      : api_(api), metrics_(metrics), min_update_interval_(min_update_interval), rules_(rules) {}
 
   /// Runs the step for `scaler` on `workload` (as just read). `may_write` false (not the
   /// leader): decides and reports, sends nothing. A failed pod list is the error.
@@ -85,6 +87,7 @@ class InPlaceStep {
   ReconcileApi& api_;
   ResizeMetrics& metrics_;
   std::chrono::milliseconds min_update_interval_;
+  InPlaceRules rules_;
   std::mutex mutex_;
   std::map<std::string, Memory> memory_;  ///< by scaler key
 };

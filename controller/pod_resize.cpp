@@ -39,6 +39,14 @@ std::optional<recommender::TimePoint> transition_time(const json& condition) {
   return *parsed;
 }
 
+/// "12 h", "90 min" or "30 s": a rule's threshold as a person reads it.
+std::string duration_words(std::chrono::milliseconds d) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + " h";
+  if (seconds % 60 == 0) return std::to_string(seconds / 60) + " min";
+  return std::to_string(seconds) + " s";
+}
+
 /// "container app was OOM-killed 2m after it started" when some container's last termination
 /// was an OOM kill within rules.quick_oom of its start (VPA's quick-OOM rule); else nullopt.
 std::optional<std::string> quick_oom_of(const json& pod, const InPlaceRules& rules) {
@@ -79,8 +87,8 @@ std::string long_lived_reason(const json& pod,
       target += wanted->to_double();
     }
     if (requested > 0 && std::abs(target - requested) / requested > rules.long_lived_diff) {
-      return std::string("the pod has run over ") + std::to_string(rules.long_lived.count() / 60) +
-             " h with its " + resource + " requests more than " +
+      return "the pod has run over " + duration_words(rules.long_lived) + " with its " + resource +
+             " requests more than " +
              std::to_string(static_cast<int>(rules.long_lived_diff * 100)) + " % from the target";
     }
   }

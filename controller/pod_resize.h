@@ -86,12 +86,13 @@ bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoi
 struct InPlaceRules {
   recommender::TimePoint now;  ///< the clock the two rules below read
   /// A pod running this long is resized when its requests are more than `long_lived_diff` from
-  /// the target (VPA: 12 h, 10 %), even within the bounds.
-  std::chrono::minutes long_lived{12 * 60};
+  /// the target (VPA: 12 h, 10 %), even within the bounds
+  /// (--in-recommendation-bounds-eviction-lifetime-threshold).
+  std::chrono::milliseconds long_lived{std::chrono::hours(12)};
   double long_lived_diff = 0.10;
   /// A container OOM-killed this soon after it started makes its pod due at once (VPA's quick-OOM
-  /// rule: 10 minutes).
-  std::chrono::minutes quick_oom{10};
+  /// rule: 10 minutes, --evict-after-oom-threshold).
+  std::chrono::milliseconds quick_oom{std::chrono::minutes(10)};
 };
 
 /// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are

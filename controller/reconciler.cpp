@@ -150,7 +150,7 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
       expectations_(expectations),
       metrics_(metrics),
       options_(options),
-      in_place_(api, metrics, options.min_update_interval) {}
+      in_place_(api, metrics, options.min_update_interval, options.in_place_rules) {}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);

@@ -54,6 +54,9 @@ struct ReconcilerOptions {
   int status_conflict_retries = 3;
   /// --min-update-interval: least time between two recommendation-driven patches of a workload.
   std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// The in-place modes' rules besides the bounds (their `now` is ignored: each step reads the
+  /// clock).
+  InPlaceRules in_place_rules;
   /// False with --recommender-interval 0: RecommendationProvided=False, RecommenderDisabled.
   bool recommender_enabled = true;
   /// Asked before a recommendation-driven patch (a leader step); empty: always allowed.

@@ -81,6 +81,21 @@ TEST_CASE("--min-update-interval: default 10m, a Go duration") {
       0);
 }
 
+TEST_CASE("the in-place rules' thresholds: VPA's names and defaults (12h, 10m), Go durations") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->in_bounds_lifetime_threshold == std::chrono::hours(12));
+  CHECK(defaults->evict_after_oom_threshold == std::chrono::minutes(10));
+  auto options = parse_options({"--in-recommendation-bounds-eviction-lifetime-threshold", "30s",
+                                "--evict-after-oom-threshold", "10s"});
+  REQUIRE(options.ok());
+  CHECK(options->in_bounds_lifetime_threshold == std::chrono::seconds(30));
+  CHECK(options->evict_after_oom_threshold == std::chrono::seconds(10));
+  auto zero = parse_options({"--evict-after-oom-threshold", "0s"});
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.error().rfind("--evict-after-oom-threshold:", 0) == 0);
+}
+
 TEST_CASE("the recommender's flags: Go durations, VPA's defaults, 0 turns recommendations off") {
   using std::chrono::hours;
   using std::chrono::minutes;

@@ -231,6 +231,13 @@ TEST_CASE("VPA's long-lived rule: over 12 h and more than 10 % from the target, 
   plan = controller::plan_in_place(scaler, {started("320m", "2026-12-01T00:00:00Z")},
                                    recommendations, nullptr, rules);
   CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+  // --in-recommendation-bounds-eviction-lifetime-threshold 30s: a pod 40 s old is due.
+  rules.long_lived = std::chrono::seconds(30);
+  plan = controller::plan_in_place(scaler, {started("350m", "2026-12-03T11:59:20Z")},
+                                   recommendations, nullptr, rules);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].message ==
+        "the pod has run over 30 s with its cpu requests more than 10 % from the target");
 }
 
 TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started makes the pod due") {
