@@ -11,6 +11,17 @@
                                         pods its ReplicaSets created (SuccessfulCreate events),
                                         its ReplicaSets less one, EvictedByVPA and
                                         InPlaceResizedByVPA events on its pods
+  recs.py carry-sample T PODS_JSON OBJECTS_JSON
+                                        one poll of a namespace: per VerticalScaler or VPA,
+                                        "T<TAB>deployment<TAB>cpu target<TAB>cpu requests"
+                                        (container app; the requests, comma-separated, of its
+                                        running pods as the kubelet reports them)
+  recs.py carry CARRY STEP_T DEPLOYMENT...
+                                        per DEPLOYMENT "name<TAB>reflect<TAB>carry<TAB>lag" (s):
+                                        from STEP_T (a step up) to the first target over 1.1 x
+                                        the last before it; to the first poll where 3 pods all
+                                        request over 1.1 x the largest request before it; the
+                                        second less the first ("-" when it did not happen)
 
 OUTDIR/offsets, when present, holds "system<TAB>seconds" lines: when that system started, on
 the samples' clock (the first target is counted from there).
@@ -132,6 +143,64 @@ def counts(rs_file, events_file, deployments):
         print(d, n["created"], max(len(sets) - 1, 0), n["evicted"], n["resized"])
 
 
+def carry_sample(t, pods_file, objects_file):
+    with open(pods_file) as f:
+        pods = json.load(f).get("items", [])
+    with open(objects_file) as f:
+        objects = json.load(f).get("items", [])
+    requests = {}
+    for pod in pods:
+        meta, status = pod["metadata"], pod.get("status") or {}
+        if meta.get("deletionTimestamp") or status.get("phase") != "Running":
+            continue
+        app = (meta.get("labels") or {}).get("app")
+        # What the kubelet reports the container runs with; the spec until it does.
+        reported = {c["name"]: (c.get("resources") or {}).get("requests") or {}
+                    for c in status.get("containerStatuses") or []}
+        spec = {c["name"]: (c.get("resources") or {}).get("requests") or {}
+                for c in pod["spec"]["containers"]}
+        cpu = reported.get("app", {}).get("cpu") or spec.get("app", {}).get("cpu")
+        if app and cpu:
+            requests.setdefault(app, []).append(quantity(cpu))
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        name = (spec.get("targetRef") or {}).get("name") or spec.get("deploymentName")
+        target = None
+        for c in ((obj.get("status") or {}).get("recommendation") or {}).get(
+                "containerRecommendations") or []:
+            if c.get("containerName") == "app" and "cpu" in (c.get("target") or {}):
+                target = quantity(c["target"]["cpu"])
+        if name and target is not None:
+            cpus = ",".join(repr(v) for v in sorted(requests.get(name, [])))
+            print(f"{t}\t{name}\t{target!r}\t{cpus}")
+
+
+def carry(carry_file, step, deployments):
+    step = float(step)
+    rows = {}
+    with open(carry_file) as f:
+        for line in f:
+            t, name, target, cpus = line.rstrip("\n").split("\t")
+            rows.setdefault(name, []).append(
+                (float(t), float(target), [float(v) for v in cpus.split(",") if v]))
+    for name in deployments:
+        series = sorted(rows.get(name, []))
+        before = [r for r in series if r[0] < step]
+        reflect = carried = None
+        if step >= 0 and before:
+            base_target = before[-1][1]
+            base_request = max(before[-1][2], default=0.0)
+            reflect = next((t for t, target, _ in series
+                            if t >= step and target > 1.1 * base_target), None)
+            carried = next((t for t, _, cpus in series if t >= step and len(cpus) >= 3 and
+                            all(v > 1.1 * base_request for v in cpus)), None)
+        def fmt(v):
+            return "-" if v is None else f"{v:.1f}"
+        lag = None if reflect is None or carried is None else carried - reflect
+        print(f"{name}\t{fmt(None if reflect is None else reflect - step)}\t"
+              f"{fmt(None if carried is None else carried - step)}\t{fmt(lag)}")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "sample":
         sample(*sys.argv[2:])
@@ -139,6 +208,10 @@ if __name__ == "__main__":
         report(*sys.argv[2:])
     elif len(sys.argv) >= 5 and sys.argv[1] == "counts":
         counts(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif len(sys.argv) == 5 and sys.argv[1] == "carry-sample":
+        carry_sample(*sys.argv[2:])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "carry":
+        carry(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         print(__doc__, file=sys.stderr)
         sys.exit(2)

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Section "vpa" (issue 18): vscaler side by side with VerticalPodAutoscaler v1.8.1 (recommender,
-# updater, admission-controller: test/cluster/build.sh vpa, cached by version) on one local full
-# plane (test/cluster/up.sh: kwok nodes, metrics-server). Each trace is a namespace with twin
-# Deployments of 3 pods, "vs" (a VerticalScaler) and "vpa" (a VerticalPodAutoscaler), both
-# updateMode Off, fed the same simulated usage (kwok usage objects, test/e2e/usage_lib.sh: never
-# the pod template, whose change would be a rollout). Both get the same compressed time
-# constants (a minute stands for a day, below). Traces: steady; step up x2; step down /2; a sine;
-# a 30 s spike; a memory leak ending in an OOM kill; a container with a sidecar. A namespace
-# "apply" holds four more Deployments taking the step up: vscaler Auto and Initial against VPA
-# Recreate and InPlaceOrRecreate (kwok does not act on a resize: the requests are counted), and a
-# Helm-style reset (the manifest applied again) in the middle of the run.
+# Section "vpa" (issues 18, 28, 30): vscaler side by side with VerticalPodAutoscaler v1.8.1
+# (recommender, updater, admission-controller: test/cluster/build.sh vpa, cached by version) on
+# one local full plane (test/cluster/up.sh: kwok nodes whose Stages play the kubelet's resize,
+# metrics-server). Each trace is a namespace with twin Deployments of 3 pods, "vs" (a
+# VerticalScaler) and "vpa" (a VerticalPodAutoscaler), both updateMode Off, fed the same simulated
+# usage (kwok usage objects, test/e2e/usage_lib.sh: never the pod template, whose change would be
+# a rollout). Both get the same compressed time constants (a minute stands for a day, below).
+# Traces: steady; step up x2; step down /2; a sine; a 30 s spike; a memory leak ending in an OOM
+# kill; a container with a sidecar; unequal pods (requests 1000m / 500m / 100m after in-place
+# resizes, using 80m / 400m / 900m and 256 / 512 / 1024Mi); the same with an OOM kill of the
+# smallest replica. A namespace "apply" holds four more Deployments taking the step up: vscaler
+# Auto against VPA Recreate, and both in InPlaceOrRecreate (VPA's updater and vscaler with the
+# same lifetime and OOM thresholds), and a Helm-style reset (the manifest applied again) in the
+# middle of the run; its pods' requests, as the kubelet (kwok) reports them, are polled every 2 s.
 # Rows: per trace and resource target, lowerBound, upperBound at the end; the time from the
-# change to the first target that reflects it (bench/peer-vpa/recs.py says how); pods replaced,
-# rollouts / evictions / resize requests; RSS and CPU seconds of each recommender's process
-# (vscaler's is the whole operator). It asserts only that both systems made recommendations.
+# change to the first target that reflects it (bench/peer-vpa/recs.py says how); per apply pair,
+# pods replaced, rollouts / evictions, in-place resizes requested, and the seconds from the step
+# (and from the recommendation reflecting it) to every pod carrying it; RSS and CPU seconds of
+# each recommender's process (vscaler's is the whole operator). It asserts only that both
+# systems made recommendations.
 # Environment: KUBECONFIG + VSCALER_CLUSTER_DIR of a running full plane to use it (else one is
 # started in /tmp/vscaler-bench-vpa and torn down); VSCALER_BENCH_VPA_WARMUP / _OBSERVE (s).
 # Prints table rows; see bench/run.sh, which configures $VSCALER_BUILD_DIR (default build/release).
@@ -117,21 +122,38 @@ use() {
   done
   fail "use $ns: vscaler-usage kept changing under us"
 }
-# oom_kill NS APP: every pod of APP reports an OOM kill of container app (lastState, restartCount
-# + 1; kwok keeps the container running), as recommender_test.sh does.
+# oom_kill NS APP [POD]: every pod of APP (or only POD) reports an OOM kill of container app
+# (lastState, restartCount + 1; kwok keeps the container running), as recommender_test.sh does.
 oom_kill() {
-  local pod now
+  local pod now pods
   now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  for pod in $(k -n "$1" get pods -l "app=$2" -o jsonpath='{.items[*].metadata.name}'); do
+  pods=${3:-$(k -n "$1" get pods -l "app=$2" -o jsonpath='{.items[*].metadata.name}')}
+  for pod in $pods; do
     k -n "$1" patch pod "$pod" --subresource=status --type=json -p "[
  {\"op\":\"add\",\"path\":\"/status/containerStatuses/0/lastState\",\"value\":{\"terminated\":
    {\"reason\":\"OOMKilled\",\"exitCode\":137,\"startedAt\":\"$now\",\"finishedAt\":\"$now\"}}},
  {\"op\":\"replace\",\"path\":\"/status/containerStatuses/0/restartCount\",\"value\":1}]" >/dev/null
   done
 }
+# pods_of NS APP: APP's pod names, sorted (the twins' i-th pods get the same unequal usage).
+pods_of() { k -n "$1" get pods -l "app=$2" -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | sort; }
+# unequal NS APP: APP's three pods resized in place to cpu requests 1000m / 500m / 100m (the
+# kubelet's part played by kwok's Stage) and given usage 80m / 400m / 900m and 256 / 512 / 1024Mi
+# by pod annotation (APP has no row in the usage table, so kwok reads the annotations).
+unequal() {
+  local requests=(1000m 500m 100m) cpus=(80m 400m 900m) memories=(256Mi 512Mi 1024Mi) i=0 pod
+  for pod in $(pods_of "$1" "$2"); do
+    k -n "$1" patch pod "$pod" --subresource resize -p \
+      "{\"spec\":{\"containers\":[{\"name\":\"app\",\"resources\":{\"requests\":{\"cpu\":\"${requests[i]}\"}}}]}}" >/dev/null
+    k -n "$1" annotate --overwrite pod "$pod" "kwok.x-k8s.io/usage-cpu=${cpus[i]}" \
+      "kwok.x-k8s.io/usage-memory=${memories[i]}" >/dev/null
+    i=$((i + 1))
+  done
+  [ "$i" = 3 ] || fail "unequal $1 $2: $i pods, not 3"
+}
 
 # The traces: a namespace each, twins vs / vpa, mode Off.
-trace_names=(steady step-up step-down sine spike leak sidecar)
+trace_names=(steady step-up step-down sine spike leak sidecar unequal oom-small)
 declare -A ns_of
 for name in "${trace_names[@]}"; do
   ns_of[$name]=$(unique_namespace "vpa-$name")
@@ -149,16 +171,20 @@ for name in "${trace_names[@]}"; do
   scaler "${ns_of[$name]}" vs Off
   vpa "${ns_of[$name]}" vpa Off
 done
-# Applying: vscaler Auto / Initial against VPA Recreate / InPlaceOrRecreate, the step up.
+# Applying: vscaler Auto / InPlaceOrRecreate against VPA Recreate / InPlaceOrRecreate, the step up.
 apply_ns=$(unique_namespace vpa-apply)
 namespaces+=("$apply_ns")
-apply_apps=(vs-auto vs-initial vpa-recreate vpa-inplace)
+apply_apps=(vs-auto vs-inplace vpa-recreate vpa-inplace)
 use "$apply_ns" app 300m 400Mi "${apply_apps[@]}"
 for app in "${apply_apps[@]}"; do deployment "$apply_ns" "$app"; done
 for ns in "${namespaces[@]}"; do
   for d in $(k -n "$ns" get deployments -o name); do
     k -n "$ns" rollout status "$d" --timeout=180s >/dev/null || fail "$ns $d did not roll out"
   done
+done
+for name in unequal oom-small; do
+  unequal "${ns_of[$name]}" vs
+  unequal "${ns_of[$name]}" vpa
 done
 
 # vscaler behind its webhooks (certs/install.sh --local), VPA's admission-controller registered
@@ -180,7 +206,8 @@ timing=(--recommender-interval "$interval" --cpu-histogram-decay-half-life "$hal
 start=$EPOCHREALTIME
 # now: seconds since vscaler started; the report counts VPA's from its own start.
 now() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$EPOCHREALTIME" "$start"; }
-KEEP_LOGS=1 start_operator "${timing[@]}" --checkpoint-interval 1m --min-update-interval 10s
+KEEP_LOGS=1 start_operator "${timing[@]}" --checkpoint-interval 1m --min-update-interval 10s \
+  --in-recommendation-bounds-eviction-lifetime-threshold 30s --evict-after-oom-threshold 10s
 trap cleanup EXIT
 "$VPA_BIN_DIR/vpa-recommender" --kubeconfig "$KUBECONFIG" "${timing[@]}" \
   --address "127.0.0.1:$(free_port)" >"$tmp/vpa-recommender.log" 2>&1 &
@@ -194,7 +221,7 @@ pids+=($!)
 for name in "${apply_apps[@]}"; do
   case $name in
     vs-auto) scaler "$apply_ns" "$name" Auto ;;
-    vs-initial) scaler "$apply_ns" "$name" Initial ;;
+    vs-inplace) scaler "$apply_ns" "$name" InPlaceOrRecreate ;;
     vpa-recreate) vpa "$apply_ns" "$name" Recreate ;;
     vpa-inplace) vpa "$apply_ns" "$name" InPlaceOrRecreate ;;
   esac
@@ -211,6 +238,21 @@ sampler() {
   done
 }
 sampler &
+pids+=($!)
+# carrier: every 2 s, each apply Deployment's target and its pods' cpu requests as reported.
+carrier() {
+  local t
+  while :; do
+    t=$(now)
+    if k -n "$apply_ns" get pods -o json >"$tmp/apply-pods.json" &&
+      k -n "$apply_ns" get vsc,vpa -o json >"$tmp/apply-objects.json"; then
+      python3 bench/peer-vpa/recs.py carry-sample "$t" "$tmp/apply-pods.json" \
+        "$tmp/apply-objects.json" >>"$tmp/carry"
+    fi
+    sleep 2
+  done
+}
+carrier &
 pids+=($!)
 
 # counts: pods created, rollouts, evictions, resize requests of the apply Deployments.
@@ -234,7 +276,8 @@ print(f'{300 + 200 * x:.0f}m {400 + 100 * x:.0f}Mi')" "$t")"
   twins sine app "$sine_cpu" "$sine_memory"
   if [ "$stepped" = 0 ] && [ "$e" -ge "$warmup" ]; then
     stepped=1
-    printf 'step-up\t%s\t1\nstep-down\t%s\t-1\nspike\t%s\t1\n' "$(now)" "$(now)" "$(now)" >>"$tmp/changes"
+    printf 'step-up\t%s\t1\nstep-down\t%s\t-1\nspike\t%s\t1\napply\t%s\t1\n' "$(now)" "$(now)" \
+      "$(now)" "$(now)" >>"$tmp/changes"
     twins step-up app 600m 800Mi
     twins step-down app 300m 400Mi
     twins spike app 2 1200Mi
@@ -252,6 +295,9 @@ print(f'{300 + 200 * x:.0f}m {400 + 100 * x:.0f}Mi')" "$t")"
     printf 'leak\t%s\t1\n' "$(now)" >>"$tmp/changes"
     oom_kill "${ns_of[leak]}" vs
     oom_kill "${ns_of[leak]}" vpa
+    # The smallest replica (256Mi, the first pod of `unequal`) of the oom-small twins.
+    oom_kill "${ns_of[oom-small]}" vs "$(pods_of "${ns_of[oom-small]}" vs | head -1)"
+    oom_kill "${ns_of[oom-small]}" vpa "$(pods_of "${ns_of[oom-small]}" vpa | head -1)"
     twins leak app 300m 400Mi # restarted
   fi
   if [ "$reset" = 0 ] && [ "$e" -ge "$reset_at" ]; then
@@ -278,9 +324,12 @@ for name in "${trace_names[@]}"; do
 done
 python3 bench/peer-vpa/recs.py report "$tmp/samples" "$tmp/traces" "$tmp" ||
   fail "a system made no recommendation (logs: $tmp; KEEP_LOGS=1 keeps them)"
-# apply_rows VSCALER_APP VPA_APP WHAT: rows of pods replaced (over the run, and by the reset).
+step_at=$(awk -F'\t' '$1 == "apply" {print $2; exit}' "$tmp/changes")
+python3 bench/peer-vpa/recs.py carry "$tmp/carry" "${step_at:--1}" "${apply_apps[@]}" >"$tmp/carried"
+# apply_rows VSCALER_APP VPA_APP WHAT: rows of pods replaced (over the run, and by the reset),
+# rollouts / evictions, in-place resizes, and how long the step took to reach every pod.
 apply_rows() {
-  local v p vb pb
+  local v p vb pb side app counts before
   read -ra v <<<"$(awk -v a="$1" '$1 == a' "$tmp/counts.end")"
   read -ra p <<<"$(awk -v a="$2" '$1 == a' "$tmp/counts.end")"
   read -ra vb <<<"$(awk -v a="$1" '$1 == a' "$tmp/counts.before-reset")"
@@ -292,15 +341,20 @@ apply_rows() {
   printf '%s.actions\tvpa apply %s: rollouts / evictions\t%s\n' "$3" "$3" "${v[2]}" >>"$tmp/vscaler"
   printf '%s.actions\tvpa apply %s: rollouts / evictions\t%s\n' "$3" "$3" "${p[3]}" >>"$tmp/peer"
   if [ "$2" = vpa-inplace ]; then
-    printf '%s.resizes\tvpa apply %s: in-place resizes requested\t0\n' "$3" "$3" >>"$tmp/vscaler"
-    # The API server refuses each (kwok's nodes do not declare resize support) and the updater
-    # evicts instead: its log has the requests, no event does.
-    printf '%s.resizes\tvpa apply %s: in-place resizes requested\t%s\n' "$3" "$3" \
-      "$(grep -c '"In-place update approved" pod="[^"]*/vpa-inplace-' "$tmp/vpa-updater.log")" >>"$tmp/peer"
+    printf '%s.resizes\tvpa apply %s: in-place resizes requested\t%s\n' "$3" "$3" "$(metric 'vscaler_pod_resizes_total{result="requested"}')" >>"$tmp/vscaler"
+    printf '%s.resizes\tvpa apply %s: in-place resizes requested\t%s\n' "$3" "$3" "${p[4]}" >>"$tmp/peer"
   fi
+  for side in "vscaler $1" "peer $2"; do
+    read -r counts app <<<"$side"
+    awk -F'\t' -v a="$app" -v w="$3" '$1 == a {
+      printf "%s.reflect\tvpa apply %s: the step -> a cpu target reflecting it (s)\t%s\n", w, w, $2
+      printf "%s.carry\tvpa apply %s: the step -> every pod carrying it (s)\t%s\n", w, w, $3
+      printf "%s.lag\tvpa apply %s: that target -> every pod carrying it (s)\t%s\n", w, w, $4
+    }' "$tmp/carried" >>"$tmp/$counts"
+  done
 }
 apply_rows vs-auto vpa-recreate "Auto / Recreate"
-apply_rows vs-initial vpa-inplace "Initial / InPlaceOrRecreate"
+apply_rows vs-inplace vpa-inplace "InPlaceOrRecreate"
 proc_rows "$OPERATOR_PID" >>"$tmp/vscaler"
 proc_rows "$vpa_pid" >>"$tmp/peer"
 table_rows "$tmp/vscaler" "$tmp/peer" >&3
