@@ -20,6 +20,7 @@
 #include "dashboard/routes.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/server_version.h"
 #include "metrics/health_server.h"
 #include "metrics/registry.h"
 #include "recommender/loop.h"
@@ -41,6 +42,28 @@ constexpr std::string_view kLogger = "main";
 /// naming the cause, because no amount of retrying fixes it. Throttling (429) is an answer, not
 /// an outage: it is retried as long as it lasts, each time after the Retry-After the server gave
 /// (exiting, to be restarted and ask again, would only add to the load it reports).
+/// Whether the API server has pods/resize (Kubernetes 1.33): GET /version once. Unknown (the
+/// call failed, an unreadable answer) counts as yes: a resize the server lacks is refused and
+/// reported per pod, which says more than guessing no.
+bool resize_supported(const kube::Client& client) {
+  kube::HttpRequest request;
+  request.target = "/version";
+  auto answer = client.call(request);
+  auto version = answer.ok() ? kube::parse_server_version(*answer) : std::nullopt;
+  if (!version) {
+    log::warn(
+        kLogger, "cannot read the API server's version; assuming pods/resize exists",
+        {{"error", answer.ok() ? std::string("unreadable answer") : answer.error().to_string()}});
+    return true;
+  }
+  if (version->at_least(1, 33)) return true;
+  log::warn(kLogger,
+            "the API server is older than Kubernetes 1.33: InPlaceOrRecreate and InPlace apply "
+            "values as Initial (ResizeUnsupported)",
+            {{"version", std::to_string(version->major) + "." + std::to_string(version->minor)}});
+  return false;
+}
+
 kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string& ns,
                                    std::chrono::seconds patience) {
   auto deadline = std::chrono::steady_clock::now() + patience;
@@ -120,6 +143,7 @@ int run(const cmd::Options& options) {
   manager_options.reconciler.min_update_interval = options.min_update_interval;
   manager_options.reconciler.in_place_rules.long_lived = options.in_bounds_lifetime_threshold;
   manager_options.reconciler.in_place_rules.quick_oom = options.evict_after_oom_threshold;
+  manager_options.reconciler.resize_supported = resize_supported(*client);
   manager_options.reconciler.recommender_enabled = options.recommender_interval.count() > 0;
   // A new scaler's first recommendation runs when it appears; the loop is built after the
   // manager (it reads the manager's store), so the callback finds it through this pointer.
@@ -182,7 +206,8 @@ int run(const cmd::Options& options) {
       "vscaler_pod_admission_total",
       "Pod CREATEs the pod admission hook answered, by result (patched, unchanged, no_scaler)",
       {"result"});
-  webhook::PodHandler pods(manager.store(), pod_admissions, &manager.limit_ranges());
+  webhook::PodHandler pods(manager.store(), pod_admissions, &manager.limit_ranges(),
+                           &manager.quotas(), &manager.hints());
   controller::KubeReconcileApi validation_api(*client);
   webhook::ScalerHandler scalers(manager.store(), validation_api);
 

@@ -288,14 +288,18 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
                                       : "updateMode is Off; the " + scaler.target.kind +
                                             " already carries the declared resources";
     report.containers = api::status_containers(wanted, true);
-  } else if (api::in_place(scaler.update_mode)) {
+  } else if (api::in_place(scaler.update_mode) && options_.resize_supported) {
     // The template keeps what it has (values ride on writes that change it anyway); running pods
     // are resized, new ones sized at admission (webhook/pod_handler).
     report.containers = api::status_containers(plan, false);
     const bool may_write = !options_.leader_step || options_.leader_step();
-    auto step =
-        in_place_.run(scaler, stored, recommendation.recommendations, limit_range.get(), may_write);
+    auto headroom = options_.quotas ? options_.quotas->headroom(scaler.ns) : std::nullopt;
+    auto step = in_place_.run(scaler, stored, recommendation.recommendations, limit_range.get(),
+                              headroom, may_write);
     if (!step.ok()) return retry(step.error(), "resize the pods of " + workload);
+    if (headroom && step->requested > 0 && step->plan.quota_left) {
+      options_.quotas->reserve_spent(scaler.ns, *headroom, *step->plan.quota_left);
+    }
     describe_in_place(*step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
                       scaled, report);
     outcome.requeue_after = step->recheck_after;
@@ -307,10 +311,20 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       scaled.message = "waiting for a recommendation for container(s) " +
                        join(recommendation.containers.awaiting) + "; nothing to apply yet";
     }
-  } else if (scaler.update_mode == api::UpdateMode::kInitial) {
+  } else if (scaler.update_mode == api::UpdateMode::kInitial || api::in_place(scaler.update_mode)) {
     // Never a rollout of its own: the values ride on the next write that changes the template.
+    // (An in-place mode lands here only on an API server without pods/resize.)
     report.containers = api::status_containers(plan, false);
-    if (wanted.changed()) {
+    if (api::in_place(scaler.update_mode)) {
+      scaled.reason = reason::kResizeUnsupported;
+      scaled.message =
+          "the API server is older than Kubernetes 1.33 and cannot resize running "
+          "pods (pods/resize): the values apply as in Initial, at the next template "
+          "change and to new pods";
+      if (!wanted.changed()) {
+        scaled.message += "; the " + scaler.target.kind + " already carries them";
+      }
+    } else if (wanted.changed()) {
       scaled.reason = reason::kDeferred;
       scaled.message = "updateMode is Initial: this change applies at the next template change";
     } else {
@@ -432,7 +446,8 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   }
   report.conditions.push_back(scaled);
   const bool deferred = scaled.reason == reason::kDeferred || scaled.reason == reason::kResizing;
-  if (scaled.status || deferred ||
+  // Without pods/resize an in-place mode works as Initial, as designed: Ready, with a warning.
+  if (scaled.status || deferred || scaled.reason == reason::kResizeUnsupported ||
       (scaler.update_mode == api::UpdateMode::kOff && !wanted.changed())) {
     report.conditions.push_back({condition::kReady, true, reason::kUpToDate, scaled.message});
   } else if (scaled.reason == reason::kAwaitingRecommendation) {

@@ -15,6 +15,7 @@
 #include "controller/expectations.h"
 #include "controller/in_place_step.h"
 #include "controller/limit_range_cache.h"
+#include "controller/quota_cache.h"
 #include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "controller/status.h"
@@ -57,12 +58,17 @@ struct ReconcilerOptions {
   /// The in-place modes' rules besides the bounds (their `now` is ignored: each step reads the
   /// clock).
   InPlaceRules in_place_rules;
+  /// False on an API server older than 1.33 (no pods/resize, cmd reads /version): scalers in the
+  /// in-place modes report ResizeUnsupported and their values apply as in Initial.
+  bool resize_supported = true;
   /// False with --recommender-interval 0: RecommendationProvided=False, RecommenderDisabled.
   bool recommender_enabled = true;
   /// Asked before a recommendation-driven patch (a leader step); empty: always allowed.
   std::function<bool()> leader_step;
   /// The namespaces' LimitRanges, capping recommended requests and limits; nullptr: none.
   const LimitRangeCache* limit_ranges = nullptr;
+  /// The namespaces' ResourceQuota headroom, capping recommended resizes; nullptr: none.
+  QuotaCache* quotas = nullptr;
   /// After a hinted UPDATE, a scaler whose patch needs no read (Reconcile mode, fixed values of
   /// named containers) is restored by a PATCH without a GET first (controller/blind_restore.h).
   bool blind_restore = true;

@@ -47,6 +47,9 @@ inline constexpr const char* kResizeInfeasible = "ResizeInfeasible";
 /// Scaled=False: a resize was refused by the namespace's ResourceQuota or LimitRange (never
 /// answered with an eviction).
 inline constexpr const char* kQuotaExceeded = "QuotaExceeded";
+/// Scaled=False: an in-place mode on an API server older than 1.33 (no pods/resize); the values
+/// apply as in Initial.
+inline constexpr const char* kResizeUnsupported = "ResizeUnsupported";
 /// RecommendationProvided=False when --recommender-interval is 0.
 inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason

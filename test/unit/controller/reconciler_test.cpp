@@ -694,6 +694,23 @@ TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next t
   CHECK(f.condition("web", "Ready", "status") == "True");
 }
 
+TEST_CASE("in-place modes without pods/resize (before 1.33): ResizeUnsupported, as Initial") {
+  Fixture f;
+  ReconcilerOptions options;
+  options.resize_supported = false;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics, options};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "InPlaceOrRecreate",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 0);  // no rollout, as Initial
+  CHECK(f.condition("web", "Scaled") == "ResizeUnsupported");
+  CHECK(f.condition("web", "Scaled", "status") == "False");
+  CHECK(f.condition("web", "Scaled", "message").find("older than Kubernetes 1.33") !=
+        std::string::npos);
+  CHECK(f.condition("web", "Ready", "status") == "True");
+}
+
 TEST_CASE("no recommendation yet and nothing fixed: nothing is written, AwaitingRecommendation") {
   Fixture f;
   Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
