@@ -29,12 +29,32 @@ const char* entered(PodResizeState state) {
   }
 }
 
+/// How many pods `workload` asks for: spec.replicas (Deployment, StatefulSet; 1 when unset), a
+/// DaemonSet's status.desiredNumberScheduled.
+std::size_t wanted_pods(const json& workload) {
+  const json* spec = kube::find_path(workload, {"spec"});
+  if (spec == nullptr || !spec->is_object()) return 0;
+  const json* count = kube::find_path(workload, {"spec", "replicas"});
+  if (count == nullptr) {
+    if (kube::string_at(workload, {"kind"}) == "DaemonSet") {
+      count = kube::find_path(workload, {"status", "desiredNumberScheduled"});
+    } else {
+      return 1;
+    }
+  }
+  if (count == nullptr || !count->is_number_integer()) return 0;
+  const auto value = count->get<std::int64_t>();
+  return value > 0 ? static_cast<std::size_t>(value) : 0;
+}
+
 }  // namespace
 
 kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     const api::Scaler& scaler, const json& workload,
     const std::vector<recommender::ContainerRecommendation>& recommendations,
-    const recommender::LimitRangeItem* limit_range, bool may_write, recommender::TimePoint now) {
+    const recommender::LimitRangeItem* limit_range,
+    const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
+    recommender::TimePoint now) {
   const json* selector = kube::find_path(workload, {"spec", "selector"});
   auto query = selector ? recommender::label_selector_query(*selector)
                         : kube::Result<std::string>(kube::fail(std::string("no spec.selector")));
@@ -56,12 +76,20 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   InPlaceResult result;
   InPlaceRules rules = rules_;
   rules.now = now;
-  result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules);
+  result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules, quota_headroom);
+  // Pods the workload asks for that are not listed yet (created a moment ago, or about to be):
+  // waited for as starting ones.
+  if (std::size_t wanted = wanted_pods(workload);
+      wanted > result.plan.total() + result.plan.starting) {
+    result.plan.starting = wanted - result.plan.total();
+  }
   std::map<std::string, recommender::TimePoint> resized_at;
+  std::set<std::string> sent;
   {
     std::lock_guard lock(mutex_);
     if (auto found = memory_.find(scaler.key()); found != memory_.end()) {
       resized_at = found->second.resized_at;
+      sent = found->second.sent;
     }
   }
   for (PodResize& pod : result.plan.pods) {
@@ -88,6 +116,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"why", pod.message}});
       pod.state = PodResizeState::kInProgress;
       if (pod.recommended_due) resized_at[pod.uid] = now;
+      sent.insert(pod.uid);
       continue;
     }
     // 403 (NodeCapacity, a feature the node lacks), 422 (a QoS class change, a node without
@@ -118,9 +147,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   std::map<std::string, PodResizeState> states;
   for (const PodResize& pod : result.plan.pods) {
     auto before = memory.pods.find(pod.uid);
-    const bool was_in_flight =
-        before != memory.pods.end() && before->second == PodResizeState::kInProgress;
-    if (pod.state == PodResizeState::kAtTarget && was_in_flight) {
+    if (pod.state == PodResizeState::kAtTarget && sent.erase(pod.uid) > 0) {
       metrics_.on_pod_resize("completed");
     }
     if (const char* result_name = entered(pod.state);
@@ -133,11 +160,13 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   // Only pods still listed are remembered.
   std::erase_if(resized_at, [&](const auto& item) { return !memory.pods.contains(item.first); });
   memory.resized_at = std::move(resized_at);
+  std::erase_if(sent, [&](const std::string& uid) { return !memory.pods.contains(uid); });
+  memory.sent = std::move(sent);
   // Re-checked while any pod is not done: in flight, or waiting on its node (a Deferred resize
   // the kubelet may still take up, an Infeasible one the scaler's next value may fix) — from 1 s,
   // doubling, to 30 s. Once every pod carries the values, nothing polls.
   if (result.plan.in_progress == 0 && result.plan.pending > 0 &&
-      result.plan.pending == result.plan.held) {
+      result.plan.pending == result.plan.held && result.plan.starting == 0) {
     // Only held back by the rate limit: look again when the first of them may go.
     auto first = recommender::TimePoint::max();
     for (const PodResize& pod : result.plan.pods) {
@@ -149,7 +178,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
         std::chrono::seconds(1),
         std::chrono::duration_cast<std::chrono::milliseconds>(first - now));
     memory.rounds = 0;
-  } else if (result.plan.in_progress > 0 || result.plan.pending > 0) {
+  } else if (result.plan.in_progress > 0 || result.plan.pending > 0 || result.plan.starting > 0) {
     result.recheck_after = std::min<std::chrono::milliseconds>(
         std::chrono::seconds(30), std::chrono::seconds(1 << std::min(memory.rounds, 5)));
     ++memory.rounds;

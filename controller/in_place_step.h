@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,12 +58,14 @@ class InPlaceStep {
               InPlaceRules rules = {})
       : api_(api), metrics_(metrics), min_update_interval_(min_update_interval), rules_(rules) {}
 
-  /// Runs the step for `scaler` on `workload` (as just read). `may_write` false (not the
-  /// leader): decides and reports, sends nothing. A failed pod list is the error.
+  /// Runs the step for `scaler` on `workload` (as just read), recommended values within
+  /// `quota_headroom` (plan_in_place). `may_write` false (not the leader): decides and reports,
+  /// sends nothing. A failed pod list is the error.
   kube::Result<InPlaceResult, kube::ApiError> run(
       const api::Scaler& scaler, const nlohmann::json& workload,
       const std::vector<recommender::ContainerRecommendation>& recommendations,
-      const recommender::LimitRangeItem* limit_range, bool may_write,
+      const recommender::LimitRangeItem* limit_range,
+      const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
       recommender::TimePoint now =
           recommender::TimePoint(std::chrono::duration_cast<recommender::Duration>(
               std::chrono::system_clock::now().time_since_epoch())));
@@ -77,6 +80,9 @@ class InPlaceStep {
     std::size_t evicted = 0;  ///< pods evicted for this scaler
     /// uid -> when a recommendation-driven resize was last sent (the per-pod rate limit).
     std::map<std::string, recommender::TimePoint> resized_at;
+    /// uids this process sent a resize for, not yet seen done: "completed" counts only those
+    /// (a new pod whose status catches up with its spec was never resized).
+    std::set<std::string> sent;
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
   /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted

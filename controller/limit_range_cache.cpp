@@ -1,14 +1,9 @@
 // LimitRangeCache: rebuilt from the informer's store, read by the hook and the reconciler.
 #include "controller/limit_range_cache.h"
 
-#include "base/log.h"
 #include "recommender/limit_range.h"
 
 namespace vscaler::controller {
-
-namespace {
-constexpr std::string_view kLogger = "limitranges";
-}  // namespace
 
 LimitRangeCache::LimitRangeCache() : map_(std::make_shared<const Map>()) {}
 
@@ -62,73 +57,6 @@ int LimitRangeCache::rebuild(const std::vector<std::shared_ptr<const nlohmann::j
     }
   }
   return unreadable;
-}
-
-LimitRangePoller::LimitRangePoller(kube::Client client, std::string ns,
-                                   std::chrono::milliseconds period, LimitRangeCache& cache,
-                                   OnChange on_change)
-    : client_(std::move(client)),
-      ns_(std::move(ns)),
-      period_(period),
-      cache_(cache),
-      on_change_(std::move(on_change)) {}
-
-LimitRangePoller::~LimitRangePoller() {
-  stop();
-}
-
-void LimitRangePoller::start() {
-  thread_ = std::thread([this] { run(); });
-}
-
-void LimitRangePoller::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-bool LimitRangePoller::poll_once() {
-  kube::ListOptions options;
-  options.transform = [](nlohmann::json& item) {
-    auto metadata = item.find("metadata");
-    if (metadata != item.end() && metadata->is_object()) metadata->erase("managedFields");
-  };
-  auto listed = client_.list(kube::resources::kLimitRanges, ns_, options);
-  if (!listed.ok()) {
-    log::warn(kLogger, "listing LimitRanges failed; keeping the last ones",
-              {{"error", listed.error().message}});
-    return false;
-  }
-  std::vector<std::shared_ptr<const nlohmann::json>> objects;
-  objects.reserve(listed.value().items.size());
-  for (auto& item : listed.value().items) {
-    objects.push_back(std::make_shared<const nlohmann::json>(std::move(item)));
-  }
-  std::vector<std::string> changed;
-  if (int unreadable = cache_.rebuild(objects, &changed); unreadable > 0) {
-    log::warn(kLogger, "LimitRanges with malformed quantities are not applied",
-              {{"namespaces", std::to_string(unreadable)}});
-  }
-  if (polled_ && !changed.empty() && on_change_) {
-    log::info(kLogger, "LimitRanges changed; reconciling their namespaces' scalers",
-              {{"namespaces", std::to_string(changed.size())}});
-    on_change_(changed);
-  }
-  polled_ = true;
-  return true;
-}
-
-void LimitRangePoller::run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    poll_once();
-    lock.lock();
-    wake_.wait_for(lock, period_, [this] { return stopping_; });
-  }
 }
 
 }  // namespace vscaler::controller

@@ -135,6 +135,7 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
     options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };
   }
   options_.reconciler.limit_ranges = &limit_ranges_;
+  options_.reconciler.quotas = &quotas_;
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
   // Three namespace reads at once: each mostly waits on the API server.
@@ -165,13 +166,24 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
 
   // A changed LimitRange changes the capped plan of every scaler in its namespace: reconcile
   // them (the resync compares metadata only and would not notice).
-  limit_range_poller_ = std::make_unique<LimitRangePoller>(
-      client_, options_.ns, options_.limit_range_period, limit_ranges_,
-      [this](const std::vector<std::string>& namespaces) {
-        std::set<std::string_view> changed(namespaces.begin(), namespaces.end());
-        for (const auto& scaler : store_.snapshot()) {
-          if (changed.count(scaler->ns) != 0) queue_->add(scaler->key());
-        }
+  auto reconcile_namespaces = [this](const std::vector<std::string>& namespaces) {
+    std::set<std::string_view> changed(namespaces.begin(), namespaces.end());
+    for (const auto& scaler : store_.snapshot()) {
+      if (changed.count(scaler->ns) != 0) queue_->add(scaler->key());
+    }
+  };
+  limit_range_poller_ = std::make_unique<ListPoller>(
+      client_, kube::resources::kLimitRanges, "LimitRanges", options_.ns,
+      options_.limit_range_period,
+      [this](const auto& objects, std::vector<std::string>* changed) {
+        return limit_ranges_.rebuild(objects, changed);
+      },
+      reconcile_namespaces);
+  // Only the pod admission hook reads the headroom: nothing to reconcile when it changes.
+  quota_poller_ = std::make_unique<ListPoller>(
+      client_, kube::resources::kResourceQuotas, "ResourceQuotas", options_.ns,
+      options_.limit_range_period, [this](const auto& objects, std::vector<std::string>* changed) {
+        return quotas_.rebuild(objects, changed);
       });
 }
 
@@ -183,6 +195,7 @@ void Manager::start() {
   if (started_.exchange(true)) return;
   informer_->start();
   limit_range_poller_->start();
+  quota_poller_->start();
   events_.start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
   trimmer_.start([this] { return queue_->len() == 0; });
@@ -200,6 +213,7 @@ void Manager::stop() {
   if (!started_.load() || stopped_.exchange(true)) return;
   informer_->stop();
   limit_range_poller_->stop();
+  quota_poller_->stop();
   resyncer_->stop();
   if (resync_thread_.joinable()) resync_thread_.join();
   // Intake stops; in-flight reconciles finish; waiting keys are dropped (they are level-based:

@@ -15,7 +15,9 @@
 #include "controller/kube_api.h"
 #include "controller/leader_steps.h"
 #include "controller/limit_range_cache.h"
+#include "controller/list_poller.h"
 #include "controller/memory_trim.h"
+#include "controller/quota_cache.h"
 #include "controller/reconciler.h"
 #include "controller/resync.h"
 #include "controller/scaler_store.h"
@@ -66,6 +68,8 @@ class Manager {
   const ScalerStore& store() const { return store_; }
   /// The namespaces' LimitRanges, merged (the admission hook caps recommended values by them).
   const LimitRangeCache& limit_ranges() const { return limit_ranges_; }
+  /// Every namespace's ResourceQuota headroom (for the pod admission hook).
+  QuotaCache& quotas() { return quotas_; }
   /// Where the admission handlers hand their hints (expectation recorded, key queued).
   HintSink& hints() { return *hints_; }
   /// What every leader step asks first (the recommender and checkpoints join the resync here).
@@ -104,7 +108,10 @@ class Manager {
   std::unique_ptr<kube::Informer> informer_;
   LimitRangeCache limit_ranges_;
   /// Lists LimitRanges (in options_.ns) into limit_ranges_ every options_.limit_range_period.
-  std::unique_ptr<LimitRangePoller> limit_range_poller_;
+  std::unique_ptr<ListPoller> limit_range_poller_;
+  QuotaCache quotas_;
+  /// Lists ResourceQuotas (in options_.ns) into quotas_ as often.
+  std::unique_ptr<ListPoller> quota_poller_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
   /// Returns memory to the OS when the queue runs dry after a burst, on its own low-priority

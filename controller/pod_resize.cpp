@@ -189,12 +189,15 @@ bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoi
 
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
-                          const recommender::LimitRangeItem* limit_range,
-                          const InPlaceRules& rules) {
+                          const recommender::LimitRangeItem* limit_range, const InPlaceRules& rules,
+                          const std::optional<recommender::PodTotals>& quota_headroom) {
   InPlacePlan out;
+  out.quota_left = quota_headroom;
   for (const json& pod : pods) {
-    if (!kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() ||
-        kube::string_at(pod, {"status", "phase"}) != "Running") {
+    const bool deleting = !kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty();
+    const std::string phase = kube::string_at(pod, {"status", "phase"});
+    if (deleting || phase != "Running") {
+      if (!deleting && (phase.empty() || phase == "Pending")) ++out.starting;
       continue;
     }
     PodResize decision;
@@ -202,9 +205,20 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     decision.uid = kube::meta_string(pod, "uid");
     // Recommended containers: only a pod out of the bounds is resized, to the target applied to
     // its own requests (as a template would be); fixed values: whenever they differ.
+    // Under a ResourceQuota the pod may grow by what is left of its headroom.
+    const recommender::PodTotals before = recommender::pod_totals_of(pod);
+    std::optional<recommender::PodTotals> budget;
+    if (out.quota_left) budget = recommender::bounded_sum(before, *out.quota_left);
     auto recommended =
         recommender::recommended_containers(scaler, pod, recommendations, limit_range);
+    // Whether the pod is due is the recommendation's question; the quota only caps the answer.
     auto bounds = recommender::decide_update(recommended.applied, std::nullopt, {}, {});
+    if (budget) {
+      auto capped =
+          recommender::recommended_containers(scaler, pod, recommendations, limit_range, &*budget);
+      recommended.desired = std::move(capped.desired);
+      recommended.budget_capped = capped.budget_capped;
+    }
     std::string recommended_reason;
     bool quick_oom = false;
     if (bounds.verdict == recommender::UpdateVerdict::kDue) {
@@ -238,11 +252,24 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.state = PodResizeState::kInProgress;  // the kubelet has work to do: wait for it
       if (conditions.in_progress != nullptr)
         decision.since = transition_time(*conditions.in_progress);
+    } else if (recommendation_due && recommended.budget_capped && !plan.changed()) {
+      // The recommendation wants more than the quota leaves: nothing to send, nothing evicted.
+      decision.state = PodResizeState::kInfeasible;
+      decision.quota = true;
+      decision.message =
+          recommended_reason + "; the namespace's ResourceQuota leaves no room to grow the pod";
     } else if (plan.changed()) {
       decision.state = PodResizeState::kDue;
       decision.patch = resize_patch(plan);
       decision.message = recommendation_due ? recommended_reason : differing(plan);
       decision.recommended_due = recommendation_due && !quick_oom;
+      if (recommended.budget_capped) {
+        decision.message += "; capped to the namespace's ResourceQuota headroom";
+      }
+      if (out.quota_left) {
+        out.quota_left =
+            recommender::spend(*out.quota_left, before, recommender::pod_totals_after(pod, plan));
+      }
     } else if (conditions.pending != nullptr) {
       decision.since = transition_time(*conditions.pending);
       // Asked for what is still wanted, and the kubelet cannot now (Deferred) or ever

@@ -71,6 +71,13 @@ struct InPlacePlan {
   std::size_t pending = 0;      ///< kDeferred, kInfeasible, kError, kInvalid, kHeld
   std::size_t held = 0;         ///< of `pending`, kHeld
 
+  /// Pods not running yet (Pending, not being deleted), plus those the workload's replica count
+  /// says are still to be created: a new pod may need a resize once it runs (one created while
+  /// the pod admission hook could not give it the values).
+  std::size_t starting = 0;
+  /// With a quota headroom: what is left of it once every due pod is resized.
+  std::optional<recommender::PodTotals> quota_left;
+
   /// Pods counted: running, not being deleted.
   std::size_t total() const { return pods.size(); }
 };
@@ -104,9 +111,15 @@ struct InPlaceRules {
 /// after it started (`rules`; `recommended_due` marks these, for the per-pod rate limit). A pod
 /// with a resize in progress is left alone; a Deferred, Infeasible or failed one is due again only
 /// when the values wanted now differ from those it was asked for.
+/// With `quota_headroom` (the namespace's ResourceQuota headroom, QuotaCache::headroom) the
+/// recommended values of each due pod are scaled down so its growth fits what is left, the pods
+/// before it counted first (the plan's `quota_left` says what is left after them; a pod with no
+/// room at all is kInfeasible with `quota`, never evicted); fixed
+/// values are the scaler's as written and left to the API server's verdict (QuotaExceeded).
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<nlohmann::json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
                           const recommender::LimitRangeItem* limit_range = nullptr,
-                          const InPlaceRules& rules = {});
+                          const InPlaceRules& rules = {},
+                          const std::optional<recommender::PodTotals>& quota_headroom = {});
 
 }  // namespace vscaler::controller

@@ -50,6 +50,7 @@ inline const ResourceType kSecrets{"", "v1", "secrets", true};
 inline const ResourceType kServiceAccounts{"", "v1", "serviceaccounts", true};
 inline const ResourceType kPods{"", "v1", "pods", true};
 inline const ResourceType kLimitRanges{"", "v1", "limitranges", true};
+inline const ResourceType kResourceQuotas{"", "v1", "resourcequotas", true};
 inline const ResourceType kEvents{"", "v1", "events", true};
 inline const ResourceType kDeployments{"apps", "v1", "deployments", true};
 inline const ResourceType kStatefulSets{"apps", "v1", "statefulsets", true};

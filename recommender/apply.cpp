@@ -92,9 +92,10 @@ ContainerResources apply_recommendation(const ContainerResources& current,
   return out;
 }
 
-void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_max) {
-  for (const auto& [resource, max] : pod_max) {
-    for (bool limits : {false, true}) {
+bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& totals) {
+  bool scaled = false;
+  for (bool limits : {false, true}) {
+    for (const auto& [resource, max] : limits ? totals.limits : totals.requests) {
       auto section = [limits](const PodMaxMember& c) -> ResourceMap& {
         return limits ? c.resources->limits : c.resources->requests;
       };
@@ -112,6 +113,7 @@ void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_m
       if (fixed_sum + adjustable_sum <= bound || adjustable_sum <= 0 || fixed_sum >= bound) {
         continue;
       }
+      scaled = true;
       const long double factor = (bound - fixed_sum) / adjustable_sum;
       const long double unit = resource == kCpu ? 1e6L : 1e9L;
       for (auto& c : containers) {
@@ -124,17 +126,37 @@ void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_m
         it->second = Quantity::from_nanos(units * static_cast<kube::Int128>(unit));
       }
     }
-    // Scaled apart, a request could end above its limit: a limit below the request is invalid.
-    for (auto& c : containers) {
-      if (c.policy == nullptr) continue;
-      auto request = c.resources->requests.find(resource);
+  }
+  // Scaled apart, a request could end above its limit: a limit below the request is invalid.
+  for (auto& c : containers) {
+    if (!scaled || c.policy == nullptr) continue;
+    for (auto& [resource, request] : c.resources->requests) {
       auto limit = c.resources->limits.find(resource);
-      if (request != c.resources->requests.end() && limit != c.resources->limits.end() &&
-          request->second > limit->second) {
-        request->second = limit->second;
-      }
+      if (limit != c.resources->limits.end() && request > limit->second) request = limit->second;
     }
   }
+  return scaled;
+}
+
+void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_max) {
+  fit_pod_totals(containers, PodTotals{pod_max, pod_max});
+}
+
+PodTotals pod_totals(const std::vector<ContainerResources>& containers) {
+  PodTotals out;
+  auto add = [](ResourceMap& sum, const ResourceMap& values) {
+    for (const char* resource : {kCpu, kMemory}) {
+      const auto* value = find(values, resource);
+      if (value == nullptr) continue;
+      auto [it, inserted] = sum.emplace(resource, *value);
+      if (!inserted) it->second = Quantity::from_nanos(it->second.nanos() + value->nanos());
+    }
+  };
+  for (const auto& c : containers) {
+    add(out.requests, c.requests);
+    add(out.limits, c.limits);
+  }
+  return out;
 }
 
 }  // namespace vscaler::recommender

@@ -67,11 +67,25 @@ struct PodMaxMember {
   const ContainerPolicy* policy;
 };
 
-/// Scales the adjustable requests and limits of each resource down by one factor, as VPA does,
-/// until the pod's sums stay within `pod_max` (a `type: Pod` LimitRange max, which LimitRanger
-/// checks on the summed requests and on the summed limits). Where the fixed values alone reach a
-/// max, the adjustable ones are left as they are: nothing vscaler writes could make that pod
-/// admissible, and LimitRanger's message names the problem.
+/// The most a pod's containers may sum to, requests and limits apart (a ResourceQuota's headroom
+/// bounds them apart: requests.cpu, limits.cpu, ...). A resource absent is unbounded.
+struct PodTotals {
+  ResourceMap requests;
+  ResourceMap limits;
+};
+
+/// Scales the adjustable requests of each resource in `totals.requests`, and the adjustable
+/// limits of each in `totals.limits`, down by one factor per sum, as VPA does, until the pod's
+/// sums stay within them. Where the fixed values alone reach a bound, the adjustable ones are
+/// left as they are: nothing vscaler writes could make that pod admissible, and the API server's
+/// message names the problem. True when some value was scaled down.
+bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& totals);
+
+/// fit_pod_totals with `pod_max` (a `type: Pod` LimitRange max, which LimitRanger checks on the
+/// summed requests and on the summed limits) bounding both.
 void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_max);
+
+/// The pod's cpu/memory requests and limits summed over `containers`.
+PodTotals pod_totals(const std::vector<ContainerResources>& containers);
 
 }  // namespace vscaler::recommender

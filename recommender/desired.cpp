@@ -1,9 +1,12 @@
 // Entry -> policy, template JSON -> resource maps, target -> desired keys.
 #include "recommender/desired.h"
 
+#include <algorithm>
+
 namespace vscaler::recommender {
 namespace {
 
+using kube::Quantity;
 using nlohmann::json;
 
 ResourceMap to_recommender(const api::ResourceMap& map) {
@@ -27,6 +30,22 @@ ResourceMap section_of(const json& resources, const char* section) {
     if (parsed.ok()) out.emplace(resource, *parsed);
   }
   return out;
+}
+
+/// Each value of `next` that `wanted` had at or above `current` but that is now below it goes
+/// back up to `current`.
+void keep_current(ContainerResources& next, const ContainerResources& current,
+                  const ContainerResources& wanted) {
+  for (bool limits : {false, true}) {
+    ResourceMap& values = limits ? next.limits : next.requests;
+    const ResourceMap& had = limits ? current.limits : current.requests;
+    const ResourceMap& asked = limits ? wanted.limits : wanted.requests;
+    for (auto& [resource, value] : values) {
+      const auto* was = find(had, resource);
+      const auto* want = find(asked, resource);
+      if (was != nullptr && want != nullptr && !(*want < *was) && value < *was) value = *was;
+    }
+  }
 }
 
 }  // namespace
@@ -54,10 +73,94 @@ ContainerResources resources_of(const json& resources) {
   return {section_of(resources, "requests"), section_of(resources, "limits")};
 }
 
+PodTotals pod_totals_of(const json& object) {
+  std::vector<ContainerResources> containers;
+  for (const json& container : api::pod_containers_of(object)) {
+    if (!container.is_object()) continue;
+    auto resources = container.find("resources");
+    containers.push_back(resources_of(resources == container.end() ? json() : *resources));
+  }
+  return pod_totals(containers);
+}
+
+PodTotals at_least(const PodTotals& bound, const PodTotals& floor) {
+  PodTotals out = bound;
+  for (bool limits : {false, true}) {
+    const ResourceMap& low = limits ? floor.limits : floor.requests;
+    for (auto& [resource, value] : limits ? out.limits : out.requests) {
+      if (const auto* f = find(low, resource); f != nullptr && value < *f) value = *f;
+    }
+  }
+  return out;
+}
+
+PodTotals pod_totals_after(const json& object, const api::ResourcePlan& plan) {
+  std::vector<ContainerResources> containers;
+  std::size_t index = 0;
+  for (const json& container : api::pod_containers_of(object)) {
+    const json* resources = nullptr;
+    for (const auto& c : plan.containers) {
+      if (c.index == index) resources = &c.merged;
+    }
+    ++index;
+    if (!container.is_object()) continue;
+    if (resources == nullptr) {
+      auto found = container.find("resources");
+      resources = found == container.end() ? nullptr : &*found;
+    }
+    containers.push_back(resources_of(resources == nullptr ? json() : *resources));
+  }
+  return pod_totals(containers);
+}
+
+PodTotals spend(const PodTotals& headroom, const PodTotals& before, const PodTotals& after) {
+  PodTotals out = headroom;
+  for (bool limits : {false, true}) {
+    const ResourceMap& was = limits ? before.limits : before.requests;
+    const ResourceMap& now = limits ? after.limits : after.requests;
+    for (auto& [resource, left] : limits ? out.limits : out.requests) {
+      const auto* next = find(now, resource);
+      if (next == nullptr) continue;
+      const auto* prev = find(was, resource);
+      const kube::Int128 grown = next->nanos() - (prev == nullptr ? 0 : prev->nanos());
+      if (grown <= 0) continue;
+      left = Quantity::from_nanos(std::max<kube::Int128>(0, left.nanos() - grown), left.format());
+    }
+  }
+  return out;
+}
+
+PodTotals bounded_sum(const PodTotals& a, const PodTotals& b) {
+  PodTotals out = b;
+  for (bool limits : {false, true}) {
+    const ResourceMap& add = limits ? a.limits : a.requests;
+    for (auto& [resource, value] : limits ? out.limits : out.requests) {
+      if (const auto* more = find(add, resource)) {
+        value = Quantity::from_nanos(value.nanos() + more->nanos(), value.format());
+      }
+    }
+  }
+  return out;
+}
+
+std::string exceeds(const PodTotals& totals, const PodTotals& bound) {
+  for (bool limits : {false, true}) {
+    const ResourceMap& have = limits ? totals.limits : totals.requests;
+    for (const auto& [resource, max] : limits ? bound.limits : bound.requests) {
+      const auto* value = find(have, resource);
+      if (value != nullptr && max < *value) {
+        return std::string(limits ? "limits." : "requests.") + resource + " " + value->to_string() +
+               " above the " + max.to_string() + " left";
+      }
+    }
+  }
+  return {};
+}
+
 RecommendedContainers recommended_containers(
     const api::Scaler& scaler, const json& workload,
-    const std::vector<ContainerRecommendation>& recommendations,
-    const LimitRangeItem* limit_range) {
+    const std::vector<ContainerRecommendation>& recommendations, const LimitRangeItem* limit_range,
+    const PodTotals* budget) {
   RecommendedContainers out;
   // Every container of the pod with the values it will carry: recommended ones with their
   // recommendation applied, the others as they are (they count in a `type: Pod` max).
@@ -93,13 +196,23 @@ RecommendedContainers recommended_containers(
     applied_at.push_back(pod.size() - 1);
     out.applied.push_back(std::move(applied));
   }
-  if (limit_range != nullptr && !limit_range->pod_max.empty()) {
+  const bool pod_max = limit_range != nullptr && !limit_range->pod_max.empty();
+  if (pod_max || budget != nullptr) {
     std::vector<PodMaxMember> containers;
     for (auto& resources : pod) containers.push_back({&resources, nullptr});
     for (std::size_t i = 0; i < out.applied.size(); ++i) {
       containers[applied_at[i]].policy = &out.applied[i].policy;
     }
-    fit_pod_max(containers, limit_range->pod_max);
+    if (pod_max) fit_pod_max(containers, limit_range->pod_max);
+    if (budget != nullptr) {
+      const std::vector<ContainerResources> wanted = pod;
+      out.budget_capped = fit_pod_totals(containers, *budget);
+      // A budget holds growth back; it never takes a container below what it has (the scaling
+      // rounds down, by a unit).
+      for (std::size_t i = 0; i < out.applied.size(); ++i) {
+        keep_current(pod[applied_at[i]], out.applied[i].current, wanted[applied_at[i]]);
+      }
+    }
   }
   for (std::size_t i = 0; i < out.applied.size(); ++i) {
     AppliedContainer& applied = out.applied[i];
@@ -118,6 +231,7 @@ RecommendedContainers recommended_containers(
     }
     out.desired[applied.name] = api::DesiredValues{to_api(requests), to_api(limits)};
   }
+  out.pod = std::move(pod);
   return out;
 }
 

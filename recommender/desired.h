@@ -20,6 +20,27 @@ namespace vscaler::recommender {
 /// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
 std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler);
 
+/// The cpu/memory requests and limits of the containers of `object`'s pod spec, summed.
+PodTotals pod_totals_of(const nlohmann::json& object);
+
+/// The sums of `object`'s containers once `plan` (made for it) is written.
+PodTotals pod_totals_after(const nlohmann::json& object, const api::ResourcePlan& plan);
+
+/// `headroom` with `spent` taken off each of its keys (at least zero) and `earned` (negative
+/// growth: a pod made smaller) never added: the quota controller counts that back itself.
+PodTotals spend(const PodTotals& headroom, const PodTotals& before, const PodTotals& after);
+
+/// `a` + `b` for each key of `b` (keys only in `a` are dropped: `b` says what is bounded).
+PodTotals bounded_sum(const PodTotals& a, const PodTotals& b);
+
+/// `bound` with each of its keys raised to `floor`'s value where that is more (keys only in
+/// `floor` stay unbounded).
+PodTotals at_least(const PodTotals& bound, const PodTotals& floor);
+
+/// "requests.cpu 1200m above the 800m left" for the first sum of `totals` above its `bound`;
+/// empty when every bounded sum fits.
+std::string exceeds(const PodTotals& totals, const PodTotals& bound);
+
 /// A spec entry's recommendation policy with vscaler's defaults (already filled in by parsing).
 ContainerPolicy policy_of(const api::ContainerResources& entry);
 
@@ -36,15 +57,20 @@ struct RecommendedContainers {
   std::vector<AppliedContainer> applied;
   /// Recommended containers of the template with no recommendation yet.
   std::vector<std::string> awaiting;
+  /// The values of every container of the pod once applied (recommended and not), in order.
+  std::vector<ContainerResources> pod;
+  /// True when `budget` scaled some recommended value down.
+  bool budget_capped = false;
 };
 
 /// For every container of `workload` (its pod spec: a workload's template or a Pod, see
 /// api::pod_spec_of) whose entry in `scaler` is a recommended one: `recommendations`' target
-/// applied to its current resources under its policy and `limit_range` (nullptr: none). Fixed and
-/// "Off" entries are not touched.
+/// applied to its current resources under its policy and `limit_range` (nullptr: none), the
+/// pod's sums then kept within `budget` (nullptr: none; a ResourceQuota's headroom, see
+/// fit_pod_totals). Fixed and "Off" entries are not touched.
 RecommendedContainers recommended_containers(
     const api::Scaler& scaler, const nlohmann::json& workload,
     const std::vector<ContainerRecommendation>& recommendations,
-    const LimitRangeItem* limit_range = nullptr);
+    const LimitRangeItem* limit_range = nullptr, const PodTotals* budget = nullptr);
 
 }  // namespace vscaler::recommender

@@ -1,6 +1,8 @@
 // PodHandler: pod -> workload -> active scaler, then the workload hook's values on the pod's spec.
 #include "webhook/pod_handler.h"
 
+#include <optional>
+
 #include "api/resources.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
@@ -9,12 +11,15 @@
 namespace vscaler::webhook {
 
 PodHandler::PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
-                       const controller::LimitRangeCache* limit_ranges)
+                       const controller::LimitRangeCache* limit_ranges,
+                       controller::QuotaCache* quotas, controller::HintSink* hints)
     : store_(store),
       patched_(results.with({"patched"})),
       unchanged_(results.with({"unchanged"})),
       no_scaler_(results.with({"no_scaler"})),
-      limit_ranges_(limit_ranges) {}
+      limit_ranges_(limit_ranges),
+      quotas_(quotas),
+      hints_(hints) {}
 
 const Projection& PodHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -60,21 +65,43 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   }
   auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
   auto recommendations = recommender::recommendations_of(*active);
-  auto containers = recommender::recommended_containers(*active, request.object, recommendations,
-                                                        limit_range.get());
+  // ResourceQuota admission runs after this hook: the pod's sums stay within the headroom, or
+  // within what the pod asked for itself where that is more (it would not fit either way).
+  std::optional<recommender::PodTotals> budget =
+      quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
+  const recommender::PodTotals own = recommender::pod_totals_of(request.object);
+  if (budget) *budget = recommender::at_least(*budget, own);
+  auto containers = recommender::recommended_containers(
+      *active, request.object, recommendations, limit_range.get(), budget ? &*budget : nullptr);
   api::ResourcePlan plan = api::plan_resources(*active, request.object, &containers.desired);
   AdmissionResponse response;
-  if (!plan.invalid.empty()) {
-    // A patch yielding an invalid pod would make the API server refuse the ReplicaSet's create.
-    response.warnings.push_back("vscaler: VerticalScaler " + active->name +
-                                " not applied to this pod: " + plan.invalid);
+  // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
+  auto resize_later = [&] {
+    if (hints_ != nullptr) hints_->hint(active->key(), controller::Expectation{});
+  };
+  auto answer_unchanged = [&](std::string warning) {
+    if (!warning.empty()) {
+      response.warnings.push_back("vscaler: VerticalScaler " + active->name +
+                                  " not applied to this pod: " + warning);
+      resize_later();
+    }
+    if (quotas_ != nullptr) quotas_->reserve(active->ns, own);
     unchanged_.inc();
     return response;
+  };
+  // A patch yielding an invalid pod would make the API server refuse the ReplicaSet's create.
+  if (!plan.invalid.empty()) return answer_unchanged(plan.invalid);
+  if (!plan.changed()) return answer_unchanged("");
+  // Fixed values are the scaler's as written: one the quota cannot hold is not applied (the pod
+  // is created as its template says) rather than refused.
+  const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
+  if (budget) {
+    if (std::string over = recommender::exceeds(totals, *budget); !over.empty()) {
+      return answer_unchanged("the namespace's ResourceQuota has room for less: " + over);
+    }
   }
-  if (!plan.changed()) {
-    unchanged_.inc();
-    return response;
-  }
+  if (quotas_ != nullptr) quotas_->reserve(active->ns, totals);
+  if (containers.budget_capped) resize_later();
   response.patch = api::admission_json_patch(plan);
   patched_.inc();
   return response;

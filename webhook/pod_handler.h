@@ -5,10 +5,14 @@
 // in-memory index: no API call. The values are the workload hook's (fixed values, the
 // recommendation's target under the LimitRange), computed by the same api::plan_resources on the
 // pod's own spec; the patch is add-only and checked (requests <= limits, pod-level resources)
-// before it is sent. It never denies: anything it cannot use is answered "allowed, no patch".
+// before it is sent; recommended values are capped so the pod's cpu/memory sums stay within the
+// namespace's ResourceQuota headroom (controller/quota_cache.h; never below what the pod asked for
+// itself). It never denies: anything it cannot use is answered "allowed, no patch".
 #pragma once
 
+#include "controller/hint_sink.h"
 #include "controller/limit_range_cache.h"
+#include "controller/quota_cache.h"
 #include "controller/scaler_store.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
@@ -20,9 +24,12 @@ class PodHandler {
  public:
   /// `results` is vscaler_pod_admission_total{result} (patched, unchanged, no_scaler).
   /// `limit_ranges` (may be null: none) caps recommended values as the namespace's LimitRanger
-  /// will.
+  /// will; `quotas` (may be null: none) caps them to the ResourceQuota headroom and counts the
+  /// pods admitted against it; `hints` (may be null) is told of a scaler whose new pod was
+  /// admitted without all its values, so the reconciler resizes it once it runs.
   PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
-             const controller::LimitRangeCache* limit_ranges = nullptr);
+             const controller::LimitRangeCache* limit_ranges = nullptr,
+             controller::QuotaCache* quotas = nullptr, controller::HintSink* hints = nullptr);
 
   /// The parts of the pod the handler reads: metadata (name, namespace, labels, owner
   /// references), each container's name and resources (patch paths keep array positions), the
@@ -38,6 +45,8 @@ class PodHandler {
   metrics::Counter& unchanged_;
   metrics::Counter& no_scaler_;
   const controller::LimitRangeCache* limit_ranges_;
+  controller::QuotaCache* quotas_;
+  controller::HintSink* hints_;
 };
 
 }  // namespace vscaler::webhook

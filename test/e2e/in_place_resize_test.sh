@@ -11,7 +11,8 @@
 # cannot be resized: a PodDisruptionBudget blocks its eviction (counted "blocked", the pod kept,
 # retried), and once it is gone the pod is evicted, and its replacement is created with the
 # values by the pod admission hook. And a ResourceQuota that refuses the resizes: QuotaExceeded,
-# never answered with an eviction; resized once the quota is gone.
+# never answered with an eviction; resized once the quota is gone; a new pod it can hold only as
+# its template makes it is created so, not refused.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -59,7 +60,8 @@ expect_eq "status.pods" "$(jp "$ns" vsc/web '{.status.pods}')" \
   '{"atTarget":3,"evicted":0,"pending":0,"resizing":0,"total":3}'
 rose() { awk -v a="$1" -v b="$(metric "$2")" 'BEGIN { printf "%d", b - a }'; }
 expect_eq "vscaler_pod_resizes_total{requested} rise" "$(rose "$requested" 'vscaler_pod_resizes_total{result="requested"}')" 3
-eventually 10 test "$(rose "$completed" 'vscaler_pod_resizes_total{result="completed"}')" = 3
+completed_rose() { [ "$(rose "$completed" 'vscaler_pod_resizes_total{result="completed"}')" = 3 ]; }
+eventually 10 completed_rose
 echo "ok: vscaler_pod_resizes_total{completed} rose by 3"
 
 echo "--- InPlace: a pod the node cannot resize is reported, never evicted; retried when it can"
@@ -114,6 +116,21 @@ k -n "$ns" create quota cpu --hard=requests.cpu=800m >/dev/null
 quota_counted() { [ "$(jp "$ns" resourcequota/cpu '{.status.used.requests\.cpu}')" = 750m ]; }
 eventually 30 quota_counted
 evicted=$(metric 'vscaler_pod_evictions_total{result="evicted"}')
+# A new pod the quota can hold only as its template makes it (50m of the 50m left): the pod
+# admission hook leaves it unpatched (its 400m would make the ReplicaSet's create fail) once it
+# has listed the quota (every 30 s; the ReplicaSet retries a refused create until then).
+# (Created with no replicas, then scaled: a scale does not pass the workload hook, so the
+# template keeps its 50m and only the pod hook decides.)
+k -n "$ns" apply -f - >/dev/null <<'JSON'
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"extra"},
+ "spec":{"replicas":0,"selector":{"matchLabels":{"app":"extra"}},
+  "template":{"metadata":{"labels":{"app":"extra"}},"spec":{"containers":[{"name":"app",
+   "image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"50m","memory":"64Mi"}}}]}}}}
+JSON
+scaler extra InPlace 400m 64Mi
+seen() { [ -n "$(jp "$ns" vsc/extra '{.status.observedGeneration}')" ]; }
+eventually 30 seen
+k -n "$ns" scale deployment/extra --replicas=1 >/dev/null
 scaler web InPlaceOrRecreate 400m 128Mi
 eventually 60 scaled web QuotaExceeded
 message=$(condition "$ns" web Scaled message)
@@ -122,10 +139,14 @@ echo "ok: Scaled=QuotaExceeded: $(head -c 300 <<<"$message")"
 sleep 3  # a few re-checks
 expect_eq "pod UIDs (nothing evicted for a quota)" "$(uids web)" "$before"
 expect_eq "vscaler_pod_evictions_total{evicted} rise" "$(rose "$evicted" 'vscaler_pod_evictions_total{result="evicted"}')" 0
+eventually 90 running extra 1
+expect_eq "extra's pod, created within the quota" "$(pods extra | awk '{print $2}')" 50m
+echo "ok: a new pod the quota cannot hold at 400m was created as its template says"
 k -n "$ns" delete quota cpu >/dev/null
 eventually 90 carry web 400m 128Mi
 eventually 60 scaled web Applied
-echo "ok: the quota gone, the same pods carry 400m"
+eventually 60 carry extra 400m 64Mi
+echo "ok: the quota gone, the same pods carry 400m (and extra's pod, resized in place)"
 expect_eq "pod UIDs at the end" "$(uids web)" "$before"
 echo "--- a StatefulSet's and a DaemonSet's running pods are resized in place too"
 for kind in StatefulSet DaemonSet; do

@@ -282,7 +282,8 @@ expect_can() {
   shift 2
   expect_eq "can-i $* (in $ns)" "$(can "$ns" "$@")" "$want"
 }
-eventually 10 test "$(can "$ns" get deployments.apps)" = yes
+can_get_deployments() { [ "$(can "$ns" get deployments.apps)" = yes ]; }
+eventually 10 can_get_deployments
 for workload in deployments.apps statefulsets.apps daemonsets.apps; do
   for verb in get list patch; do expect_can "$ns" yes "$verb" "$workload"; done
   for verb in create update delete deletecollection watch; do expect_can "$ns" no "$verb" "$workload"; done
@@ -323,6 +324,8 @@ JSON
 expect_eq "SubjectAccessReview list pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" list metrics.k8s.io pods)" true
 expect_eq "SubjectAccessReview get pods.metrics.k8s.io (in $ns)" "$(sar_allowed "$ns" get metrics.k8s.io pods)" false
 expect_can "$ns" yes list limitranges
+expect_can "$ns" yes list resourcequotas
+expect_can "$ns" no get resourcequotas
 # Nodes: listed once per recommender pass (the largest allocatable caps recommendations). A
 # cluster-scoped resource: kubectl warns on stderr that it has no namespace; the answer is stdout.
 can_nodes() { k auth can-i "$1" nodes --as="$SA" 2>/dev/null || true; }
@@ -357,6 +360,7 @@ horizontalpodautoscalers.autoscaling            []                              
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 limitranges                                     []                                     []               [list]
+resourcequotas                                  []                                     []               [list]
 nodes                                           []                                     []               [list]
 pods                                            []                                     []               [get list]
 pods/eviction                                   []                                     []               [create]
@@ -371,7 +375,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges and nodes list, checkpoints get/list/create/update/delete"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
@@ -393,7 +397,8 @@ print("\n---\n".join(d for d in docs if any(k in d + "\n" for k in keep)))
 PY
 k delete -f "$root/manifests/rbac.yaml" >/dev/null
 k apply -f "$work/ns-rbac.yaml" >/dev/null
-eventually 10 test "$(can "$nsv" patch deployments.apps)" = yes
+can_patch_deployments() { [ "$(can "$nsv" patch deployments.apps)" = yes ]; }
+eventually 10 can_patch_deployments
 expect_can "$nsv" no create deployments.apps
 expect_can "$nsv" yes patch statefulsets.apps
 expect_can "$nsv" yes list daemonsets.apps

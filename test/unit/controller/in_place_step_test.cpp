@@ -118,7 +118,7 @@ TEST_CASE("the workload's own running pods are resized; others matching its sele
   api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
   api.pods["web-7f9c-b"] = pod("web-7f9c-b", "ReplicaSet", "web-7f9c", "300m");
   api.pods["other-7f9c-c"] = pod("other-7f9c-c", "ReplicaSet", "other-7f9c", "100m");
-  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   REQUIRE(result.ok());
   CHECK(api.last_selector == "app=web");
   CHECK(result->plan.total() == 2);
@@ -128,16 +128,16 @@ TEST_CASE("the workload's own running pods are resized; others matching its sele
   CHECK(result->recheck_after == std::chrono::seconds(1));
   CHECK(metrics.counts["requested"] == 1);
   // Not done yet: looked at again later, not resent, and the backoff grows.
-  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   CHECK(api.resized.size() == 1);
   CHECK(result->recheck_after == std::chrono::seconds(2));
   // Done: counted completed once, nothing polls.
   api.kubelet_done();
-  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   CHECK(result->plan.at_target == 2);
   CHECK(result->recheck_after == std::chrono::milliseconds(0));
   CHECK(metrics.counts["completed"] == 1);
-  result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   CHECK(metrics.counts["completed"] == 1);
 }
 
@@ -146,7 +146,7 @@ TEST_CASE("a follower decides and reports, and sends nothing") {
   Metrics metrics;
   controller::InPlaceStep step(api, metrics);
   api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
-  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, false);
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, false);
   REQUIRE(result.ok());
   CHECK(api.resized.empty());
   CHECK(result->plan.pods[0].state == PodResizeState::kDue);
@@ -159,7 +159,7 @@ TEST_CASE("a resize the API server refuses is reported with its answer, and retr
   controller::InPlaceStep step(api, metrics);
   api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
   api.refuse = true;
-  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, true);
+  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true);
   REQUIRE(result.ok());
   CHECK(result->plan.pending == 1);
   CHECK(result->plan.in_progress == 0);
@@ -168,7 +168,7 @@ TEST_CASE("a resize the API server refuses is reported with its answer, and retr
   CHECK(result->recheck_after == std::chrono::seconds(1));
   CHECK(metrics.counts["infeasible"] == 1);
   api.refuse = false;
-  result = step.run(scaler("64"), kWorkload, {}, nullptr, true);
+  result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true);
   CHECK(api.resized.size() == 1);
 }
 
@@ -176,7 +176,7 @@ TEST_CASE("a workload without a usable selector is an error, not a list of the n
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics);
-  auto result = step.run(scaler("300m"), json{{"spec", json::object()}}, {}, nullptr, true);
+  auto result = step.run(scaler("300m"), json{{"spec", json::object()}}, {}, nullptr, {}, true);
   CHECK_FALSE(result.ok());
   CHECK(api.last_selector.empty());
 }
@@ -202,24 +202,24 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   const auto t0 = *recommender::parse_rfc3339("2026-12-03T10:00:00Z");
   auto first = recommended("300m", "250m", "400m");
   auto result =
-      step.run(first, kWorkload, recommender::recommendations_of(first), nullptr, true, t0);
+      step.run(first, kWorkload, recommender::recommendations_of(first), nullptr, {}, true, t0);
   REQUIRE(result.ok());
   CHECK(api.resized.size() == 1);
   api.kubelet_done();
   // 5 minutes later the recommendation moved far above: held until t0 + 10 min.
   auto second = recommended("900m", "800m", "1");
-  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, true,
+  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, {}, true,
                     t0 + std::chrono::minutes(5));
   CHECK(api.resized.size() == 1);
   CHECK(result->plan.pods[0].state == PodResizeState::kHeld);
   CHECK(result->plan.held == 1);
   CHECK(result->recheck_after == std::chrono::minutes(5));
-  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, true,
+  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, {}, true,
                     t0 + std::chrono::minutes(10));
   CHECK(api.resized.size() == 2);
   // Fixed values are never held.
   api.kubelet_done();
-  result = step.run(scaler("50m"), kWorkload, {}, nullptr, true, t0 + std::chrono::minutes(11));
+  result = step.run(scaler("50m"), kWorkload, {}, nullptr, {}, true, t0 + std::chrono::minutes(11));
   CHECK(api.resized.size() == 3);
 }
 
@@ -232,9 +232,40 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   api.refusal =
       "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
       "used: requests.cpu=1, limited: requests.cpu=1";
-  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, true);
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   REQUIRE(result.ok());
   CHECK(result->plan.pods[0].quota);
   CHECK_FALSE(result->plan.pods[0].node_capacity);
   CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+}
+
+TEST_CASE("pods still to come or starting are waited for: a new pod is resized once it runs") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "300m");
+  json workload = kWorkload;
+  workload["spec"]["replicas"] = 2;
+  // One pod carries the values; the second is not even listed yet (admitted a moment ago).
+  auto result = step.run(scaler("300m"), workload, {}, nullptr, {}, true);
+  REQUIRE(result.ok());
+  CHECK(result->plan.starting == 1);
+  CHECK(result->recheck_after == std::chrono::seconds(1));
+  // Listed, Pending: still starting, looked at again later.
+  json pending = pod("web-7f9c-b", "ReplicaSet", "web-7f9c", "100m");
+  pending["status"] = {{"phase", "Pending"}};
+  api.pods["web-7f9c-b"] = pending;
+  result = step.run(scaler("300m"), workload, {}, nullptr, {}, true);
+  CHECK(result->plan.starting == 1);
+  CHECK(result->recheck_after == std::chrono::seconds(2));
+  CHECK(api.resized.empty());
+  // Running without the values (the admission hook could not give them): resized.
+  api.pods["web-7f9c-b"] = pod("web-7f9c-b", "ReplicaSet", "web-7f9c", "100m");
+  result = step.run(scaler("300m"), workload, {}, nullptr, {}, true);
+  CHECK(result->plan.starting == 0);
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-b"});
+  // All there and carrying the values: nothing polls.
+  api.kubelet_done();
+  result = step.run(scaler("300m"), workload, {}, nullptr, {}, true);
+  CHECK(result->recheck_after == std::chrono::milliseconds(0));
 }

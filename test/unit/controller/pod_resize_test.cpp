@@ -259,3 +259,35 @@ TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started ma
                                    recommendations);
   CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
 }
+
+TEST_CASE(
+    "a ResourceQuota's headroom caps recommended resizes, pod after pod; none left: reported") {
+  auto scaler = recommended_300m();
+  auto recommendations = recommendations_of(scaler);
+  // Three pods at 100m, each due for 300m (+200m each); 250m of requests.cpu left.
+  recommender::PodTotals headroom;
+  headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
+  auto plan = controller::plan_in_place(
+      scaler,
+      {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m")),
+       pod("c", cpu("100m"), cpu("100m"))},
+      recommendations, nullptr, {}, headroom);
+  REQUIRE(plan.total() == 3);
+  // a: the whole +200m; b: the 50m left (150m); c: nothing left.
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(plan.pods[1].state == PodResizeState::kDue);
+  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "150m");
+  CHECK(plan.pods[1].message.find("capped to the namespace's ResourceQuota headroom") !=
+        std::string::npos);
+  CHECK(plan.pods[2].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[2].quota);
+  CHECK(plan.pods[2].message.find("ResourceQuota leaves no room") != std::string::npos);
+  CHECK_FALSE(controller::evictable(plan.pods[2], "Deployment", recommender::from_millis(0)));
+  REQUIRE(plan.quota_left.has_value());
+  CHECK(plan.quota_left->requests.at("cpu").to_string() == "0");
+  // Without a quota: all three to 300m.
+  plan = controller::plan_in_place(scaler, {pod("a", cpu("100m"), cpu("100m"))}, recommendations);
+  CHECK_FALSE(plan.quota_left.has_value());
+  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+}

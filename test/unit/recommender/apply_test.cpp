@@ -244,6 +244,29 @@ TEST_CASE("a Pod max scales the recommended containers down together; fixed ones
   CHECK(ro.requests.at(kCpu) == q("600m"));  // requests: 800m x (600m / 800m)
 }
 
+TEST_CASE("pod totals bound requests and limits apart (a ResourceQuota's headroom)") {
+  ContainerResources app{map("600m", "1Gi"), map("1200m", "2Gi")};
+  ContainerResources side{map("200m", nullptr), map("200m", nullptr)};
+  const ContainerPolicy recommended;
+  std::vector<PodMaxMember> pod{{&app, &recommended}, {&side, nullptr}};
+  CHECK(pod_totals({app, side}).requests.at(kCpu) == q("800m"));
+  CHECK(pod_totals({app, side}).limits.at(kMemory) == q("2Gi"));
+  // requests.cpu at most 500m: 200m fixed, app's 600m x (300m / 600m) = 300m; limits.cpu at most
+  // 2: 1200m + 200m fit, unchanged; memory unbounded.
+  CHECK(fit_pod_totals(pod, PodTotals{map("500m", nullptr), map("2", nullptr)}));
+  CHECK(app.requests.at(kCpu) == q("300m"));
+  CHECK(app.limits.at(kCpu) == q("1200m"));
+  CHECK(app.requests.at(kMemory) == q("1Gi"));
+  // Within every bound: nothing scaled, false.
+  CHECK_FALSE(fit_pod_totals(pod, PodTotals{map("1", "4Gi"), map("2", "4Gi")}));
+  // A limits bound below the request it leaves: the request follows the limit down.
+  ContainerResources tight{map("500m", nullptr), map("600m", nullptr)};
+  std::vector<PodMaxMember> one{{&tight, &recommended}};
+  CHECK(fit_pod_totals(one, PodTotals{{}, map("400m", nullptr)}));
+  CHECK(tight.limits.at(kCpu) == q("400m"));
+  CHECK(tight.requests.at(kCpu) == q("400m"));
+}
+
 TEST_CASE("no item that bounds cpu or memory: no LimitRange; a malformed one is an error") {
   auto none = container_limit_range(nlohmann::json::parse(
       R"({"items": [{"spec": {"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "8Gi"}},

@@ -67,6 +67,13 @@ json admitted(const json& review, const json& patch) {
   return pod;
 }
 
+/// The requests.cpu the namespace "record" has left.
+std::string value_left(const controller::QuotaCache& quotas) {
+  auto headroom = quotas.headroom("record");
+  REQUIRE(headroom.has_value());
+  return headroom->requests.at("cpu").to_string();
+}
+
 }  // namespace
 
 TEST_CASE("InPlaceOrRecreate and InPlace: a Deployment's new pod gets the fixed values") {
@@ -105,6 +112,83 @@ TEST_CASE("a recommended container gets the recommendation's target, limits in p
   // 100m:500m is 1:5: the target 300m takes the limit to 1500m (controlledValues default).
   CHECK(response.patch[0]["value"] == json::parse(R"({"requests": {"cpu": "300m",
       "memory": "64Mi"}, "limits": {"cpu": "1500m", "memory": "128Mi"}})"));
+}
+
+TEST_CASE("a ResourceQuota's headroom caps the recommended values, never below the pod's own") {
+  Fixture f;
+  controller::QuotaCache quotas;
+  PodHandler handler{f.store, f.results, nullptr, &quotas};
+  f.add("web", "web", "InPlaceOrRecreate",
+        R"([{"name": "app"}, {"name": "sidecar", "mode": "Off"}])",
+        R"({"recommendation": {"containerRecommendations": [
+          {"containerName": "app", "target": {"cpu": "300m"}, "lowerBound": {"cpu": "250m"},
+           "upperBound": {"cpu": "400m"}, "uncappedTarget": {"cpu": "300m"}}]}})");
+  auto quota = [](const char* hard, const char* used) {
+    return std::make_shared<const json>(json::parse(std::string(R"({"metadata": {"name": "q",
+        "namespace": "record"}, "status": {"hard": )") +
+                                                    hard + R"(, "used": )" + used + "}}"));
+  };
+  // requests.cpu: 1 hard, 800m used -> 200m left: the 300m target is capped at 200m; limits.cpu
+  // 2 - 500m = 1500m left: the proportional limit of the target (1500m) fits and stays.
+  REQUIRE(quotas.rebuild(
+              {quota(R"({"requests.cpu": "1", "limits.cpu": "2", "pods": "10"})",
+                     R"({"requests.cpu": "800m", "limits.cpu": "500m", "pods": "3"})")}) == 0);
+  auto response = handler.handle(parse(recorded_review()));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
+  CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1500m");
+  // That pod is reserved against the headroom: the next one has nothing left above its own
+  // 100m, so it keeps what it asked for (no patch), and would not fit either way.
+  auto next = handler.handle(parse(recorded_review()));
+  CHECK_FALSE(next.patch.is_array());
+  CHECK(f.count("unchanged") == 1);
+  // A rebuild (the next list) forgets the reservations.
+  REQUIRE(quotas.rebuild({quota(R"({"cpu": "10"})", R"({"cpu": "0"})")}) == 0);
+  response = handler.handle(parse(recorded_review()));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
+}
+
+/// Records the scalers the hook asks to be reconciled.
+struct RecordedHints : controller::HintSink {
+  std::vector<std::string> keys;
+  void hint(std::string_view key, const controller::Expectation&) override {
+    keys.emplace_back(key);
+  }
+};
+
+TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the pod is created") {
+  Fixture f;
+  controller::QuotaCache quotas;
+  RecordedHints hints;
+  PodHandler handler{f.store, f.results, nullptr, &quotas, &hints};
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
+              R"({"metadata": {"name": "q", "namespace": "record"},
+                  "status": {"hard": {"requests.cpu": "1"}, "used": {"requests.cpu": "700m"}}})"))}) ==
+          0);
+  auto response = handler.handle(parse(recorded_review()));
+  CHECK(response.allowed);
+  CHECK_FALSE(response.patch.is_array());
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(
+      response.warnings[0] ==
+      "vscaler: VerticalScaler web not applied to this pod: the namespace's ResourceQuota has room "
+      "for less: requests.cpu 400m above the 300m left");
+  // The pod as created (100m) is reserved: 200m left, still not enough for 400m. Its scaler is
+  // reconciled, to resize the pod once it runs (and room is made).
+  CHECK(value_left(quotas) == "200m");
+  CHECK(hints.keys == std::vector<std::string>{"record/web"});
+  // Room for it: patched.
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
+              R"({"metadata": {"name": "q", "namespace": "record"},
+                  "status": {"hard": {"requests.cpu": "1"}, "used": {"requests.cpu": "500m"}}})"))}) ==
+          0);
+  response = handler.handle(parse(recorded_review()));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "400m");
+  CHECK(value_left(quotas) == "100m");
+  CHECK(hints.keys.size() == 1);  // a pod given its values needs nothing later
 }
 
 TEST_CASE("the other modes leave the pod as its template made it") {
