@@ -29,6 +29,22 @@ const char* entered(PodResizeState state) {
   }
 }
 
+/// The restarts of the containers of the pod with `uid` among `pods`, summed (0: not found).
+std::int64_t restarts_of(const std::vector<json>& pods, const std::string& uid) {
+  for (const json& pod : pods) {
+    if (kube::meta_string(pod, "uid") != uid) continue;
+    std::int64_t sum = 0;
+    const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
+    if (statuses == nullptr || !statuses->is_array()) return 0;
+    for (const json& status : *statuses) {
+      auto count = status.find("restartCount");
+      if (count != status.end() && count->is_number_integer()) sum += count->get<std::int64_t>();
+    }
+    return sum;
+  }
+  return 0;
+}
+
 /// How many pods `workload` asks for: spec.replicas (Deployment, StatefulSet; 1 when unset), a
 /// DaemonSet's status.desiredNumberScheduled.
 std::size_t wanted_pods(const json& workload) {
@@ -84,7 +100,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     result.plan.starting = wanted - result.plan.total();
   }
   std::map<std::string, recommender::TimePoint> resized_at;
-  std::set<std::string> sent;
+  std::map<std::string, std::int64_t> sent;
   {
     std::lock_guard lock(mutex_);
     if (auto found = memory_.find(scaler.key()); found != memory_.end()) {
@@ -116,7 +132,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"why", pod.message}});
       pod.state = PodResizeState::kInProgress;
       if (pod.recommended_due) resized_at[pod.uid] = now;
-      sent.insert(pod.uid);
+      sent[pod.uid] = restarts_of(pods, pod.uid);
       continue;
     }
     // 403 (NodeCapacity, a feature the node lacks), 422 (a QoS class change, a node without
@@ -147,8 +163,17 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   std::map<std::string, PodResizeState> states;
   for (const PodResize& pod : result.plan.pods) {
     auto before = memory.pods.find(pod.uid);
-    if (pod.state == PodResizeState::kAtTarget && sent.erase(pod.uid) > 0) {
+    if (auto was = sent.find(pod.uid);
+        pod.state == PodResizeState::kAtTarget && was != sent.end()) {
       metrics_.on_pod_resize("completed");
+      if (std::int64_t now_restarts = restarts_of(pods, pod.uid); now_restarts > was->second) {
+        memory.restarted += static_cast<std::size_t>(now_restarts - was->second);
+        log::info(kLogger, "the kubelet restarted containers for a resize (resizePolicy)",
+                  {{"scaler", scaler.key()},
+                   {"pod", pod.name},
+                   {"restarts", std::to_string(now_restarts - was->second)}});
+      }
+      sent.erase(was);
     }
     if (const char* result_name = entered(pod.state);
         result_name != nullptr && (before == memory.pods.end() || before->second != pod.state)) {
@@ -160,8 +185,9 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   // Only pods still listed are remembered.
   std::erase_if(resized_at, [&](const auto& item) { return !memory.pods.contains(item.first); });
   memory.resized_at = std::move(resized_at);
-  std::erase_if(sent, [&](const std::string& uid) { return !memory.pods.contains(uid); });
+  std::erase_if(sent, [&](const auto& item) { return !memory.pods.contains(item.first); });
   memory.sent = std::move(sent);
+  result.restarted = memory.restarted;
   // Re-checked while any pod is not done: in flight, or waiting on its node (a Deferred resize
   // the kubelet may still take up, an Infeasible one the scaler's next value may fix) — from 1 s,
   // doubling, to 30 s. Once every pod carries the values, nothing polls.

@@ -12,7 +12,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +41,9 @@ struct InPlaceResult {
   std::size_t requested = 0;  ///< resizes sent and accepted now
   /// Pods this process evicted for the scaler so far (InPlaceOrRecreate; status.pods.evicted).
   std::size_t evicted = 0;
+  /// Containers the kubelet restarted for resizes this process sent, as their resizePolicy says
+  /// (RestartContainer), so far (status.pods.restarted).
+  std::size_t restarted = 0;
   /// When to look again while some pod is not done (in flight or waiting on its node): a
   /// backoff from 1 s doubling to 30 s; zero when every pod carries the values.
   std::chrono::milliseconds recheck_after{0};
@@ -80,9 +82,11 @@ class InPlaceStep {
     std::size_t evicted = 0;  ///< pods evicted for this scaler
     /// uid -> when a recommendation-driven resize was last sent (the per-pod rate limit).
     std::map<std::string, recommender::TimePoint> resized_at;
-    /// uids this process sent a resize for, not yet seen done: "completed" counts only those
-    /// (a new pod whose status catches up with its spec was never resized).
-    std::set<std::string> sent;
+    /// uid -> the pod's container restarts when this process sent it a resize, until it is
+    /// seen done: "completed" counts only those (a new pod whose status catches up with its spec
+    /// was never resized), and restarts since then are the kubelet's for the resize.
+    std::map<std::string, std::int64_t> sent;
+    std::size_t restarted = 0;  ///< containers restarted by their resizePolicy after a resize
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
   /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted

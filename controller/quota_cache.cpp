@@ -9,8 +9,8 @@ namespace vscaler::controller {
 
 namespace {
 
-using recommender::PodTotals;
 using kube::Quantity;
+using recommender::PodTotals;
 using recommender::ResourceMap;
 
 /// Keeps the smaller of `into[resource]` and `value`.
@@ -51,9 +51,9 @@ bool quota_headroom(const nlohmann::json& quota, PodTotals& out) {
     bool limits;
     const char* resource;
   };
-  static constexpr Key kKeys[] = {{"cpu", false, "cpu"},           {"requests.cpu", false, "cpu"},
-                                  {"memory", false, "memory"},     {"requests.memory", false, "memory"},
-                                  {"limits.cpu", true, "cpu"},     {"limits.memory", true, "memory"}};
+  static constexpr Key kKeys[] = {{"cpu", false, "cpu"},       {"requests.cpu", false, "cpu"},
+                                  {"memory", false, "memory"}, {"requests.memory", false, "memory"},
+                                  {"limits.cpu", true, "cpu"}, {"limits.memory", true, "memory"}};
   for (const Key& key : kKeys) {
     auto h = hard->find(key.name);
     if (h == hard->end()) continue;
@@ -100,7 +100,8 @@ void QuotaCache::reserve(std::string_view ns, const PodTotals& totals) {
   }
 }
 
-void QuotaCache::reserve_spent(std::string_view ns, const PodTotals& before, const PodTotals& after) {
+void QuotaCache::reserve_spent(std::string_view ns, const PodTotals& before,
+                               const PodTotals& after) {
   PodTotals spent;
   for (bool limits : {false, true}) {
     const ResourceMap& now = limits ? after.limits : after.requests;
@@ -128,7 +129,8 @@ int QuotaCache::rebuild(const std::vector<std::shared_ptr<const nlohmann::json>>
     }
     if (headroom.requests.empty() && headroom.limits.empty()) continue;
     PodTotals& into = next[ns];
-    for (const auto& [resource, value] : headroom.requests) keep_least(into.requests, resource, value);
+    for (const auto& [resource, value] : headroom.requests)
+      keep_least(into.requests, resource, value);
     for (const auto& [resource, value] : headroom.limits) keep_least(into.limits, resource, value);
   }
   std::lock_guard lock(mutex_);

@@ -70,11 +70,9 @@ bool has_fixed_entry(const api::Scaler& scaler, const api::ResourcePlan& plan) {
 void describe_in_place(const InPlaceResult& step, const std::string& workload, bool evicts,
                        Condition& scaled, StatusReport& report) {
   const InPlacePlan& plan = step.plan;
-  report.pods = json{{"total", plan.total()},
-                     {"atTarget", plan.at_target},
-                     {"resizing", plan.in_progress},
-                     {"pending", plan.pending},
-                     {"evicted", step.evicted}};
+  report.pods =
+      json{{"total", plan.total()},   {"atTarget", plan.at_target}, {"resizing", plan.in_progress},
+           {"pending", plan.pending}, {"evicted", step.evicted},    {"restarted", step.restarted}};
   const std::string counts = std::to_string(plan.at_target) + " of " +
                              std::to_string(plan.total()) + " running pods of " + workload +
                              " carry the values";

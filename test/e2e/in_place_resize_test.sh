@@ -12,7 +12,8 @@
 # retried), and once it is gone the pod is evicted, and its replacement is created with the
 # values by the pod admission hook. And a ResourceQuota that refuses the resizes: QuotaExceeded,
 # never answered with an eviction; resized once the quota is gone; a new pod it can hold only as
-# its template makes it is created so, not refused.
+# its template makes it is created so, not refused. A StatefulSet and a DaemonSet resized in
+# place; a container whose resizePolicy says RestartContainer restarted (counted in status).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -57,7 +58,7 @@ expect_eq "ReplicaSets" "$(k -n "$ns" get rs -l app=web -o name | sort | tr '\n'
 eventually 30 scaled web Applied
 echo "ok: Scaled=Applied: $(condition "$ns" web Scaled message)"
 expect_eq "status.pods" "$(jp "$ns" vsc/web '{.status.pods}')" \
-  '{"atTarget":3,"evicted":0,"pending":0,"resizing":0,"total":3}'
+  '{"atTarget":3,"evicted":0,"pending":0,"resizing":0,"restarted":0,"total":3}'
 rose() { awk -v a="$1" -v b="$(metric "$2")" 'BEGIN { printf "%d", b - a }'; }
 expect_eq "vscaler_pod_resizes_total{requested} rise" "$(rose "$requested" 'vscaler_pod_resizes_total{result="requested"}')" 3
 completed_rose() { [ "$(rose "$completed" 'vscaler_pod_resizes_total{result="completed"}')" = 3 ]; }
@@ -172,5 +173,20 @@ JSON
   expect_eq "$kind pod UIDs" "$(uids "$name")" "$kind_uids"
   echo "ok: $kind: $(uids "$name" | wc -l) pods resized in place"
 done
+
+echo "--- resizePolicy RestartContainer for memory: the kubelet restarts the container, counted"
+make_deployment "$ns" rp '[{"name":"app","image":"registry.k8s.io/pause:3.10",
+  "resizePolicy":[{"resourceName":"memory","restartPolicy":"RestartContainer"}],
+  "resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]'
+eventually 60 running rp 1
+rp_uid=$(uids rp)
+scaler rp InPlace 100m 96Mi
+restarted_once() {
+  [ "$(pods rp | awk '{print $4, $5, $6}')" = "96Mi 96Mi 1" ] &&
+    [ "$(jp "$ns" vsc/rp '{.status.pods.restarted}')" = 1 ]
+}
+eventually 60 restarted_once
+expect_eq "rp's pod UID (resized, not replaced)" "$(uids rp)" "$rp_uid"
+echo "ok: the container was restarted once by its resizePolicy; status.pods.restarted = 1"
 
 echo "PASS"

@@ -269,3 +269,24 @@ TEST_CASE("pods still to come or starting are waited for: a new pod is resized o
   result = step.run(scaler("300m"), workload, {}, nullptr, {}, true);
   CHECK(result->recheck_after == std::chrono::milliseconds(0));
 }
+
+TEST_CASE("containers the kubelet restarted for a resize this process sent are counted") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  REQUIRE(result.ok());
+  CHECK(api.resized.size() == 1);
+  // The kubelet applies it and, the container's resizePolicy saying RestartContainer, restarts it.
+  api.kubelet_done();
+  api.pods["web-7f9c-a"]["status"]["containerStatuses"][0]["restartCount"] = 1;
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  CHECK(result->plan.at_target == 1);
+  CHECK(result->restarted == 1);
+  CHECK(metrics.counts["completed"] == 1);
+  // A restart that is not a resize's (the pod was not resized since) is not counted.
+  api.pods["web-7f9c-a"]["status"]["containerStatuses"][0]["restartCount"] = 2;
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  CHECK(result->restarted == 1);
+}

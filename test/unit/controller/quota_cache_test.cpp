@@ -36,10 +36,10 @@ TEST_CASE("QuotaCache: the least headroom of a namespace's quotas, cpu/memory on
   CHECK(changed == std::vector<std::string>{"team-a"});
   auto a = cache.headroom("team-a");
   REQUIRE(a.has_value());
-  CHECK(value(a->requests, "cpu") == "1500m");      // min(4 - 1500m, 3 - 1500m): "cpu" = requests.cpu
-  CHECK(value(a->requests, "memory") == "5Gi");     // 8Gi - 3Gi
-  CHECK(value(a->limits, "memory") == "0");         // used over hard: nothing left, never negative
-  CHECK(value(a->limits, "cpu") == "absent");       // unbounded
+  CHECK(value(a->requests, "cpu") == "1500m");   // min(4 - 1500m, 3 - 1500m): "cpu" = requests.cpu
+  CHECK(value(a->requests, "memory") == "5Gi");  // 8Gi - 3Gi
+  CHECK(value(a->limits, "memory") == "0");      // used over hard: nothing left, never negative
+  CHECK(value(a->limits, "cpu") == "absent");    // unbounded
   CHECK_FALSE(cache.headroom("team-b").has_value());  // no cpu or memory in its quota
 
   // Admissions are spent until the next rebuild, which forgets them.
@@ -47,7 +47,8 @@ TEST_CASE("QuotaCache: the least headroom of a namespace's quotas, cpu/memory on
   CHECK(value(cache.headroom("team-a")->requests, "cpu") == "1");
   cache.reserve("team-a", {{{"cpu", vscaler::kube::Quantity::parse("2").value()}}, {}});
   CHECK(value(cache.headroom("team-a")->requests, "cpu") == "0");
-  cache.reserve("team-b", {{{"cpu", vscaler::kube::Quantity::parse("1").value()}}, {}});  // no quota
+  cache.reserve("team-b",
+                {{{"cpu", vscaler::kube::Quantity::parse("1").value()}}, {}});  // no quota
   CHECK_FALSE(cache.headroom("team-b").has_value());
 
   changed.clear();
@@ -65,8 +66,8 @@ TEST_CASE("QuotaCache: the least headroom of a namespace's quotas, cpu/memory on
 
 TEST_CASE("QuotaCache: a quota not yet counted bounds nothing; an unreadable one is left out") {
   QuotaCache cache;
-  auto uncounted = std::make_shared<const json>(
-      json::parse(R"({"metadata": {"namespace": "new", "name": "q"}, "spec": {"hard": {"cpu": "1"}}})"));
+  auto uncounted = std::make_shared<const json>(json::parse(
+      R"({"metadata": {"namespace": "new", "name": "q"}, "spec": {"hard": {"cpu": "1"}}})"));
   CHECK(cache.rebuild({uncounted, quota("bad", R"({"cpu": "one core"})", "{}"),
                        quota("bad-used", R"({"cpu": "1"})", R"({"cpu": 5})")}) == 2);
   CHECK_FALSE(cache.headroom("new").has_value());

@@ -7,7 +7,8 @@ using nlohmann::json;
 using vscaler::kube::parse_server_version;
 
 TEST_CASE("the major and minor of /version, a provider's suffix ignored") {
-  auto plain = parse_server_version(json::parse(R"({"major": "1", "minor": "36", "gitVersion": "v1.36.3"})"));
+  auto plain = parse_server_version(
+      json::parse(R"({"major": "1", "minor": "36", "gitVersion": "v1.36.3"})"));
   REQUIRE(plain.has_value());
   CHECK(plain->major == 1);
   CHECK(plain->minor == 36);
