@@ -67,7 +67,7 @@ struct ResourcePlan {
   /// merged containers would not, `pod_resources` is spec.resources with the values raised that
   /// must grow (pod-level requests to the containers' total, limits to the largest container
   /// limit or the pod's request) and `pod_resources_changed` is set. Writers that carry it (the
-  /// admission patches) raise them in the same write; the others treat
+  /// admission patches, the pod resize) raise them in the same write; the template patch treats
   /// invalid_without_pod_level(plan) as invalid.
   nlohmann::json pod_resources;
   bool pod_resources_changed = false;
@@ -89,8 +89,8 @@ struct ResourcePlan {
 ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
                             const DesiredResources* desired = nullptr);
 
-/// `plan.invalid`, or, for a writer that cannot raise pod-level resources (a template patch, a
-/// pod resize), why the plan needs them raised; empty when the plan may be written as it is.
+/// `plan.invalid`, or, for a writer that cannot raise pod-level resources (the template patch),
+/// why the plan needs them raised; empty when the plan may be written as it is.
 std::string invalid_without_pod_level(const ResourcePlan& plan);
 
 /// The strategic merge patch body (of a workload) that sets only the declared keys of the changed

@@ -127,7 +127,11 @@ json resize_patch(const api::ResourcePlan& plan) {
       containers.push_back({{"name", container.name}, {"resources", container.declared}});
     }
   }
-  return {{"spec", {{"containers", std::move(containers)}}}};
+  json spec = {{"containers", std::move(containers)}};
+  // Pod-level resources raised in the same resize (beta in 1.36, only on a node that declares
+  // InPlacePodLevelResourcesVerticalScaling: the API server refuses it elsewhere, 403).
+  if (plan.pod_resources_changed) spec["resources"] = plan.pod_resources;
+  return {{"spec", std::move(spec)}};
 }
 
 /// "requests.cpu=100m, ..." of the plan's changed containers: why fixed values make a resize due.
@@ -242,10 +246,9 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
                         observed->get<int64_t>() < generation;
     const std::string in_progress_reason =
         conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
-    // A resize of pod-level resources needs a node that declares it: only containers are resized.
-    if (std::string invalid = api::invalid_without_pod_level(plan); !invalid.empty()) {
+    if (!plan.invalid.empty()) {
       decision.state = PodResizeState::kInvalid;
-      decision.message = invalid;
+      decision.message = plan.invalid;
     } else if (unseen || (conditions.in_progress != nullptr && in_progress_reason != "Error") ||
                (conditions.pending == nullptr && conditions.in_progress == nullptr &&
                 status_behind_spec(pod, plan))) {

@@ -54,7 +54,9 @@ struct PodResize {
   /// The API server refused the resize itself (403 NodeCapacity or a missing node feature, 422
   /// a QoS class change or a node without resize support): set by the step that sent it.
   bool refused = false;
-  bool node_capacity = false;  ///< refused with NodeCapacity (never evicted for a DaemonSet)
+  /// Refused for the node itself: NodeCapacity, or a feature it lacks (never evicted for a
+  /// DaemonSet, whose pod comes back on the same node).
+  bool node_capacity = false;
   /// Refused by the namespace's ResourceQuota or LimitRange: reported (QuotaExceeded), never
   /// evicted — the replacement would be refused the same way at its creation.
   bool quota = false;

@@ -142,7 +142,9 @@ kwok_config() {
 }
 
 # nodes_manifest N: N fake nodes kwok-node-0.. with a /22 pod range each (10.64.0.0/10 holds
-# 4,096 of them), address 127.0.0.1 and the resource-metrics path metrics-server reads.
+# 4,096 of them), address 127.0.0.1 and the resource-metrics path metrics-server reads; each
+# declares in-place resize of pod-level resources (the kubelet of 1.36 does; the API server
+# refuses such a resize on a node that does not, 403).
 nodes_manifest() {
   local i cidr
   for ((i = 0; i < $1; i++)); do
@@ -172,6 +174,7 @@ status:
   allocatable: {cpu: "$NODE_CPU", memory: $NODE_MEMORY, pods: "$NODE_PODS"}
   capacity: {cpu: "$NODE_CPU", memory: $NODE_MEMORY, pods: "$NODE_PODS"}
   nodeInfo: {architecture: amd64, operatingSystem: linux, kubeletVersion: $KUBE_VERSION}
+  declaredFeatures: [InPlacePodLevelResourcesVerticalScaling]
 NODE
   done
 }

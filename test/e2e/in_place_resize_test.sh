@@ -13,7 +13,8 @@
 # values by the pod admission hook. And a ResourceQuota that refuses the resizes: QuotaExceeded,
 # never answered with an eviction; resized once the quota is gone; a new pod it can hold only as
 # its template makes it is created so, not refused. A StatefulSet and a DaemonSet resized in
-# place; a container whose resizePolicy says RestartContainer restarted (counted in status).
+# place; a container whose resizePolicy says RestartContainer restarted (counted in status); a
+# pod whose pod-level resources the values outgrow gets them raised in the same resize.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -188,5 +189,18 @@ restarted_once() {
 eventually 60 restarted_once
 expect_eq "rp's pod UID (resized, not replaced)" "$(uids rp)" "$rp_uid"
 echo "ok: the container was restarted once by its resizePolicy; status.pods.restarted = 1"
+
+echo "--- pod-level resources the container outgrows: raised in the same resize (nodes declare it)"
+make_deployment "$ns" pl '[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]'
+k -n "$ns" patch deployment pl --type=merge -p '{"spec":{"template":{"spec":{"resources":{"requests":{"cpu":"200m","memory":"128Mi"}}}}}}' >/dev/null
+eventually 60 running pl 1
+pl_uid=$(uids pl)
+# (The template patch came before the scaler: the pod was created as the template says.)
+scaler pl InPlace 300m 64Mi
+pod_level() { k -n "$ns" get pods -l app=pl -o jsonpath='{.items[0].spec.resources.requests.cpu}'; }
+pl_carried() { carry pl 300m 64Mi && [ "$(pod_level)" = 300m ]; }
+eventually 60 pl_carried
+expect_eq "pl's pod UID (resized, not replaced)" "$(uids pl)" "$pl_uid"
+echo "ok: container and pod-level cpu request both 300m, in one resize"
 
 echo "PASS"

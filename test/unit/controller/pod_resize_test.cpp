@@ -291,3 +291,17 @@ TEST_CASE(
   CHECK_FALSE(plan.quota_left.has_value());
   CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
 }
+
+TEST_CASE("pod-level resources the containers outgrow are raised in the same resize") {
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  json p = pod("pl", cpu("100m"), cpu("100m"));
+  p["spec"]["resources"] = json::parse(R"({"requests": {"cpu": "200m"}})");
+  auto plan = controller::plan_in_place(scaler, {p}, {});
+  REQUIRE(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(plan.pods[0].patch["spec"]["resources"]["requests"]["cpu"] == "300m");
+  // Within the pod-level values: only the containers.
+  p["spec"]["resources"] = json::parse(R"({"requests": {"cpu": "500m"}})");
+  plan = controller::plan_in_place(scaler, {p}, {});
+  CHECK_FALSE(plan.pods[0].patch["spec"].contains("resources"));
+}
