@@ -160,7 +160,19 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
   }
 
   std::lock_guard lock(mutex_);
-  Memory& memory = memory_[scaler.key()];
+  auto [slot, fresh] = memory_.try_emplace(scaler.key());
+  Memory& memory = slot->second;
+  if (fresh) {
+    // Counted by an earlier process (or replica) and kept in status: carried on, not reset.
+    const json status = scaler.status();
+    for (auto [field, count] :
+         {std::pair{"evicted", &memory.evicted}, {"restarted", &memory.restarted}}) {
+      const json* value = kube::find_path(status, {"pods", field});
+      if (value != nullptr && value->is_number_integer() && value->get<std::int64_t>() > 0) {
+        *count = static_cast<std::size_t>(value->get<std::int64_t>());
+      }
+    }
+  }
   memory.evicted += result.evicted;
   result.evicted = memory.evicted;
   std::map<std::string, PodResizeState> states;

@@ -290,3 +290,23 @@ TEST_CASE("containers the kubelet restarted for a resize this process sent are c
   result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   CHECK(result->restarted == 1);
 }
+
+TEST_CASE("evictions and restarts counted by an earlier process carry on from status") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "300m");
+  json object = {
+      {"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+      {"spec",
+       {{"deploymentName", "web"},
+        {"updateMode", "InPlace"},
+        {"containers", json::parse(R"([{"name": "app", "requests": {"cpu": "300m"}}])")}}},
+      {"status", {{"pods", {{"evicted", 2}, {"restarted", 5}}}}}};
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  auto result = step.run(*parsed, kWorkload, {}, nullptr, {}, true);
+  REQUIRE(result.ok());
+  CHECK(result->evicted == 2);
+  CHECK(result->restarted == 5);
+}
