@@ -83,8 +83,8 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     if (!warning.empty()) {
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied to this pod: " + warning);
-      resize_later();
     }
+    if (!warning.empty() || containers.budget_capped) resize_later();
     if (quotas_ != nullptr) quotas_->reserve(active->ns, own);
     unchanged_.inc();
     return response;

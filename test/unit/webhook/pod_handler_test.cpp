@@ -67,6 +67,14 @@ json admitted(const json& review, const json& patch) {
   return pod;
 }
 
+/// Records the scalers the hook asks to be reconciled.
+struct RecordedHints : controller::HintSink {
+  std::vector<std::string> keys;
+  void hint(std::string_view key, const controller::Expectation&) override {
+    keys.emplace_back(key);
+  }
+};
+
 /// The requests.cpu the namespace "record" has left.
 std::string value_left(const controller::QuotaCache& quotas) {
   auto headroom = quotas.headroom("record");
@@ -117,7 +125,8 @@ TEST_CASE("a recommended container gets the recommendation's target, limits in p
 TEST_CASE("a ResourceQuota's headroom caps the recommended values, never below the pod's own") {
   Fixture f;
   controller::QuotaCache quotas;
-  PodHandler handler{f.store, f.results, nullptr, &quotas};
+  RecordedHints hints;
+  PodHandler handler{f.store, f.results, nullptr, &quotas, &hints};
   f.add("web", "web", "InPlaceOrRecreate",
         R"([{"name": "app"}, {"name": "sidecar", "mode": "Off"}])",
         R"({"recommendation": {"containerRecommendations": [
@@ -138,24 +147,18 @@ TEST_CASE("a ResourceQuota's headroom caps the recommended values, never below t
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
   CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1500m");
   // That pod is reserved against the headroom: the next one has nothing left above its own
-  // 100m, so it keeps what it asked for (no patch), and would not fit either way.
+  // 100m, so it keeps what it asked for (no patch), and would not fit either way; its scaler is
+  // reconciled to resize it once it runs (and room is made).
   auto next = handler.handle(parse(recorded_review()));
   CHECK_FALSE(next.patch.is_array());
   CHECK(f.count("unchanged") == 1);
+  CHECK(hints.keys.size() == 2);  // both were capped
   // A rebuild (the next list) forgets the reservations.
   REQUIRE(quotas.rebuild({quota(R"({"cpu": "10"})", R"({"cpu": "0"})")}) == 0);
   response = handler.handle(parse(recorded_review()));
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
 }
-
-/// Records the scalers the hook asks to be reconciled.
-struct RecordedHints : controller::HintSink {
-  std::vector<std::string> keys;
-  void hint(std::string_view key, const controller::Expectation&) override {
-    keys.emplace_back(key);
-  }
-};
 
 TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the pod is created") {
   Fixture f;
