@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "kube/object_meta.h"
+#include "recommender/desired.h"
 
 namespace vscaler::controller {
 
@@ -26,18 +27,6 @@ bool same(const ResourceMap& a, const ResourceMap& b) {
     if (it == b.end() || it->second.nanos() != value.nanos()) return false;
   }
   return true;
-}
-
-/// `a` less `b` for each key of `a` (at least zero).
-ResourceMap less_spent(const ResourceMap& a, const ResourceMap& b) {
-  ResourceMap out = a;
-  for (auto& [resource, value] : out) {
-    auto spent = b.find(resource);
-    if (spent == b.end()) continue;
-    value = Quantity::from_nanos(std::max<kube::Int128>(0, value.nanos() - spent->second.nanos()),
-                                 value.format());
-  }
-  return out;
 }
 
 }  // namespace
@@ -83,8 +72,8 @@ std::optional<PodTotals> QuotaCache::headroom(std::string_view ns) const {
   if (it == headroom_.end()) return std::nullopt;
   auto spent = reserved_.find(ns);
   if (spent == reserved_.end()) return it->second;
-  return PodTotals{less_spent(it->second.requests, spent->second.requests),
-                   less_spent(it->second.limits, spent->second.limits)};
+  // What was reserved is spent as a pod's growth from nothing would be.
+  return recommender::spend(it->second, PodTotals{}, spent->second);
 }
 
 void QuotaCache::reserve(std::string_view ns, const PodTotals& totals) {
