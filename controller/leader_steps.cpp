@@ -1,5 +1,7 @@
 #include "controller/leader_steps.h"
 
+#include <chrono>
+
 #include "base/log.h"
 
 namespace vscaler::controller {
@@ -9,11 +11,18 @@ LeaderSteps::LeaderSteps(const kube::LeaderGate& gate, metrics::Registry& regist
       steps_(registry.counter("vscaler_leader_steps_total",
                               "Leader steps (resync passes, ...) started or skipped because this "
                               "replica was not leading at that moment",
-                              {"step", "result"})) {}
+                              {"step", "result"})),
+      last_started_(registry.gauge("vscaler_leader_step_last_started_timestamp_seconds",
+                                   "Unix time at which this replica last started each leader step",
+                                   {"step"})) {}
 
 bool LeaderSteps::begin(std::string_view step) {
   bool leading = gate_.is_leading_now();
   steps_.with({step, leading ? "started" : "skipped"}).inc();
+  if (leading) {
+    auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+    last_started_.with({step}).set(std::chrono::duration<double>(since_epoch).count());
+  }
   bool flipped = false;
   {
     std::lock_guard lock(mutex_);

@@ -24,11 +24,15 @@ class LeaderSteps {
   /// Call first in every leader step. True: start it ("started" is counted); false: this
   /// replica is not leading now, skip the step ("skipped" is counted). `step` names the kind of
   /// step ("resync", "recommender", "checkpoint", ...): a small fixed set, it becomes a label.
+  /// A started step also sets vscaler_leader_step_last_started_timestamp_seconds{step}: an
+  /// operator alerts on a leader whose resync stopped, and a test tells a step started before a
+  /// freeze from one started after it, which a counter cannot.
   bool begin(std::string_view step);
 
  private:
   const kube::LeaderGate& gate_;
   metrics::CounterFamily& steps_;
+  metrics::GaugeFamily& last_started_;  ///< wall-clock seconds of each step's last start
   std::mutex mutex_;
   std::map<std::string, bool, std::less<>> last_answer_;  ///< per step, for the flip logs
 };

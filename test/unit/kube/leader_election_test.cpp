@@ -447,4 +447,23 @@ TEST_CASE("LeaderSteps admits steps only while the gate says so, and counts both
         std::string::npos);
 }
 
+TEST_CASE("LeaderSteps stamps the wall-clock time of each step's last start, not of its skips") {
+  vscaler::metrics::Registry registry;
+  FlagGate gate;
+  vscaler::controller::LeaderSteps steps(gate, registry);
+  const std::string series = "vscaler_leader_step_last_started_timestamp_seconds{step=\"resync\"} ";
+  steps.begin("resync");
+  CHECK(registry.render().find(series) == std::string::npos);  // skipped: no stamp
+  auto before = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch());
+  gate.leading = true;
+  steps.begin("resync");
+  auto after = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch());
+  std::string text = registry.render();
+  auto at = text.find(series);
+  REQUIRE(at != std::string::npos);
+  double stamped = std::stod(text.substr(at + series.size()));
+  CHECK(stamped >= before.count() - 1e-3);
+  CHECK(stamped <= after.count() + 1e-3);
+}
+
 }  // namespace
