@@ -57,7 +57,7 @@ echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubecon
 PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" \
   --kubeconfig "$operator_kubeconfig" --webhook-port "$port" --cert-dir "$demo_dir/certs" \
   --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --resync-period 30s \
-  --recommender-interval 15s
+  --recommender-interval 15s --min-update-interval 1m --in-recommendation-bounds-eviction-lifetime-threshold 1m
 echo "$PROCESS_RECORD" > "$demo_dir/vscaler.pid"
 process_await "$PROCESS_RECORD" 30 "demo: vscaler" "$demo_dir/vscaler.log" \
   curl -fsS http://127.0.0.1:18081/readyz || exit 1
@@ -202,6 +202,32 @@ YAML
     echo "   status.pods: $(k -n shop get vsc cart -o jsonpath='{.status.pods}')"
     echo "   the template still asks for $(k -n shop get deploy cart -o jsonpath='{.spec.template.spec.containers[0].resources.requests}'), generation $(k -n shop get deploy cart -o jsonpath='{.metadata.generation}'); its ReplicaSets:"
     k -n shop get rs -l app=cart | sed 's/^/   /'
+
+    step "10b. usage rises to 700m CPU, 800Mi: the same pods are resized again, still no restart"
+    # VPA's updater rule, time compressed for the demo (vscaler runs with a 1m
+    # --min-update-interval and --in-recommendation-bounds-eviction-lifetime-threshold): a pod
+    # that has lived that long follows a target more than 10 % away from its request.
+    cart_cpu_before=$(k -n shop get vsc cart -o jsonpath='{.status.recommendation.containerRecommendations[0].target.cpu}')
+    usage=$(k get clusterresourceusage vscaler-usage -o json | python3 "$root/test/cluster/usage.py" set shop cart app 700m 800Mi)
+    k replace -f - >/dev/null <<<"$usage"
+    cart_begin=$SECONDS
+    # millicores of a quantity ("352m" or "1")
+    millicores() { awk '{ q = $0; if (q ~ /m$/) { sub(/m$/, "", q); print q + 0 } else print q * 1000 }'; }
+    cart_followed() {
+      local before target
+      before=$(millicores <<<"$cart_cpu_before")
+      target=$(k -n shop get vsc cart -o jsonpath='{.status.recommendation.containerRecommendations[0].target.cpu}' | millicores)
+      [ "$target" -gt $((before * 11 / 10)) ] || return 1
+      # every running pod carries (spec and kubelet) at least 90 % of the new target, unrestarted
+      [ -z "$(k -n shop get pods -l app=cart -o jsonpath='{range .items[*]}{.spec.containers[0].resources.requests.cpu}{" "}{.status.containerStatuses[0].resources.requests.cpu}{" "}{.status.containerStatuses[0].restartCount}{"\n"}{end}' |
+        awk -v t="$target" '{ n = 0; for (i = 1; i <= 2; i++) { q = $i; if (q ~ /m$/) { sub(/m$/, "", q); q += 0 } else q *= 1000
+          if (q < 0.9 * t) n++ } if (n || $3 != 0) print }')" ]
+    }
+    if wait_for 180 "the pods to follow the higher recommendation" cart_followed; then
+      echo "   kubectl get pods, $((SECONDS - cart_begin)) s after the rise: the same names, 0 restarts, target $cart_cpu_before -> $(k -n shop get vsc cart -o jsonpath='{.status.recommendation.containerRecommendations[0].target.cpu}'):"
+      cart_pods | sed 's/^/     /'
+      echo "   status.pods: $(k -n shop get vsc cart -o jsonpath='{.status.pods}'); Deployment generation $(k -n shop get deploy cart -o jsonpath='{.metadata.generation}')"
+    fi
   fi
 fi
 
