@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "base/log.h"
+#include "net/cert_watcher.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/admission.h"
-#include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/server.h"
 
@@ -188,10 +188,10 @@ int main(int argc, char** argv) {
   vscaler::testing::write_file(dir.file("tls.key"), pair.key);
   vscaler::testing::write_file(dir.file("ca.crt"), ca.cert_pem());
   vscaler::metrics::Registry registry;
-  vscaler::webhook::CertWatcherOptions cert_options;
+  vscaler::net::CertWatcherOptions cert_options;
   cert_options.cert_dir = dir.path();
   cert_options.registry = &registry;
-  vscaler::webhook::CertWatcher certs(cert_options);
+  vscaler::net::CertWatcher certs(cert_options);
   if (!certs.reload()) return 1;
   vscaler::webhook::AdmissionServerOptions options;
   options.host = "127.0.0.1";

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,11 +22,11 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/server_version.h"
-#include "metrics/health_server.h"
 #include "metrics/registry.h"
+#include "net/cert_watcher.h"
+#include "net/health_server.h"
 #include "recommender/loop.h"
 #include "recommender/recommender_api.h"
-#include "webhook/cert_watcher.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/pod_handler.h"
 #include "webhook/scaler_handler.h"
@@ -186,9 +187,9 @@ int run(const cmd::Options& options) {
                                                 recommender_options, registry);
   recommender_ref.store(&recommender_loop);
 
-  webhook::CertWatcherOptions cert_options;
+  net::CertWatcherOptions cert_options;
   cert_options.cert_dir = options.cert_dir;
-  webhook::CertWatcher certs(cert_options);
+  net::CertWatcher certs(cert_options);
   certs.start();
 
   auto& enqueued =
@@ -214,6 +215,7 @@ int run(const cmd::Options& options) {
   webhook::AdmissionServerOptions server_options;
   server_options.port = options.webhook_port;
   server_options.registry = &registry;
+  server_options.max_buffered_body_bytes = options.webhook_max_buffered_bytes;
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();
@@ -240,15 +242,19 @@ int run(const cmd::Options& options) {
     return scalers.handle(request);
   });
 
-  metrics::HealthServer health(options.health_addr);
+  net::HealthServer health(options.health_addr, registry, "health");
   health.add_readiness_check("informer-synced", [&manager] { return manager.synced(); });
   health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
-  // /dashboard and /dashboard.json beside /metrics, from the scalers in memory (declared first:
-  // it outlives the server that calls it).
-  dashboard::Dashboard board([&manager] { return manager.store().snapshot(); });
-  metrics::HealthServer metrics_server(options.metrics_addr);
+  net::HealthServer metrics_server(options.metrics_addr, registry, "metrics");
   metrics_server.expose_metrics(registry);
-  dashboard::serve(metrics_server, board);
+  // /dashboard and /dashboard.json on their own address (every tenant's workloads: loopback by
+  // default), from the scalers in memory (declared first: it outlives the server that calls it).
+  dashboard::Dashboard board([&manager] { return manager.store().snapshot(); });
+  std::optional<net::HealthServer> dashboard_server;
+  if (!options.dashboard_addr.empty()) {
+    dashboard_server.emplace(options.dashboard_addr, registry, "dashboard");
+    dashboard::serve(*dashboard_server, board);
+  }
 
   manager.start();
   if (auto started = server.start(); !started.ok()) {
@@ -256,9 +262,11 @@ int run(const cmd::Options& options) {
     manager.stop();
     return 1;
   }
-  for (auto* endpoint : {&health, &metrics_server}) {
+  std::vector<net::HealthServer*> endpoints = {&health, &metrics_server};
+  if (dashboard_server) endpoints.push_back(&*dashboard_server);
+  for (auto* endpoint : endpoints) {
     if (auto started = endpoint->start(); !started.ok()) {
-      log::error(kLogger, "cannot start the health or metrics server",
+      log::error(kLogger, "cannot start the health, metrics or dashboard server",
                  {{"error", started.error()}});
       server.stop();
       manager.stop();
@@ -289,6 +297,7 @@ int run(const cmd::Options& options) {
   (*leadership)->stop();
   health.stop();
   metrics_server.stop();
+  if (dashboard_server) dashboard_server->stop();
   board.stop();
   certs.stop();
   log::info(kLogger, "stopped");

@@ -23,6 +23,11 @@ Flags:
                         (default /tmp/k8s-webhook-server/serving-certs)
   --metrics-addr ADDR   Prometheus metrics at /metrics (default :8080)
   --health-addr ADDR    /healthz and /readyz (default :8081)
+  --dashboard-addr ADDR the read-only dashboard, /dashboard and /dashboard.json (default
+                        127.0.0.1:8082: reach it with kubectl port-forward; "" turns it off)
+  --webhook-max-buffered-bytes QUANTITY
+                        request body bytes the webhook holds at once; beyond it new bodies get
+                        503 before they are read (default 64Mi)
   --resync-period DUR   safety-net resync period, jittered (default 60s)
   --workers N           concurrent reconciles (default 4)
   --namespace NS        watch and manage one namespace only (default: all)
@@ -142,6 +147,30 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
        }},
       {"--metrics-addr", address(options.metrics_addr, "--metrics-addr")},
       {"--health-addr", address(options.health_addr, "--health-addr")},
+      {"--dashboard-addr",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         if (value.empty()) {
+           options.dashboard_addr.clear();
+           return kube::Unit{};
+         }
+         return address(options.dashboard_addr, "--dashboard-addr")(value);
+       }},
+      {"--webhook-max-buffered-bytes",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto budget = parse_quantity_flag("--webhook-max-buffered-bytes", value, true);
+         if (!budget.ok()) return kube::fail(budget.error());
+         auto bytes = budget->nanos() / 1'000'000'000;
+         if (bytes < 48 * 1024 * 1024 || bytes > kube::Int128(1) << 40) {
+           // A body is charged 6 times its size (read, copied, parsed): below 48Mi the largest
+           // allowed review, 7 MiB, could never be served.
+           return kube::fail(
+               "--webhook-max-buffered-bytes: must be between 48Mi (one 7 MiB review, read and "
+               "parsed, fits) and 1Ti, got \"" +
+               value + "\"");
+         }
+         options.webhook_max_buffered_bytes = static_cast<std::size_t>(bytes);
+         return kube::Unit{};
+       }},
       {"--webhook-port",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          auto port = parse_int("--webhook-port", value, 0, 65535);

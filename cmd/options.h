@@ -21,6 +21,12 @@ struct Options {
   std::string cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::string metrics_addr = ":8080";
   std::string health_addr = ":8081";
+  /// --dashboard-addr: the dashboard lists every tenant's workloads, so it is served apart, on
+  /// loopback by default (kubectl port-forward reaches it); empty turns it off.
+  std::string dashboard_addr = "127.0.0.1:8082";
+  /// --webhook-max-buffered-bytes: request body bytes the webhook's connections may hold
+  /// together; beyond it new bodies get 503 before they are read.
+  std::size_t webhook_max_buffered_bytes = 64 * 1024 * 1024;
   std::chrono::milliseconds resync_period{60'000};
   int workers = 4;
   std::string namespace_;  ///< empty: all namespaces

@@ -2,12 +2,12 @@
 #pragma once
 
 #include "dashboard/dashboard.h"
-#include "metrics/health_server.h"
+#include "net/health_server.h"
 
 namespace vscaler::dashboard {
 
 /// Registers GET /dashboard (HTML; ?namespace=NAME for one namespace) and /dashboard.json on
 /// `server` (before its start()) and starts `board`'s sampler. `board` must outlive `server`.
-void serve(metrics::HealthServer& server, Dashboard& board);
+void serve(net::HealthServer& server, Dashboard& board);
 
 }  // namespace vscaler::dashboard

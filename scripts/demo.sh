@@ -56,7 +56,8 @@ echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubecon
 : > "$demo_dir/vscaler.log"
 PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" \
   --kubeconfig "$operator_kubeconfig" --webhook-port "$port" --cert-dir "$demo_dir/certs" \
-  --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --resync-period 30s \
+  --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --dashboard-addr 127.0.0.1:18082 \
+  --resync-period 30s \
   --recommender-interval 15s --min-update-interval 1m --in-recommendation-bounds-eviction-lifetime-threshold 1m
 echo "$PROCESS_RECORD" > "$demo_dir/vscaler.pid"
 process_await "$PROCESS_RECORD" 30 "demo: vscaler" "$demo_dir/vscaler.log" \
@@ -233,9 +234,9 @@ fi
 
 step "11. what vscaler counted"
 curl -fsS http://127.0.0.1:18080/metrics | grep -E '^(vscaler_|controller_runtime_reconcile_total|controller_runtime_webhook_requests_total)' | sed 's/^/   /'
-step "12. the dashboard (read-only, on the metrics server): requests beside recommendations, savings"
-echo "   http://127.0.0.1:18080/dashboard?namespace=shop   (every namespace: /dashboard; JSON: /dashboard.json)"
+step "12. the dashboard (read-only, on its own loopback address): requests beside recommendations, savings"
+echo "   http://127.0.0.1:18082/dashboard?namespace=shop   (every namespace: /dashboard; JSON: /dashboard.json)"
 echo
 echo "Done. Try: KUBECONFIG=$KUBECONFIG $KUBECTL -n shop get vsc,deploy"
-echo "Dashboard: http://127.0.0.1:18080/dashboard"
+echo "Dashboard: http://127.0.0.1:18082/dashboard"
 echo "Stop everything: make demo-down"

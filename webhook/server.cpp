@@ -7,11 +7,19 @@
 
 #include "base/log.h"
 #include "base/time.h"
-#include "webhook/front_end.h"
-#include "webhook/tls.h"
+#include "net/front_end.h"
+#include "net/tls.h"
 
 namespace vscaler::webhook {
 namespace {
+
+// The transport is net/'s; these are the names this file speaks in.
+namespace http = net::http;
+namespace tls = net::tls;
+using net::Clock;
+using net::FrontEnd;
+using net::FrontEndOptions;
+using net::Request;
 
 constexpr std::string_view kLogger = "webhook.server";
 
@@ -43,7 +51,7 @@ http::Response method_not_allowed() {
 
 class AdmissionServer::Impl {
  public:
-  Impl(CertWatcher& certs, AdmissionServerOptions options)
+  Impl(net::CertWatcher& certs, AdmissionServerOptions options)
       : certs_(certs),
         options_(std::move(options)),
         requests_(options_.registry->counter(
@@ -135,6 +143,9 @@ class AdmissionServer::Impl {
     limits.max_body_bytes = options_.max_body_bytes;
     limits.linger_bytes = 2 * (options_.max_body_bytes + options_.max_header_bytes);
     limits.keep_alive_max_requests = std::max<std::size_t>(1, options_.keep_alive_max_requests);
+    limits.body_padding = kParsePadding;
+    // Read buffer, the body handed to the handler, and the parse (see ConnectionLimits).
+    limits.body_memory_factor = 6;
     return out;
   }
 
@@ -250,7 +261,7 @@ class AdmissionServer::Impl {
         .inc();
   }
 
-  CertWatcher& certs_;
+  net::CertWatcher& certs_;
   AdmissionServerOptions options_;
   metrics::CounterFamily& requests_;
   metrics::HistogramFamily& latency_;
@@ -267,7 +278,7 @@ class AdmissionServer::Impl {
   std::atomic<bool> running_{false};
 };
 
-AdmissionServer::AdmissionServer(CertWatcher& certs, AdmissionServerOptions options)
+AdmissionServer::AdmissionServer(net::CertWatcher& certs, AdmissionServerOptions options)
     : impl_(std::make_unique<Impl>(certs, std::move(options))) {}
 
 AdmissionServer::~AdmissionServer() = default;

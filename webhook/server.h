@@ -25,8 +25,8 @@
 
 #include "base/result.h"
 #include "metrics/registry.h"
+#include "net/cert_watcher.h"
 #include "webhook/admission.h"
-#include "webhook/cert_watcher.h"
 
 namespace vscaler::webhook {
 
@@ -81,9 +81,11 @@ struct AdmissionServerOptions {
   std::chrono::milliseconds idle_buffer_release{500};
   /// Largest request body accepted (DESIGN: 7 MiB).
   std::size_t max_body_bytes = 7 * 1024 * 1024;
-  /// Request body bytes all connections together may hold; a body beyond it gets 503 before it
-  /// is read (anyone reaching the port could otherwise open thousands of 7 MiB requests).
-  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
+  /// Request body bytes all connections together may hold (--webhook-max-buffered-bytes); a body
+  /// beyond it gets 503 before it is read: anyone reaching the port could otherwise open
+  /// thousands of 7 MiB requests. 64 MiB keeps the process well inside its 256Mi limit (100
+  /// concurrent 7 MiB POSTs: see test/e2e/hostile_clients_test.sh).
+  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
   /// Largest request head (request line and headers); the API server sends well under 1 KiB.
   std::size_t max_header_bytes = 64 * 1024;
   /// Deadline for a TLS handshake, and for a whole request from its first byte to its response.
@@ -108,7 +110,7 @@ struct AdmissionServerOptions {
 class AdmissionServer {
  public:
   /// `certs` must outlive the server; it is asked for the certificate on every handshake.
-  explicit AdmissionServer(CertWatcher& certs, AdmissionServerOptions options = {});
+  explicit AdmissionServer(net::CertWatcher& certs, AdmissionServerOptions options = {});
   /// Stops the server (as stop()).
   ~AdmissionServer();
   AdmissionServer(const AdmissionServer&) = delete;

@@ -26,7 +26,7 @@
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
-#include "webhook/cert_watcher.h"
+#include "net/cert_watcher.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/server.h"
 
@@ -129,9 +129,9 @@ int main(int argc, char** argv) {
   controller::QueueingHintSink hints(expectations, queue);
   webhook::DeploymentHandler deployments(store, hints, enqueued);
 
-  webhook::CertWatcherOptions cert_options;
+  net::CertWatcherOptions cert_options;
   cert_options.cert_dir = cert_dir;
-  webhook::CertWatcher certs(cert_options);
+  net::CertWatcher certs(cert_options);
   certs.start();
   if (!certs.loaded()) {
     std::cerr << "admission_server: no certificate could be loaded from " << cert_dir << "\n";

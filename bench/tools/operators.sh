@@ -99,13 +99,13 @@ start_operator() {
         "$root/test/cluster/operator-kubeconfig.sh") || return 1
       command=("$VSCALER_BIN" --kubeconfig "$operator_kc" --webhook-port "$webhook_port"
         --cert-dir "$BENCH_WORK/certs" --metrics-addr "127.0.0.1:$metrics_port"
-        --health-addr "127.0.0.1:$health_port" "$@")
+        --health-addr "127.0.0.1:$health_port" --dashboard-addr "" "$@")
       ;;
     peer-full | peer-meta)
       local variant=()
       [ "$kind" = peer-meta ] && variant=(--metadata-only)
       command=("$bench_bin/peer-controller-runtime" --kubeconfig "$KUBECONFIG" "${variant[@]}"
-        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" "$@")
+        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" --dashboard-addr "" "$@")
       ;;
     *)
       echo "start_operator: unknown kind $kind" >&2

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The dashboard (/dashboard on the metrics server) in a real headless browser (Debian's chromium):
+# The dashboard (/dashboard on its own address, --dashboard-addr) in a real headless browser
+# (Debian's chromium):
 # the demo's scaler (fixed values) and two scalers whose recommendations are written into status
 # by hand (one over-, one under-provisioned), the values beside the recommendation, the signed
 # totals per namespace, an HTML-bearing message shown escaped; and a screenshot of the namespace,
@@ -13,7 +14,7 @@ flags=()
 # Once the recommender runs in the operator: no pass while this test writes status by hand.
 "$VSCALER_BIN" --help 2>&1 | grep -q -- --recommender-interval && flags+=(--recommender-interval 1h)
 start_operator "${flags[@]}"
-base=${METRICS_URL%/metrics}
+base=$DASHBOARD_URL
 ns=$(unique_namespace dash)
 
 # The demo's Deployment and scaler (fixed values), in this test's namespace.

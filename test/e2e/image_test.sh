@@ -78,7 +78,7 @@ chmod -R a+rX "$rootfs/tmp/kubeconfig" "$rootfs/tmp/certs"
 health_port=$(free_port)
 "${in_root[@]}" /usr/local/bin/vscaler --kubeconfig /tmp/kubeconfig --cert-dir /tmp/certs \
   --webhook-port "$(free_port)" --metrics-addr "127.0.0.1:$(free_port)" \
-  --health-addr "127.0.0.1:$health_port" --namespace image-test-none >"$work/run.log" 2>&1 &
+  --health-addr "127.0.0.1:$health_port" --dashboard-addr "" --namespace image-test-none >"$work/run.log" 2>&1 &
 pid=$!
 trap 'kill -TERM "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 ready() { curl -fsS "http://127.0.0.1:$health_port/readyz" >/dev/null 2>&1; }

@@ -52,7 +52,7 @@ start_replica() {
   LOG[$name]=$WORK_DIR/$name-$starts.log
   WEBHOOK[$name]=$(free_port)
   process_spawn "${LOG[$name]}" "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "${WEBHOOK[$name]}" \
-    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
+    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" --dashboard-addr "" \
     --namespace "$ns" --resync-period 1s --leader-elect --leader-election-namespace "$lease_ns"
   PID[$name]=${PROCESS_RECORD%% *}
   process_await "$PROCESS_RECORD" 60 "replica $name" "${LOG[$name]}" curl -fsS "${HEALTH[$name]}/readyz" ||

@@ -79,7 +79,8 @@ operator_kubeconfig() {
 
 # start_operator [FLAGS...]: runs $VSCALER_BIN against the test cluster on free ports as
 # $VSCALER_USER (see operator_kubeconfig), waits for /readyz and stops it when the test exits.
-# Sets OPERATOR_PID, METRICS_URL, WEBHOOK_PORT, OPERATOR_LOG, CERT_DIR (uses $CERT_DIR when set
+# Sets OPERATOR_PID, METRICS_URL, HEALTH_URL, DASHBOARD_URL, WEBHOOK_PORT, OPERATOR_LOG, CERT_DIR
+# (uses $CERT_DIR when set
 # and holding tls.crt).
 start_operator() {
   : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
@@ -87,16 +88,19 @@ start_operator() {
   CERT_DIR=${CERT_DIR:-$WORK_DIR/certs}
   [ -f "$CERT_DIR/tls.crt" ] || self_signed_certs "$CERT_DIR"
   WEBHOOK_PORT=${WEBHOOK_PORT:-$(free_port)}
-  local metrics_port health_port
+  local metrics_port health_port dashboard_port
   metrics_port=$(free_port)
   health_port=$(free_port)
+  dashboard_port=$(free_port)
   METRICS_URL=http://127.0.0.1:$metrics_port/metrics
   HEALTH_URL=http://127.0.0.1:$health_port
+  DASHBOARD_URL=http://127.0.0.1:$dashboard_port
   OPERATOR_LOG=$WORK_DIR/operator.log
   local kubeconfig
   kubeconfig=$(operator_kubeconfig) || fail "no kubeconfig for $VSCALER_USER"
   process_spawn "$OPERATOR_LOG" "$VSCALER_BIN" --kubeconfig "$kubeconfig" --webhook-port "$WEBHOOK_PORT" \
-    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" "$@"
+    --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" \
+    --dashboard-addr "127.0.0.1:$dashboard_port" "$@"
   OPERATOR_RECORD=$PROCESS_RECORD
   OPERATOR_PID=${OPERATOR_RECORD%% *}
   trap 'stop_operator' EXIT

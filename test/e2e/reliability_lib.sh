@@ -159,7 +159,7 @@ rel_start_operator() {
   OPERATOR_LOG=$WORK_DIR/operator.log
   process_spawn "$OPERATOR_LOG" "$VSCALER_BIN" --kubeconfig "${REL_KUBECONFIG:-$KUBECONFIG}" \
     --webhook-port "$WEBHOOK_PORT" --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" \
-    --health-addr "127.0.0.1:$health_port" "$@"
+    --health-addr "127.0.0.1:$health_port" --dashboard-addr "" "$@"
   OPERATOR_RECORD=$PROCESS_RECORD
   OPERATOR_PID=${OPERATOR_RECORD%% *}
   process_await "$OPERATOR_RECORD" "${REL_START_SECONDS:-60}" "the operator" "$OPERATOR_LOG" \

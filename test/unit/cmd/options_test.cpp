@@ -41,6 +41,27 @@ TEST_CASE("bad flags fail with a message naming the flag") {
   CHECK(parse_options({"--webhook-port", "70000"}).error().rfind("--webhook-port:", 0) == 0);
 }
 
+TEST_CASE("the dashboard's own address and the webhook's body budget") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->dashboard_addr == "127.0.0.1:8082");
+  CHECK(defaults->webhook_max_buffered_bytes == 64u * 1024 * 1024);
+  auto set = parse_options({"--dashboard-addr", ":9090", "--webhook-max-buffered-bytes", "1Gi"});
+  REQUIRE(set.ok());
+  CHECK(set->dashboard_addr == ":9090");
+  CHECK(set->webhook_max_buffered_bytes == 1024u * 1024 * 1024);
+  auto off = parse_options({"--dashboard-addr="});
+  REQUIRE(off.ok());
+  CHECK(off->dashboard_addr.empty());
+  CHECK(parse_options({"--dashboard-addr", "8082"}).error().rfind("--dashboard-addr:", 0) == 0);
+  CHECK(parse_options({"--webhook-max-buffered-bytes", "1Mi"}).error() ==
+        "--webhook-max-buffered-bytes: must be between 48Mi (one 7 MiB review, read and parsed, "
+        "fits) and 1Ti, got \"1Mi\"");
+  CHECK(parse_options({"--webhook-max-buffered-bytes", "lots"})
+            .error()
+            .rfind("--webhook-max-buffered-bytes:", 0) == 0);
+}
+
 TEST_CASE("durations use Go's units") {
   CHECK(*parse_duration("60s") == std::chrono::seconds(60));
   CHECK(*parse_duration("500ms") == std::chrono::milliseconds(500));

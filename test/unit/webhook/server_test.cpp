@@ -17,6 +17,8 @@
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;
+using vscaler::net::CertWatcher;
+using vscaler::net::CertWatcherOptions;
 using vscaler::testing::closed_by_peer_within;
 using vscaler::testing::connect_local;
 using vscaler::testing::fingerprint_of;
@@ -30,8 +32,6 @@ using vscaler::webhook::AdmissionRequest;
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::AdmissionServer;
 using vscaler::webhook::AdmissionServerOptions;
-using vscaler::webhook::CertWatcher;
-using vscaler::webhook::CertWatcherOptions;
 using vscaler::webhook::HandlerOptions;
 using vscaler::webhook::Projection;
 using json = nlohmann::json;

@@ -21,7 +21,7 @@ struct StartedServer {
   TestCa ca;
   TempDir dir;
   metrics::Registry registry;
-  std::unique_ptr<webhook::CertWatcher> certs;
+  std::unique_ptr<net::CertWatcher> certs;
   std::unique_ptr<webhook::AdmissionServer> server;
 
   explicit StartedServer(const std::function<void(webhook::AdmissionServerOptions&)>& tweak,
@@ -30,10 +30,10 @@ struct StartedServer {
     PemPair pair = ca.issue(7);
     write_file(dir.file("tls.crt"), pair.cert);
     write_file(dir.file("tls.key"), pair.key);
-    webhook::CertWatcherOptions cert_options;
+    net::CertWatcherOptions cert_options;
     cert_options.cert_dir = dir.path();
     cert_options.registry = &registry;
-    certs = std::make_unique<webhook::CertWatcher>(cert_options);
+    certs = std::make_unique<net::CertWatcher>(cert_options);
     certs->start();
     REQUIRE(certs->loaded());
     webhook::AdmissionServerOptions options;

@@ -20,18 +20,19 @@
 #include <utility>
 #include <vector>
 
-#include "webhook/connection.h"
-#include "webhook/connection_limiter.h"
-#include "webhook/front_end.h"
-#include "webhook/worker_pool.h"
+#include "net/connection.h"
+#include "net/connection_limiter.h"
+#include "net/front_end.h"
+#include "net/worker_pool.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// What the loops of one front end share. Fields are set before the loops start, except those
 /// under a mutex or atomic.
 struct LoopShared {
-  SSL_CTX* ctx = nullptr;
+  SSL_CTX* ctx = nullptr;  ///< null: plain HTTP
   FrontEndOptions options;
+  std::string logger;  ///< "<name>.server"
   FrontEnd::Serve serve;
   FrontEnd::Refused refused;
   FrontEnd::Quick quick;
@@ -44,7 +45,8 @@ struct LoopShared {
   metrics::Counter* handshake_errors = nullptr;
   metrics::Histogram* handshake_seconds = nullptr;
 
-  /// Request body bytes held by every connection of every loop (ConnectionEnv::buffered).
+  /// Request body bytes held by every connection of every loop (ConnectionEnv::buffered), when
+  /// FrontEndOptions::buffered does not name a counter shared with other front ends.
   std::atomic<std::size_t> buffered{0};
 
   /// The caps, taken at accept and given back at close, by any loop.
@@ -69,7 +71,7 @@ class EventLoop {
   EventLoop& operator=(const EventLoop&) = delete;
 
   /// Sets up the epoll set; the error says which call failed.
-  kube::Result<kube::Unit> open();
+  base::Result<base::Unit> open();
   /// Runs the loop on a thread of its own.
   void start();
   /// Wakes the loop (for a stop request or finished responses).
@@ -124,4 +126,4 @@ class EventLoop {
   std::vector<std::tuple<std::uint64_t, std::int32_t, http::Response>> done_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// Runs submitted jobs on `threads` threads, oldest first.
 class WorkerPool {
@@ -43,4 +43,4 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

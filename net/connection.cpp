@@ -1,4 +1,4 @@
-#include "webhook/connection.h"
+#include "net/connection.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -8,10 +8,9 @@
 #include <cerrno>
 #include <optional>
 
-#include "webhook/admission.h"
-#include "webhook/http2_session.h"
+#include "net/http2_session.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 namespace {
 
 constexpr std::size_t kKeptBufferBytes = 64 * 1024;
@@ -65,7 +64,7 @@ Wait Connection::advance(Clock::time_point now) {
       tls::Io io = stream_.handshake();
       if (io == tls::Io::kDone) {
         std::chrono::duration<double> took = now - accepted_;
-        env_.handshake_seconds->observe(took.count());
+        if (env_.handshake_seconds != nullptr) env_.handshake_seconds->observe(took.count());
         if (stream_.http2()) {
           // HTTP/2 sessions idle on their own (no kIdle phase): OpenSSL frees their buffers
           // after each record.
@@ -80,7 +79,8 @@ Wait Connection::advance(Clock::time_point now) {
         return read_request(now);
       }
       if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
-      env_.handshake_errors->inc();  // plain HTTP, TLS < 1.2, no certificate yet, ...
+      // plain HTTP, TLS < 1.2, no certificate yet, ... (a plain server has no handshake to fail)
+      if (env_.handshake_errors != nullptr) env_.handshake_errors->inc();
       return close();
     }
     case Phase::kIdle:
@@ -175,11 +175,14 @@ Wait Connection::read_request(Clock::time_point now) {
       // the storage of the last one served here when there is one.
       std::string body = std::move(spare_body_);
       spare_body_ = std::string();
-      body.reserve(body_bytes_ + kParsePadding);
+      body.reserve(body_bytes_ + env_.limits.body_padding);
       body.assign(in_, head_bytes_, body_bytes_);
       Request request{std::move(head_), std::move(body), request_start_};
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
       in_.erase(0, head_bytes_ + body_bytes_);
+      // A large body's read buffer is not kept for the next request (it would outlive the
+      // budget's charge); what was pipelined after it, if anything, moves to a small one.
+      if (in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
       phase_ = Phase::kServing;
       if (env_.serve_here) {
         if (auto response = env_.serve_here(request)) {
@@ -351,8 +354,9 @@ Wait Connection::on_deadline(Clock::time_point now) {
       http2_->expire(now);
       return http2_step(now);
     case Phase::kHandshake:
-      env_.handshake_errors->inc();
-      return close("handshake_timeout");
+      // TLS: a stalled handshake; plain: a connection that sent nothing.
+      if (env_.handshake_errors != nullptr) env_.handshake_errors->inc();
+      return close(stream_.plain() ? "silent_timeout" : "handshake_timeout");
     case Phase::kHead:
     case Phase::kBody:
     case Phase::kServing:
@@ -376,8 +380,9 @@ Wait Connection::on_deadline(Clock::time_point now) {
   return close();
 }
 
-bool Connection::reserve(std::size_t bytes) {
-  if (bytes == 0 || env_.buffered == nullptr) return true;
+bool Connection::reserve(std::size_t body_bytes) {
+  if (body_bytes == 0 || env_.buffered == nullptr) return true;
+  std::size_t bytes = body_bytes * env_.limits.body_memory_factor;
   std::size_t before = env_.buffered->fetch_add(bytes, std::memory_order_relaxed);
   if (before + bytes > env_.buffer_budget) {
     env_.buffered->fetch_sub(bytes, std::memory_order_relaxed);
@@ -409,4 +414,4 @@ Wait Connection::close(std::string_view reason) {
   return Wait{0, {}, true};
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

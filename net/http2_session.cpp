@@ -1,11 +1,11 @@
-#include "webhook/http2_session.h"
+#include "net/http2_session.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <vector>
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 namespace {
 
 // Per-stream and per-connection receive windows: a 7 MiB review must not stall on 64 KiB
@@ -214,14 +214,15 @@ int Http2Session::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t str
   }
   auto* buffered = session.env_.buffered;
   if (buffered != nullptr) {
-    std::size_t before = buffered->fetch_add(length, std::memory_order_relaxed);
-    if (before + length > session.env_.buffer_budget) {
-      buffered->fetch_sub(length, std::memory_order_relaxed);
+    std::size_t cost = length * limits.body_memory_factor;
+    std::size_t before = buffered->fetch_add(cost, std::memory_order_relaxed);
+    if (before + cost > session.env_.buffer_budget) {
+      buffered->fetch_sub(cost, std::memory_order_relaxed);
       session.refuse(stream_id, *stream, 503, "memory_budget",
                      "the webhook holds too many request bodies at once; retry\n");
       return 0;
     }
-    stream->reserved += length;
+    stream->reserved += cost;
   }
   stream->body.append(reinterpret_cast<const char*>(data), length);
   return 0;
@@ -311,4 +312,4 @@ void Http2Session::release(Stream& stream) {
   stream.reserved = 0;
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

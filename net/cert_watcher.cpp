@@ -1,4 +1,4 @@
-#include "webhook/cert_watcher.h"
+#include "net/cert_watcher.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -17,10 +17,10 @@
 #include "base/log.h"
 #include "base/time.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 namespace {
 
-using kube::fail;
+using base::fail;
 
 constexpr std::string_view kLogger = "webhook.certs";
 // Certificate files are a few KB; anything far larger is not what we expect to read.
@@ -50,7 +50,7 @@ std::string identity(const std::string& path) {
   return out.str();
 }
 
-kube::Result<std::string> read_file(const std::string& path) {
+base::Result<std::string> read_file(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     return fail("cannot read " + path + ": " + std::strerror(errno));
@@ -100,7 +100,7 @@ CertificatePair::~CertificatePair() {
   EVP_PKEY_free(key_);
 }
 
-kube::Result<std::shared_ptr<const CertificatePair>> CertificatePair::from_pem(
+base::Result<std::shared_ptr<const CertificatePair>> CertificatePair::from_pem(
     std::string_view cert_pem, std::string_view key_pem) {
   ERR_clear_error();
   if (cert_pem.size() > static_cast<std::size_t>(INT_MAX) ||
@@ -172,16 +172,16 @@ CertWatcher::~CertWatcher() {
   stop();
 }
 
-kube::Result<kube::Unit> CertWatcher::reload() {
+base::Result<base::Unit> CertWatcher::reload() {
   std::lock_guard lock(load_mutex_);
   auto state = identity(cert_path_) + "|" + identity(key_path_);
   return load_locked(state);
 }
 
-kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
+base::Result<base::Unit> CertWatcher::load_locked(const std::string& state) {
   seen_state_ = state;
   settling_ = false;
-  auto attempt = [&]() -> kube::Result<std::shared_ptr<const CertificatePair>> {
+  auto attempt = [&]() -> base::Result<std::shared_ptr<const CertificatePair>> {
     auto cert = read_file(cert_path_);
     if (!cert) return fail(std::move(cert).error());
     auto key = read_file(key_path_);
@@ -244,7 +244,7 @@ kube::Result<kube::Unit> CertWatcher::load_locked(const std::string& state) {
               {{"not_before", base::rfc3339_seconds(pair->not_before())},
                {"not_after", base::rfc3339_seconds(pair->not_after())}});
   }
-  return kube::Unit{};
+  return base::Unit{};
 }
 
 void CertWatcher::start() {
@@ -299,4 +299,4 @@ int CertWatcher::handshake_callback(SSL* ssl, void* arg) {
   return SSL_use_cert_and_key(ssl, pair->leaf(), pair->key(), pair->chain(), 1) == 1 ? 1 : 0;
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -1,6 +1,6 @@
 // Serving certificates: PEM pairs checked to belong together, chains, the expiry metric, and the
 // watcher keeping the previous pair when a new one is broken.
-#include "webhook/cert_watcher.h"
+#include "net/cert_watcher.h"
 
 #include <doctest/doctest.h>
 #include <openssl/pem.h>
@@ -13,13 +13,13 @@
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;
+using vscaler::net::CertificatePair;
+using vscaler::net::CertWatcher;
+using vscaler::net::CertWatcherOptions;
 using vscaler::testing::eventually;
 using vscaler::testing::TempDir;
 using vscaler::testing::TestCa;
 using vscaler::testing::write_file;
-using vscaler::webhook::CertificatePair;
-using vscaler::webhook::CertWatcher;
-using vscaler::webhook::CertWatcherOptions;
 
 TEST_CASE("certs: a matching pair loads, with its expiry, fingerprint and chain") {
   TestCa ca;

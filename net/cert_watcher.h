@@ -20,7 +20,7 @@
 #include "base/result.h"
 #include "metrics/registry.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// A certificate chain and its private key, checked to belong together. Immutable once loaded;
 /// shared by the handshakes that use it (OpenSSL takes its own references per connection).
@@ -29,7 +29,7 @@ class CertificatePair {
   /// Parses PEM text: the certificate file holds the leaf first, then any intermediates. The
   /// error says what is wrong (no certificate, no key, key does not match) and never quotes key
   /// material.
-  static kube::Result<std::shared_ptr<const CertificatePair>> from_pem(std::string_view cert_pem,
+  static base::Result<std::shared_ptr<const CertificatePair>> from_pem(std::string_view cert_pem,
                                                                        std::string_view key_pem);
 
   ~CertificatePair();
@@ -95,7 +95,7 @@ class CertWatcher {
 
   /// Reads the files now (on the caller's thread). An error says why nothing new was installed;
   /// a previously loaded pair stays in place either way.
-  kube::Result<kube::Unit> reload();
+  base::Result<base::Unit> reload();
 
   /// Loads once, then polls on a thread of its own. Missing files are not an error here: the
   /// Secret volume may appear later, and readiness (loaded()) reports the state.
@@ -120,7 +120,7 @@ class CertWatcher {
  private:
   // One load attempt of the files in `state` (their identity when the attempt began); the
   // caller holds load_mutex_.
-  kube::Result<kube::Unit> load_locked(const std::string& state);
+  base::Result<base::Unit> load_locked(const std::string& state);
   static int handshake_callback(SSL* ssl, void* arg);
   void run();
 
@@ -153,4 +153,4 @@ class CertWatcher {
   std::thread thread_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "webhook/connection.h"
+#include "net/connection.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// The server side of one HTTP/2 connection, as bytes in and bytes out (no I/O of its own).
 /// Used by its Connection on the event loop thread only.
@@ -107,4 +107,4 @@ class Http2Session {
   bool goaway_sent_ = false;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

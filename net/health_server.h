@@ -1,7 +1,13 @@
-// Plain-HTTP endpoints for the kubelet and Prometheus: /healthz (the process runs), /readyz (the
-// caller's readiness checks all pass: informer synced, certificate loaded) and /metrics (the
-// Prometheus text format of a metrics registry). One instance per listen address: --health-addr
-// and --metrics-addr are two instances, or one serving everything when they are equal.
+// Plain-HTTP endpoints for the kubelet, Prometheus and people: /healthz (the process runs),
+// /readyz (the caller's readiness checks all pass: informer synced, certificate loaded), /metrics
+// (the Prometheus text format of a metrics registry) and read-only pages (the dashboard). One
+// instance per listen address: --health-addr, --metrics-addr and --dashboard-addr.
+//
+// Served by the project's non-blocking front end (net/front_end.h), as the webhook is: anyone in
+// the cluster reaches these ports, and on a thread pool 8 connections sending a byte a second
+// made the kubelet's /healthz probe time out (the liveness probe would restart both replicas).
+// Here an idle or slow connection costs a descriptor; /healthz and /readyz are answered on the
+// event loop, /metrics and pages on two workers.
 #pragma once
 
 #include <chrono>
@@ -15,7 +21,7 @@
 #include "metrics/listen_address.h"
 #include "metrics/registry.h"
 
-namespace vscaler::metrics {
+namespace vscaler::net {
 
 /// A readiness condition; evaluated on every /readyz request, so it must be cheap and
 /// thread-safe (an atomic flag read). An exception counts as not ready, and is logged and counted
@@ -37,12 +43,17 @@ using QueryParams = std::multimap<std::string, std::string>;
 using PageHandler = std::function<Page(const QueryParams& params)>;
 
 /// Serves /healthz, /readyz and, once expose_metrics() is called, /metrics over plain HTTP.
-/// Only GET and HEAD are answered; a request with a body is refused before the body is read.
+/// Only GET and HEAD are answered (405 otherwise); a request with a body is refused before the
+/// body is read (413, or 411 when chunked).
 class HealthServer {
  public:
   /// `address` as parse_listen_address reads it (checked by start()); `registry` counts the
-  /// exceptions of checks and handlers (vscaler_health_errors_total).
-  explicit HealthServer(std::string address, Registry& registry = default_registry());
+  /// exceptions of checks and handlers (vscaler_health_errors_total) and the connections
+  /// (vscaler_<name>_open_connections, ...: `name` says which port, "health", "metrics" or
+  /// "dashboard").
+  explicit HealthServer(std::string address,
+                        metrics::Registry& registry = metrics::default_registry(),
+                        std::string name = "health");
   /// Stops the server.
   ~HealthServer();
   HealthServer(const HealthServer&) = delete;
@@ -52,8 +63,8 @@ class HealthServer {
   /// failing names otherwise; no checks means ready). Call before start().
   void add_readiness_check(std::string name, ReadinessCheck check);
   /// Serves `registry` at /metrics. `registry` must outlive the server. Call before start().
-  void expose_metrics(const Registry& registry);
-  /// Serves GET `path` with `handler` (keeps metrics/ unaware of what renders it). Call before
+  void expose_metrics(const metrics::Registry& registry);
+  /// Serves GET `path` with `handler` (keeps net/ unaware of what renders it). Call before
   /// start().
   void add_page(const std::string& path, PageHandler handler);
 
@@ -69,4 +80,4 @@ class HealthServer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace vscaler::metrics
+}  // namespace vscaler::net

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// Why a connection was refused, if it was.
 enum class Admit { kOk, kTotal, kPerAddress };
@@ -39,4 +39,4 @@ class ConnectionLimiter {
   std::unordered_map<std::string, std::size_t> by_address_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

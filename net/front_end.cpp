@@ -1,4 +1,4 @@
-#include "webhook/front_end.h"
+#include "net/front_end.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -14,12 +14,11 @@
 #include <utility>
 
 #include "base/log.h"
-#include "webhook/event_loop.h"
+#include "net/event_loop.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 namespace {
 
-constexpr std::string_view kLogger = "webhook.server";
 // Descriptors kept free of connections for everything else the process opens.
 constexpr rlim_t kReservedFds = 256;
 
@@ -38,7 +37,7 @@ std::size_t descriptor_budget() {
                                            : static_cast<std::size_t>(limit.rlim_cur / 2);
 }
 
-kube::Result<int> listen_on(const std::string& host, int port) {
+base::Result<int> listen_on(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -46,7 +45,7 @@ kube::Result<int> listen_on(const std::string& host, int port) {
   addrinfo* found = nullptr;
   std::string service = std::to_string(port);
   if (int error = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); error != 0) {
-    return kube::fail("cannot listen on " + host + ":" + service + ": " + gai_strerror(error));
+    return base::fail("cannot listen on " + host + ":" + service + ": " + gai_strerror(error));
   }
   std::string failure = "no address";
   for (addrinfo* at = found; at != nullptr; at = at->ai_next) {
@@ -69,7 +68,7 @@ kube::Result<int> listen_on(const std::string& host, int port) {
     ::close(fd);
   }
   ::freeaddrinfo(found);
-  return kube::fail("cannot listen on " + host + ":" + service + ": " + failure);
+  return base::fail("cannot listen on " + host + ":" + service + ": " + failure);
 }
 
 int bound_port(int fd) {
@@ -93,35 +92,42 @@ FrontEnd::FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused r
   shared.refused = std::move(refused);
   shared.quick = std::move(quick);
   auto& registry = *shared.options.registry;
+  const std::string prefix = "vscaler_" + shared.options.name + "_";
+  shared.logger = shared.options.name + ".server";
+  bool tls = ctx != nullptr;
   shared.open = &registry
-                     .gauge("vscaler_webhook_open_connections",
-                            "TLS connections open on the admission server.")
+                     .gauge(prefix + "open_connections",
+                            tls ? "TLS connections open on the " + shared.options.name + " server."
+                                : "Connections open on the " + shared.options.name + " server.")
                      .get();
   shared.errors = &registry.counter(
-      "vscaler_webhook_internal_errors_total",
-      "Exceptions and failed system calls in the admission server, by where.", {"where"});
+      prefix + "internal_errors_total",
+      "Exceptions and failed system calls in the " + shared.options.name + " server, by where.",
+      {"where"});
   shared.rejected = &registry.counter(
-      "vscaler_webhook_rejected_total",
+      prefix + "rejected_total",
       "Requests and connections refused before a handler ran, by reason.", {"reason"});
-  shared.handshake_errors = &registry
-                                 .counter("vscaler_webhook_tls_handshake_errors_total",
-                                          "TLS handshakes that failed (plain HTTP, old TLS "
-                                          "versions, no certificate, timeouts).")
-                                 .get();
-  shared.handshake_seconds =
-      &registry
-           .histogram("vscaler_webhook_tls_handshake_seconds",
-                      "Time from accepting a connection to the end of its TLS handshake.", {})
-           .get();
+  if (tls) {
+    shared.handshake_errors = &registry
+                                   .counter(prefix + "tls_handshake_errors_total",
+                                            "TLS handshakes that failed (plain HTTP, old TLS "
+                                            "versions, no certificate, timeouts).")
+                                   .get();
+    shared.handshake_seconds =
+        &registry
+             .histogram(prefix + "tls_handshake_seconds",
+                        "Time from accepting a connection to the end of its TLS handshake.", {})
+             .get();
+  }
 }
 
 FrontEnd::~FrontEnd() {
   stop(std::chrono::milliseconds(0));
 }
 
-kube::Result<int> FrontEnd::start() {
+base::Result<int> FrontEnd::start() {
   auto& shared = *shared_;
-  if (shared.listen_fd >= 0) return kube::fail("the front end was already started");
+  if (shared.listen_fd >= 0) return base::fail("the front end was already started");
   // OpenSSL writes to sockets with write(2): a peer that went away would kill the process with
   // SIGPIPE instead of failing the write. Servers ignore it (cpp-httplib did too).
   std::signal(SIGPIPE, SIG_IGN);
@@ -131,7 +137,7 @@ kube::Result<int> FrontEnd::start() {
   std::string host = options.host.empty() ? "::" : options.host;
   auto listening = listen_on(host, options.port);
   if (!listening && options.host.empty()) listening = listen_on("0.0.0.0", options.port);
-  if (!listening) return kube::fail(listening.error());
+  if (!listening) return base::fail(listening.error());
   shared.listen_fd = *listening;
   int port = bound_port(shared.listen_fd);
   std::size_t loops = options.event_loops;
@@ -142,15 +148,17 @@ kube::Result<int> FrontEnd::start() {
       loops_.clear();
       ::close(shared.listen_fd);
       shared.listen_fd = -1;
-      return kube::fail("cannot set up the event loop: " + opened.error());
+      return base::fail("cannot set up the event loop: " + opened.error());
     }
     loops_.push_back(std::move(loop));
   }
   // One request per connection at a time: the queue never holds more than the connections.
   shared.pool = std::make_unique<WorkerPool>(options.workers, total);
   for (auto& loop : loops_) loop->start();
-  log::info(kLogger, "admission front end started",
-            {{"max_connections", std::to_string(total)},
+  log::info(shared.logger, "serving",
+            {{"port", std::to_string(port)},
+             {"tls", shared.ctx != nullptr ? "true" : "false"},
+             {"max_connections", std::to_string(total)},
              {"max_connections_per_address", std::to_string(options.max_connections_per_address)},
              {"event_loops", std::to_string(loops)},
              {"workers", std::to_string(options.workers)}});
@@ -177,4 +185,4 @@ void FrontEnd::stop(std::chrono::milliseconds grace) {
   loops_.clear();
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -1,4 +1,4 @@
-#include "webhook/event_loop.h"
+#include "net/event_loop.h"
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,10 +13,9 @@
 
 #include "base/log.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 namespace {
 
-constexpr std::string_view kLogger = "webhook.server";
 constexpr std::uint64_t kListenId = 0;
 constexpr std::uint64_t kWakeId = 1;
 // Accepts per wake-up, so that a flood of new connections cannot starve the ones open.
@@ -50,7 +49,8 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
   env_.rejected = shared_.rejected;
   env_.handshake_errors = shared_.handshake_errors;
   env_.handshake_seconds = shared_.handshake_seconds;
-  env_.buffered = &shared_.buffered;
+  env_.buffered =
+      shared_.options.buffered != nullptr ? shared_.options.buffered : &shared_.buffered;
   env_.buffer_budget = shared_.options.max_buffered_body_bytes;
   env_.dispatch = [this](std::uint64_t id, Request request) {
     return dispatch(id, std::move(request));
@@ -65,16 +65,16 @@ EventLoop::~EventLoop() {
   }
 }
 
-kube::Result<kube::Unit> EventLoop::open() {
+base::Result<base::Unit> EventLoop::open() {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  if (epoll_fd_ < 0) return kube::fail(std::string("epoll_create1: ") + std::strerror(errno));
+  if (epoll_fd_ < 0) return base::fail(std::string("epoll_create1: ") + std::strerror(errno));
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) return kube::fail(std::string("eventfd: ") + std::strerror(errno));
+  if (wake_fd_ < 0) return base::fail(std::string("eventfd: ") + std::strerror(errno));
   if (!watch(wake_fd_, kWakeId, EPOLLIN) ||
       !watch(shared_.listen_fd, kListenId, EPOLLIN | EPOLLEXCLUSIVE)) {
-    return kube::fail(std::string("epoll_ctl: ") + std::strerror(errno));
+    return base::fail(std::string("epoll_ctl: ") + std::strerror(errno));
   }
-  return kube::Unit{};
+  return base::Unit{};
 }
 
 void EventLoop::start() {
@@ -134,7 +134,7 @@ http::Response EventLoop::respond(Request& request) {
 
 http::Response EventLoop::internal_error(const Request& request, std::string_view what) {
   // Never the body: reviews carry env values and other secrets.
-  log::error(kLogger, "request handler failed",
+  log::error(shared_.logger, "request handler failed",
              {{"path", http::printable(request.head.path)}, {"error", http::printable(what)}});
   shared_.errors->with({"handler"}).inc();
   return http::Response{500, http::kText, "internal error\n", {}, false};
@@ -152,7 +152,8 @@ void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {
     event.data.u64 = id;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, entry.connection->fd(), &event) != 0) {
       shared_.errors->with({"epoll_ctl"}).inc();
-      log::error(kLogger, "epoll_ctl failed; connection closed", {{"error", std::strerror(errno)}});
+      log::error(shared_.logger, "epoll_ctl failed; connection closed",
+                 {{"error", std::strerror(errno)}});
       destroy(id);
       return;
     }
@@ -194,7 +195,7 @@ void EventLoop::accept_all(Clock::time_point now) {
       if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
       // EMFILE, ENFILE, ENOBUFS, ENOMEM: out of resources. Pause instead of spinning.
       shared_.errors->with({"accept"}).inc();
-      log::warn(kLogger, "accept failed; not accepting for 100 ms",
+      log::warn(shared_.logger, "accept failed; not accepting for 100 ms",
                 {{"error", std::strerror(errno)}});
       set_accepting(false);
       accept_resume_ = now + kAcceptPause;
@@ -332,7 +333,7 @@ void EventLoop::run() {
     if (n < 0) {
       if (errno == EINTR) continue;
       shared_.errors->with({"epoll_wait"}).inc();
-      log::error(kLogger, "epoll_wait failed; this event loop stops serving",
+      log::error(shared_.logger, "epoll_wait failed; this event loop stops serving",
                  {{"error", std::strerror(errno)}});
       break;
     }
@@ -364,4 +365,4 @@ void EventLoop::run() {
   for (auto id : all) destroy(id);
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

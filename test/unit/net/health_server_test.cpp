@@ -1,5 +1,5 @@
 // Health, readiness and metrics endpoints over plain HTTP, and listen-address parsing.
-#include "metrics/health_server.h"
+#include "net/health_server.h"
 
 #include <doctest/doctest.h>
 #include <httplib.h>
@@ -7,9 +7,11 @@
 #include <atomic>
 #include <stdexcept>
 
-using vscaler::metrics::HealthServer;
+#include "net/http.h"
+
 using vscaler::metrics::parse_listen_address;
 using vscaler::metrics::Registry;
+using vscaler::net::HealthServer;
 
 TEST_CASE("health: listen addresses are read the way Go reads them") {
   auto all = parse_listen_address(":8080");
@@ -106,11 +108,16 @@ TEST_CASE("health: only bodiless GET and HEAD are served; bodies are never read"
   HealthServer server("127.0.0.1:0");
   REQUIRE(server.start().ok());
   httplib::Client client("127.0.0.1", server.port());
+  // A body is refused before it is read, whatever the method.
   auto post = client.Post("/healthz", std::string(1024, 'x'), "text/plain");
   REQUIRE(post);
-  CHECK(post->status == 405);
-  CHECK(post->get_header_value("Allow") == "GET, HEAD");
-  // A chunked upload (httplib would read it without limit) is refused the same way.
+  CHECK(post->status == 413);
+  // Another method without a body: 405, naming the allowed ones.
+  auto bodiless = client.Post("/healthz", std::string(), "text/plain");
+  REQUIRE(bodiless);
+  CHECK(bodiless->status == 405);
+  CHECK(bodiless->get_header_value("Allow") == "GET, HEAD");
+  // A chunked upload is refused before any of it is read.
   auto chunked = client.Post(
       "/metrics",
       [](size_t offset, httplib::DataSink& sink) {
@@ -123,7 +130,7 @@ TEST_CASE("health: only bodiless GET and HEAD are served; bodies are never read"
         return true;
       },
       "text/plain");
-  if (chunked) CHECK(chunked->status == 405);
+  if (chunked) CHECK(chunked->status == 411);
   auto head = client.Head("/healthz");
   REQUIRE(head);
   CHECK(head->status == 200);
@@ -169,13 +176,13 @@ TEST_CASE("health: stop right after start never hangs, and the server starts aga
 
 TEST_CASE("health: a page handler is served with its content type, status and query") {
   HealthServer server("127.0.0.1:0");
-  server.add_page("/dashboard", [](const vscaler::metrics::QueryParams& params) {
+  server.add_page("/dashboard", [](const vscaler::net::QueryParams& params) {
     auto it = params.find("namespace");
     std::string ns = it == params.end() ? "all" : it->second;
-    return vscaler::metrics::Page{"text/html; charset=utf-8", "<p>" + ns + "</p>",
-                                  ns == "missing" ? 404 : 200};
+    return vscaler::net::Page{"text/html; charset=utf-8", "<p>" + ns + "</p>",
+                              ns == "missing" ? 404 : 200};
   });
-  server.add_page("/boom", [](const vscaler::metrics::QueryParams&) -> vscaler::metrics::Page {
+  server.add_page("/boom", [](const vscaler::net::QueryParams&) -> vscaler::net::Page {
     throw std::runtime_error("boom");
   });
   REQUIRE(server.start().ok());
@@ -195,7 +202,14 @@ TEST_CASE("health: a page handler is served with its content type, status and qu
   auto boom = client.Get("/boom");
   REQUIRE(boom);
   CHECK(boom->status == 500);
-  auto post = client.Post("/dashboard", "x", "text/plain");
+  auto post = client.Post("/dashboard", "", "text/plain");
   REQUIRE(post);
   CHECK(post->status == 405);
+  page = client.Get("/dashboard?namespace=a%2Db%20c&x");  // percent-decoded
+  REQUIRE(page);
+  CHECK(page->body == "<p>a-b c</p>");
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  CHECK(vscaler::net::http::query_parameters("/p?a=1+2&b&&c=%41%zz%4") ==
+        Pairs{{"a", "1 2"}, {"b", ""}, {"c", "A%zz%4"}});
+  CHECK(vscaler::net::http::query_parameters("/p").empty());
 }

@@ -16,6 +16,8 @@
 #include "webhook/server.h"
 
 using vscaler::metrics::Registry;
+using vscaler::net::CertWatcher;
+using vscaler::net::CertWatcherOptions;
 using vscaler::testing::PemPair;
 using vscaler::testing::TempDir;
 using vscaler::testing::TestCa;
@@ -24,8 +26,6 @@ using vscaler::webhook::AdmissionRequest;
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::AdmissionServer;
 using vscaler::webhook::AdmissionServerOptions;
-using vscaler::webhook::CertWatcher;
-using vscaler::webhook::CertWatcherOptions;
 
 namespace {
 

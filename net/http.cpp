@@ -1,8 +1,8 @@
-#include "webhook/http.h"
+#include "net/http.h"
 
 #include <algorithm>
 
-namespace vscaler::webhook::http {
+namespace vscaler::net::http {
 namespace {
 
 char lower(char c) {
@@ -175,6 +175,55 @@ std::optional<std::string_view> query_parameter(std::string_view target, std::st
   return std::nullopt;
 }
 
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%' && i + 2 < text.size() && hex_digit(text[i + 1]) >= 0 &&
+               hex_digit(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> query_parameters(std::string_view target) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::size_t question = target.find('?');
+  if (question == std::string_view::npos) return out;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    std::size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    if (!pair.empty()) {
+      std::size_t equals = pair.find('=');
+      std::string_view value =
+          equals == std::string_view::npos ? std::string_view() : pair.substr(equals + 1);
+      out.emplace_back(percent_decode(pair.substr(0, equals)), percent_decode(value));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -254,4 +303,4 @@ std::string serialize(const Response& response, bool keep_alive, bool head_only)
   return out;
 }
 
-}  // namespace vscaler::webhook::http
+}  // namespace vscaler::net::http

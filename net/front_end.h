@@ -12,6 +12,7 @@
 // thread. cpp-httplib stays the HTTP client of the tests and benchmarks.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -21,15 +22,18 @@
 
 #include "base/result.h"
 #include "metrics/registry.h"
-#include "webhook/connection.h"
+#include "net/connection.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 struct LoopShared;
 class EventLoop;
 
 /// Front end settings; AdmissionServerOptions fills them.
 struct FrontEndOptions {
+  /// What the server is, for its metrics (vscaler_<name>_open_connections, ...) and its log
+  /// lines (logger "<name>.server"): "webhook", "health", "metrics", "dashboard".
+  std::string name = "webhook";
   /// Address to bind: "" for every interface (IPv6 and IPv4), or an address ("127.0.0.1").
   std::string host;
   /// Port; 0 picks a free one.
@@ -44,14 +48,19 @@ struct FrontEndOptions {
   /// Open connections from one client address at most.
   std::size_t max_connections_per_address = 4096;
   /// Request body bytes all connections together may hold (see ConnectionEnv::buffered).
-  std::size_t max_buffered_body_bytes = 512 * 1024 * 1024;
+  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
+  /// Where those bytes are counted: null for this front end alone, or one counter that several
+  /// front ends share so that the budget holds for the whole process (--webhook-max-buffered-
+  /// bytes). Must outlive the front end.
+  std::atomic<std::size_t>* buffered = nullptr;
   /// Per-connection budgets and deadlines.
   ConnectionLimits limits;
   /// Where the connection metrics are registered.
   metrics::Registry* registry = &metrics::default_registry();
 };
 
-/// Serves HTTP/1.1 over TLS with `serve` on worker threads.
+/// Serves HTTP/1.1 (and HTTP/2 when ALPN offers it) over TLS, or plain HTTP/1.1 without a TLS
+/// context, with `serve` on worker threads.
 class FrontEnd {
  public:
   /// Runs on a worker thread (or, for a quick request, the loop thread) for each complete
@@ -67,7 +76,8 @@ class FrontEnd {
   /// wait that long.
   using Quick = std::function<bool(const Request& request)>;
 
-  /// `ctx` must outlive the front end. Without `quick` every request goes to a worker.
+  /// `ctx` must outlive the front end; nullptr serves plain HTTP. Without `quick` every request
+  /// goes to a worker.
   FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused refused, Quick quick = {});
   /// Stops (as stop()).
   ~FrontEnd();
@@ -75,7 +85,7 @@ class FrontEnd {
   FrontEnd& operator=(const FrontEnd&) = delete;
 
   /// Binds, starts the loop and the workers; the bound port, or why binding failed.
-  kube::Result<int> start();
+  base::Result<int> start();
   /// Stops accepting, closes idle connections, lets requests under way finish for up to
   /// `grace`, then closes the rest and joins every thread. Idempotent.
   void stop(std::chrono::milliseconds grace);
@@ -85,4 +95,4 @@ class FrontEnd {
   std::vector<std::unique_ptr<EventLoop>> loops_;
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -1,11 +1,13 @@
-#include "webhook/tls.h"
+#include "net/tls.h"
 
 #include <openssl/err.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 
-namespace vscaler::webhook::tls {
+namespace vscaler::net::tls {
 namespace {
 
 // OpenSSL's read buffer with read-ahead: two full records and their overhead, so a 20 KB review
@@ -39,17 +41,17 @@ std::string openssl_error(const char* call) {
 
 }  // namespace
 
-kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) {
+base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) {
   Context ctx(SSL_CTX_new(TLS_server_method()));
-  if (!ctx) return kube::fail(openssl_error("SSL_CTX_new"));
+  if (!ctx) return base::fail(openssl_error("SSL_CTX_new"));
   if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) {
-    return kube::fail(openssl_error("SSL_CTX_set_min_proto_version"));
+    return base::fail(openssl_error("SSL_CTX_set_min_proto_version"));
   }
   SSL_CTX_set_options(
       ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   // TLS 1.2: forward-secret AEAD suites only (what Go's TLS client prefers anyway).
   if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
-    return kube::fail(openssl_error("SSL_CTX_set_cipher_list"));
+    return base::fail(openssl_error("SSL_CTX_set_cipher_list"));
   }
   // Partial writes suit the non-blocking loop. No SSL_MODE_RELEASE_BUFFERS: it frees the read
   // and write buffers (about 50 KiB) after every record, and allocating them again for each
@@ -71,7 +73,8 @@ kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) 
   return ctx;
 }
 
-Stream::Stream(SSL_CTX* ctx, int fd) {
+Stream::Stream(SSL_CTX* ctx, int fd) : fd_(fd), plain_(ctx == nullptr) {
+  if (plain_) return;
   ssl_ = SSL_new(ctx);
   if (ssl_ == nullptr) {
     ERR_clear_error();
@@ -110,6 +113,7 @@ Io Stream::classify(int result) {
 }
 
 Io Stream::handshake() {
+  if (plain_) return Io::kDone;
   int result = SSL_do_handshake(ssl_);
   if (result == 1) return Io::kDone;
   return classify(result);
@@ -120,6 +124,14 @@ Io Stream::read(std::string& out, std::size_t max) {
   std::size_t before = out.size();
   std::size_t chunk = std::min<std::size_t>(max, 16384);
   out.resize(before + chunk);
+  if (plain_) {
+    ssize_t got = ::recv(fd_, out.data() + before, chunk, 0);
+    out.resize(before + (got > 0 ? static_cast<std::size_t>(got) : 0));
+    if (got > 0) return Io::kDone;
+    if (got == 0) return Io::kClosed;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Io::kWantRead;
+    return errno == ECONNRESET ? Io::kClosed : Io::kError;
+  }
   std::size_t got = 0;
   int result = SSL_read_ex(ssl_, out.data() + before, chunk, &got);
   out.resize(before + (result == 1 ? got : 0));
@@ -129,6 +141,16 @@ Io Stream::read(std::string& out, std::size_t max) {
 
 Io Stream::write(const std::string& data, std::size_t& offset) {
   while (offset < data.size()) {
+    if (plain_) {
+      ssize_t sent = ::send(fd_, data.data() + offset, data.size() - offset, MSG_NOSIGNAL);
+      if (sent < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return Io::kWantWrite;
+        return Io::kError;
+      }
+      offset += static_cast<std::size_t>(sent);
+      continue;
+    }
     std::size_t written = 0;
     int result = SSL_write_ex(ssl_, data.data() + offset, data.size() - offset, &written);
     if (result != 1) {
@@ -142,19 +164,23 @@ Io Stream::write(const std::string& data, std::size_t& offset) {
 
 void Stream::shutdown() {
   // One close_notify; the peer's answer is not awaited (the socket is closed or drained raw).
+  if (plain_) return;
   if (SSL_is_init_finished(ssl_)) (void)SSL_shutdown(ssl_);
   ERR_clear_error();
 }
 
 bool Stream::release_buffers() {
+  if (plain_) return true;
   return SSL_free_buffers(ssl_) == 1;
 }
 
 void Stream::release_buffers_after_each_record() {
+  if (plain_) return;
   SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 
 bool Stream::http2() const {
+  if (plain_) return false;
   const unsigned char* protocol = nullptr;
   unsigned int length = 0;
   SSL_get0_alpn_selected(ssl_, &protocol, &length);
@@ -162,7 +188,8 @@ bool Stream::http2() const {
 }
 
 std::string Stream::version() const {
+  if (plain_) return "plain";
   return SSL_get_version(ssl_);
 }
 
-}  // namespace vscaler::webhook::tls
+}  // namespace vscaler::net::tls

@@ -1,10 +1,10 @@
-// One client connection of the admission front end, as a non-blocking state machine: TLS
-// handshake, request head and body read within byte budgets and deadlines, the request handed
-// to a worker (or, when quick, served on the loop thread), the response written, then keep-alive,
-// close, or a lingering close for a refused request. The event loop calls it when its socket is
-// ready or its deadline passes and applies what it asks for (the events to wait for, the next
-// deadline, or closing). It never blocks, so an idle or slow connection costs a file descriptor and
-// a little memory, never a thread.
+// One client connection of the front end, as a non-blocking state machine: TLS handshake (none
+// on a plain server), request head and body read within byte budgets and deadlines, the request
+// handed to a worker (or, when quick, served on the loop thread), the response written, then
+// keep-alive, close, or a lingering close for a refused request. The event loop calls it when its
+// socket is ready or its deadline passes and applies what it asks for (the events to wait for, the
+// next deadline, or closing). It never blocks, so an idle or slow connection costs a file
+// descriptor and a little memory, never a thread.
 #pragma once
 
 #include <atomic>
@@ -18,10 +18,10 @@
 #include <string_view>
 
 #include "metrics/registry.h"
-#include "webhook/http.h"
-#include "webhook/tls.h"
+#include "net/http.h"
+#include "net/tls.h"
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 /// The steady clock every deadline of the front end uses.
 using Clock = std::chrono::steady_clock;
@@ -41,6 +41,15 @@ struct ConnectionLimits {
   std::size_t max_body_bytes = 7 * 1024 * 1024;
   std::size_t linger_bytes = 16 * 1024 * 1024;
   std::size_t keep_alive_max_requests = 10000;
+  /// Spare capacity reserved after each HTTP/1.1 body, so that a parser that reads past the end
+  /// (simdjson: webhook::kParsePadding) parses it in place instead of copying it.
+  std::size_t body_padding = 0;
+  /// What serving a body costs in memory, as a multiple of its size, charged to the shared
+  /// budget (ConnectionEnv::buffered) from its first byte until the response: the webhook reads
+  /// a body into a buffer, copies it out and parses it (simdjson's structural index alone is 4
+  /// bytes per byte of input), about 6 times its size, and 100 concurrent 7 MiB POSTs must stay
+  /// within the budget rather than within the budget times 6.
+  std::size_t body_memory_factor = 1;
 };
 
 /// A complete request as a worker gets it.
@@ -67,9 +76,10 @@ struct ConnectionEnv {
   std::function<void(const http::RequestHead& head, int status, Clock::time_point start)> refused;
   /// vscaler_webhook_rejected_total{reason}.
   metrics::CounterFamily* rejected = nullptr;
-  /// vscaler_webhook_tls_handshake_errors_total.
+  /// vscaler_<name>_tls_handshake_errors_total; null on a plain server.
   metrics::Counter* handshake_errors = nullptr;
-  /// vscaler_webhook_tls_handshake_seconds: from accept to the handshake's end.
+  /// vscaler_<name>_tls_handshake_seconds: from accept to the handshake's end; null on a plain
+  /// server.
   metrics::Histogram* handshake_seconds = nullptr;
   /// Request body bytes held by all connections (read, queued or being served), and the most
   /// they may hold: a body that would pass it is refused with 503 before it is read, so many
@@ -180,4 +190,4 @@ class Connection {
   std::unique_ptr<Http2Session> http2_;  // set once ALPN chose h2
 };
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

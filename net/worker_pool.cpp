@@ -1,8 +1,8 @@
-#include "webhook/worker_pool.h"
+#include "net/worker_pool.h"
 
 #include <algorithm>
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 WorkerPool::WorkerPool(std::size_t threads, std::size_t capacity)
     : capacity_(std::max<std::size_t>(1, capacity)) {
@@ -58,4 +58,4 @@ void WorkerPool::run() {
   }
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

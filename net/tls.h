@@ -11,9 +11,9 @@
 #include <string>
 
 #include "base/result.h"
-#include "webhook/cert_watcher.h"
+#include "net/cert_watcher.h"
 
-namespace vscaler::webhook::tls {
+namespace vscaler::net::tls {
 
 /// Frees an SSL_CTX.
 struct ContextDeleter {
@@ -25,7 +25,7 @@ using Context = std::unique_ptr<SSL_CTX, ContextDeleter>;
 /// A server context with vscaler's TLS policy whose certificate comes from `certs` (which must
 /// outlive it) at each handshake; ALPN selects h2 when `offer_http2` and the client offers it.
 /// The error names the OpenSSL call that failed.
-kube::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2 = true);
+base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2 = true);
 
 /// What a non-blocking TLS operation needs before it can go on.
 enum class Io {
@@ -36,18 +36,22 @@ enum class Io {
   kError,      // a protocol or socket error: close the connection
 };
 
-/// One server-side TLS connection on a non-blocking socket. Not thread-safe: the event loop
-/// thread alone uses it. Does not own the socket.
+/// One server-side TLS connection on a non-blocking socket, or a plain one (a null context: the
+/// health, metrics and dashboard ports), so that one connection state machine serves both. Not
+/// thread-safe: the event loop thread alone uses it. Does not own the socket.
 class Stream {
  public:
-  /// A stream for the accepted socket `fd` under `ctx`; ok() is false if OpenSSL refused.
+  /// A stream for the accepted socket `fd` under `ctx` (nullptr: plain, no TLS); ok() is false
+  /// if OpenSSL refused.
   Stream(SSL_CTX* ctx, int fd);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
+  /// True for a plain (not TLS) stream.
+  bool plain() const { return plain_; }
   /// False when the SSL object could not be created.
-  bool ok() const { return ssl_ != nullptr; }
+  bool ok() const { return plain_ || ssl_ != nullptr; }
 
   /// Drives the handshake; kDone once it completed.
   Io handshake();
@@ -57,7 +61,7 @@ class Stream {
   Io write(const std::string& data, std::size_t& offset);
   /// True when OpenSSL holds bytes read from the socket and not yet returned by read()
   /// (read-ahead): the socket's readiness says nothing about them.
-  bool pending() const { return SSL_has_pending(ssl_) == 1; }
+  bool pending() const { return !plain_ && SSL_has_pending(ssl_) == 1; }
   /// Sends close_notify (best effort, never waits for the peer's).
   void shutdown();
   /// Frees OpenSSL's read and write buffers (about 50 KiB) if no record is in them; the next
@@ -71,13 +75,15 @@ class Stream {
 
   /// True when ALPN selected h2 (after the handshake).
   bool http2() const;
-  /// "TLSv1.3" and the like, after the handshake.
+  /// "TLSv1.3" and the like, after the handshake; "plain" without TLS.
   std::string version() const;
 
  private:
   Io classify(int result);
 
   SSL* ssl_ = nullptr;
+  int fd_ = -1;
+  bool plain_ = false;
 };
 
-}  // namespace vscaler::webhook::tls
+}  // namespace vscaler::net::tls

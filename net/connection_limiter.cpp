@@ -1,8 +1,8 @@
-#include "webhook/connection_limiter.h"
+#include "net/connection_limiter.h"
 
 #include <algorithm>
 
-namespace vscaler::webhook {
+namespace vscaler::net {
 
 ConnectionLimiter::ConnectionLimiter(std::size_t total, std::size_t per_address)
     : total_(std::max<std::size_t>(1, total)),
@@ -31,4 +31,4 @@ std::size_t ConnectionLimiter::open_from(std::string_view address) const {
   return entry == by_address_.end() ? 0 : entry->second;
 }
 
-}  // namespace vscaler::webhook
+}  // namespace vscaler::net

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace vscaler::webhook::http {
+namespace vscaler::net::http {
 
 /// A parsed request line and header block.
 struct RequestHead {
@@ -61,6 +61,10 @@ std::string_view media_type(std::string_view content_type);
 /// sent (not percent-decoded: the values read here are plain tokens); nullopt when absent.
 std::optional<std::string_view> query_parameter(std::string_view target, std::string_view name);
 
+/// Every query parameter of a request target, percent-decoded ('+' is a space, as HTML forms
+/// send it), in order; a name without '=' has an empty value; an invalid escape stays as sent.
+std::vector<std::pair<std::string, std::string>> query_parameters(std::string_view target);
+
 /// ASCII case-insensitive equality.
 bool iequals(std::string_view a, std::string_view b);
 
@@ -93,4 +97,4 @@ struct Response {
 /// request) keeps Content-Length but leaves the body out.
 std::string serialize(const Response& response, bool keep_alive, bool head_only = false);
 
-}  // namespace vscaler::webhook::http
+}  // namespace vscaler::net::http

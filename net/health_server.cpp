@@ -1,0 +1,234 @@
+#include "net/health_server.h"
+
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/log.h"
+#include "net/front_end.h"
+
+namespace vscaler::net {
+namespace {
+
+using base::fail;
+
+constexpr std::string_view kLogger = "net.health";
+
+// What an exception says, for a log line (never a request body: handlers here read none).
+std::string describe(std::exception_ptr error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+  return "no exception";
+}
+
+http::Response text(int status, std::string body) {
+  return http::Response{status, http::kText, std::move(body), {}, false};
+}
+
+}  // namespace
+
+class HealthServer::Impl {
+ public:
+  Impl(std::string address, metrics::Registry& counted_in, std::string name)
+      : address_(std::move(address)),
+        name_(std::move(name)),
+        counted_in_(counted_in),
+        errors_(
+            counted_in.counter("vscaler_health_errors_total",
+                               "Exceptions in the health and metrics server: a readiness check or "
+                               "a handler that threw",
+                               {"what"})) {}
+
+  ~Impl() { stop(); }
+
+  void add_readiness_check(std::string name, ReadinessCheck check) {
+    std::lock_guard lock(checks_mutex_);
+    checks_.emplace_back(std::move(name), std::move(check));
+  }
+
+  void expose_metrics(const metrics::Registry& registry) { registry_.store(&registry); }
+
+  void add_page(const std::string& path, PageHandler handler) {
+    std::lock_guard lock(mutex_);
+    pages_[path] = std::move(handler);
+  }
+
+  base::Result<base::Unit> start() {
+    std::lock_guard lock(mutex_);
+    if (front_end_ != nullptr) return fail("the server for " + address_ + " was already started");
+    auto address = metrics::parse_listen_address(address_);
+    if (!address) return fail(std::move(address).error());
+    FrontEndOptions options;
+    options.name = name_;
+    options.host = address->host;
+    options.port = address->port;
+    // Probes and scrapes are a handful of small GETs: one loop carries every connection, two
+    // workers render /metrics and pages (milliseconds at 10,000 scalers) off the loop.
+    options.event_loops = 1;
+    options.workers = 2;
+    options.max_buffered_body_bytes = 0;
+    options.limits.max_body_bytes = 0;
+    options.limits.max_header_bytes = 16 * 1024;
+    // Plain HTTP has no handshake: this is how long a connection may stay silent at first.
+    options.limits.handshake_timeout = std::chrono::seconds(5);
+    options.limits.request_timeout = std::chrono::seconds(5);
+    options.limits.write_timeout = std::chrono::seconds(10);
+    options.limits.keep_alive_timeout = std::chrono::seconds(10);
+    options.registry = &counted_in_;
+    auto front_end = std::make_unique<FrontEnd>(
+        nullptr, std::move(options), [this](Request& request) { return serve(request); },
+        // Refusals are counted by the front end (vscaler_<name>_rejected_total{reason}).
+        [](const http::RequestHead&, int, Clock::time_point) {},
+        [](const Request& request) {
+          // Readiness checks are atomic reads: answered on the loop thread.
+          return request.head.path == "/healthz" || request.head.path == "/readyz";
+        });
+    auto port = front_end->start();
+    if (!port) return fail("cannot listen on " + address_ + ": " + port.error());
+    port_.store(*port);
+    front_end_ = std::move(front_end);
+    log::info(kLogger, "listening",
+              {{"address", address_},
+               {"port", std::to_string(*port)},
+               {"metrics", registry_.load() != nullptr ? "true" : "false"}});
+    return base::Unit{};
+  }
+
+  void stop() {
+    std::lock_guard lock(mutex_);
+    if (front_end_ == nullptr) return;
+    front_end_->stop(std::chrono::seconds(1));
+    front_end_.reset();
+  }
+
+  int port() const { return port_.load(); }
+
+ private:
+  // On a worker (or the loop thread for /healthz and /readyz). Pages are not changed once
+  // started (add_page comes before start()), so reading pages_ needs no lock.
+  http::Response serve(Request& request) {
+    const auto& head = request.head;
+    if (head.method != "GET" && head.method != "HEAD") {
+      auto response = text(405, "only GET and HEAD are served here\n");
+      response.headers.emplace_back("Allow", "GET, HEAD");
+      return response;
+    }
+    const std::string& path = head.path;
+    if (path == "/healthz") return text(200, "ok");
+    if (path == "/readyz") return readyz(head.target);
+    if (path == "/metrics") {
+      const metrics::Registry* registry = registry_.load();
+      if (registry == nullptr) return text(404, "404 page not found\n");
+      return http::Response{200, std::string(metrics::kContentType), registry->render(), {}, false};
+    }
+    auto page = pages_.find(path);
+    if (page == pages_.end()) return text(404, "404 page not found\n");
+    try {
+      QueryParams params;
+      for (auto& [name, value] : http::query_parameters(head.target)) {
+        params.emplace(std::move(name), std::move(value));
+      }
+      Page answer = page->second(params);
+      http::Response response{
+          answer.status, std::move(answer.content_type), std::move(answer.body), {}, false};
+      response.headers.emplace_back("Cache-Control", "no-store");
+      response.headers.emplace_back("X-Content-Type-Options", "nosniff");
+      // The pages need nothing from elsewhere: a browser must not load anything for them.
+      response.headers.emplace_back("Content-Security-Policy",
+                                    "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+      return response;
+    } catch (...) {
+      errors_.with({"handler"}).inc();
+      log::error(kLogger, "a handler threw",
+                 {{"address", address_},
+                  {"path", http::printable(path)},
+                  {"error", describe(std::current_exception())}});
+      return text(500, "internal error\n");
+    }
+  }
+
+  // Like the Kubernetes components: "ok" when ready; otherwise (or with ?verbose) one line per
+  // check, [+] passed or [-] failed, so `kubectl describe pod` shows what is missing.
+  http::Response readyz(std::string_view target) {
+    std::vector<std::pair<std::string, ReadinessCheck>> checks;
+    {
+      std::lock_guard lock(checks_mutex_);
+      checks = checks_;
+    }
+    std::vector<std::pair<std::string, bool>> results;
+    results.reserve(checks.size());
+    for (const auto& [name, check] : checks) {
+      bool passed = false;
+      try {
+        passed = check();
+      } catch (...) {
+        // Not ready, and said so: a check that throws is a bug to find, not a state.
+        errors_.with({"readiness_check"}).inc();
+        log::warn(kLogger, "a readiness check threw; counted as not ready",
+                  {{"check", name}, {"error", describe(std::current_exception())}});
+      }
+      results.emplace_back(name, passed);
+    }
+    bool ready = true;
+    for (const auto& result : results) ready = ready && result.second;
+    if (ready && !http::query_parameter(target, "verbose")) return text(200, "ok");
+    std::string body;
+    for (const auto& [name, passed] : results) {
+      body += passed ? "[+]" + name + " ok\n" : "[-]" + name + " failed\n";
+    }
+    body += ready ? "readyz check passed\n" : "readyz check failed\n";
+    return text(ready ? 200 : 503, std::move(body));
+  }
+
+  const std::string address_;
+  const std::string name_;
+  metrics::Registry& counted_in_;
+  metrics::CounterFamily& errors_;
+  std::mutex mutex_;  // start/stop, add_page
+  std::mutex checks_mutex_;
+  std::vector<std::pair<std::string, ReadinessCheck>> checks_;
+  std::unordered_map<std::string, PageHandler> pages_;
+  std::atomic<const metrics::Registry*> registry_{nullptr};
+  std::unique_ptr<FrontEnd> front_end_;
+  std::atomic<int> port_{0};
+};
+
+HealthServer::HealthServer(std::string address, metrics::Registry& registry, std::string name)
+    : impl_(std::make_unique<Impl>(std::move(address), registry, std::move(name))) {}
+
+HealthServer::~HealthServer() = default;
+
+void HealthServer::add_readiness_check(std::string name, ReadinessCheck check) {
+  impl_->add_readiness_check(std::move(name), std::move(check));
+}
+
+void HealthServer::expose_metrics(const metrics::Registry& registry) {
+  impl_->expose_metrics(registry);
+}
+
+void HealthServer::add_page(const std::string& path, PageHandler handler) {
+  impl_->add_page(path, std::move(handler));
+}
+
+base::Result<base::Unit> HealthServer::start() {
+  return impl_->start();
+}
+
+void HealthServer::stop() {
+  impl_->stop();
+}
+
+int HealthServer::port() const {
+  return impl_->port();
+}
+
+}  // namespace vscaler::net
