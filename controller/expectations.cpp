@@ -121,8 +121,13 @@ std::size_t Expectations::size() const {
 }
 
 QueueingHintSink::QueueingHintSink(Expectations& expectations, WorkQueue& queue,
-                                   UnclaimedCreates* unclaimed)
-    : expectations_(expectations), queue_(queue), unclaimed_(unclaimed) {}
+                                   UnclaimedCreates* unclaimed, const VerifiedState* verified,
+                                   metrics::Counter* dropped)
+    : expectations_(expectations),
+      queue_(queue),
+      unclaimed_(unclaimed),
+      verified_(verified),
+      dropped_(dropped) {}
 
 void QueueingHintSink::unclaimed_create(std::string_view ns, std::string_view kind,
                                         std::string_view name) {
@@ -130,6 +135,14 @@ void QueueingHintSink::unclaimed_create(std::string_view ns, std::string_view ki
 }
 
 void QueueingHintSink::hint(std::string_view scaler_key, const Expectation& expectation) {
+  if (expectation.min_generation_exclusive > 0 && verified_ != nullptr) {
+    auto last = verified_->get(std::string(scaler_key));
+    if (last && last->found &&
+        expectation.min_generation_exclusive - last->generation > kMaxGenerationLead) {
+      if (dropped_ != nullptr) dropped_->inc();
+      return;
+    }
+  }
   auto delay = expectations_.expect_first_look(scaler_key, expectation);
   if (delay.count() > 0) {
     queue_.add_after(scaler_key, delay, Priority::kHigh);

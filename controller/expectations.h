@@ -25,6 +25,8 @@
 
 #include "controller/hint_sink.h"
 #include "controller/unclaimed_creates.h"
+#include "controller/verified_state.h"
+#include "metrics/registry.h"
 
 namespace vscaler::controller {
 
@@ -122,13 +124,24 @@ class Expectations {
   double first_look_us_ = 0;  // the learned delay, in microseconds (guarded by mutex_)
 };
 
+/// How far above the generation last verified a hint may expect: a Deployment's generation moves
+/// by one per spec write, and no one makes 1,000 between two reconciles. A forged review (anyone
+/// in the cluster can reach the webhook) claiming an old generation of 2^62 would otherwise keep
+/// a hint re-checking for its whole deadline, again and again.
+inline constexpr std::int64_t kMaxGenerationLead = 1000;
+
 /// The HintSink the controller hands to the admission hooks: records the expectation, then queues
 /// the key at high priority (in that order, so the worker that takes it sees the expectation).
+/// A hint expecting a generation more than kMaxGenerationLead above the one last verified for
+/// its scaler is dropped and counted (vscaler_webhook_hints_dropped_total).
 class QueueingHintSink final : public HintSink {
  public:
-  /// All must outlive the sink; `unclaimed` (may be null) keeps unclaimed CREATEs.
+  /// All must outlive the sink; `unclaimed` (may be null) keeps unclaimed CREATEs; `verified`
+  /// (may be null: nothing is dropped) is what the reconciler last verified; `dropped` (may be
+  /// null) counts the hints dropped.
   QueueingHintSink(Expectations& expectations, WorkQueue& queue,
-                   UnclaimedCreates* unclaimed = nullptr);
+                   UnclaimedCreates* unclaimed = nullptr, const VerifiedState* verified = nullptr,
+                   metrics::Counter* dropped = nullptr);
   void hint(std::string_view scaler_key, const Expectation& expectation) override;
   void unclaimed_create(std::string_view ns, std::string_view kind, std::string_view name) override;
 
@@ -136,6 +149,8 @@ class QueueingHintSink final : public HintSink {
   Expectations& expectations_;
   WorkQueue& queue_;
   UnclaimedCreates* unclaimed_;
+  const VerifiedState* verified_;
+  metrics::Counter* dropped_;
 };
 
 }  // namespace vscaler::controller

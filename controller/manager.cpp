@@ -129,7 +129,13 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   // The queue calls its observer; the manager owns it and outlives the queue.
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
   queue_ = std::make_unique<WorkQueue>(queue_options);
-  hints_ = std::make_unique<QueueingHintSink>(expectations_, *queue_, &unclaimed_);
+  hints_ = std::make_unique<QueueingHintSink>(
+      expectations_, *queue_, &unclaimed_, &verified_,
+      &registry
+           .counter("vscaler_webhook_hints_dropped_total",
+                    "Admission hints dropped because the review claimed a workload generation "
+                    "more than 1,000 above the one last verified (a forged review)")
+           .get());
   // Recommendation-driven patches are leader steps (DESIGN.md "High availability").
   if (!options_.reconciler.leader_step) {
     options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };

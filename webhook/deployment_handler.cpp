@@ -149,6 +149,11 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
   if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
   std::string ns = kube::meta_string(named, "namespace");
+  // The API server sends both equal; a review where they differ is forged (anyone in the cluster
+  // reaches the port): no patch, no hint for another namespace's scaler.
+  if (!ns.empty() && !request.namespace_name.empty() && ns != request.namespace_name) {
+    return AdmissionResponse::allow();
+  }
   if (ns.empty()) ns = request.namespace_name;
 
   auto scalers = store_.targeting(ns, kind, name);

@@ -46,7 +46,11 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   }
   kube::PodWorkload workload = kube::workload_of_pod(request.object);
   std::string ns = request.namespace_name;
-  if (ns.empty()) ns = kube::meta_string(request.object, "namespace");
+  std::string object_ns = kube::meta_string(request.object, "namespace");
+  // The API server sends both equal; a review where they differ is forged (anyone in the cluster
+  // reaches the port) and must not act on another namespace's scaler.
+  if (!ns.empty() && !object_ns.empty() && ns != object_ns) return AdmissionResponse::allow();
+  if (ns.empty()) ns = object_ns;
   const api::Scaler* active = nullptr;
   std::vector<std::shared_ptr<const api::Scaler>> scalers;
   if (!workload.kind.empty() && !ns.empty()) {

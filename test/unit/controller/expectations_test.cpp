@@ -169,6 +169,25 @@ TEST_CASE("the queueing hint sink records the expectation before the key is hand
   queue.done(item->key);
 }
 
+TEST_CASE("a hint expecting a generation over 1,000 above the verified one is dropped, counted") {
+  Fixture f;
+  vscaler::controller::WorkQueue queue;
+  vscaler::controller::VerifiedState verified;
+  vscaler::metrics::Counter dropped;
+  vscaler::controller::QueueingHintSink sink(f.store, queue, nullptr, &verified, &dropped);
+  // Never verified: nothing to judge by, the hint stands (the reconcile comes anyway).
+  sink.hint("shop/new", generation(int64_t{1} << 62));
+  CHECK(f.store.pending("shop/new").has_value());
+  verified.set("shop/web", {true, "uid-1", 7});
+  sink.hint("shop/web", generation(7 + 1000));  // the most a hint may lead by
+  CHECK(f.store.pending("shop/web").has_value());
+  CHECK(dropped.value() == 0);
+  verified.set("shop/forged", {true, "uid-2", 7});
+  sink.hint("shop/forged", generation(int64_t{1} << 62));  // a forged oldObject.generation
+  CHECK_FALSE(f.store.pending("shop/forged").has_value());
+  CHECK(dropped.value() == 1);
+}
+
 TEST_CASE("a hinted UPDATE is first looked at after the learned delay, which follows the looks") {
   Expectations::Clock::time_point now = Expectations::Clock::time_point(1h);
   ExpectationsOptions options;

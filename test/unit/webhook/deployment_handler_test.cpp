@@ -126,6 +126,19 @@ TEST_CASE("an UPDATE enqueues the active scaler with hint generation > the old g
   CHECK(f.enqueued.value() == 1);
 }
 
+TEST_CASE("a review whose object's namespace is not the request's is forged: no patch, no hint") {
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  AdmissionRequest request = recorded("deployment-update-resources.json");
+  request.namespace_name = "elsewhere";  // the object still says "record"
+  auto response = f.handler.handle(request);
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
+  CHECK(response.warnings.empty());
+  CHECK(f.queue.len() == 0);
+  CHECK(f.enqueued.value() == 0);
+}
+
 TEST_CASE("a CREATE enqueues with a must-exist hint") {
   Fixture f;
   f.add_scaler("web", "web", "Reconcile", R"([{"name": "app", "requests": {"cpu": "250m"}}])");

@@ -107,6 +107,17 @@ TEST_CASE("InPlaceOrRecreate and InPlace: a Deployment's new pod gets the fixed 
   }
 }
 
+TEST_CASE("a pod review whose object's namespace is not the request's is forged: no patch") {
+  Fixture f;
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  json review = recorded_review();
+  review["request"]["object"]["metadata"]["namespace"] = "elsewhere";
+  auto response = f.handler.handle(parse(review));
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
+  CHECK(f.count("patched") == 0);
+}
+
 TEST_CASE("a recommended container gets the recommendation's target, limits in proportion") {
   Fixture f;
   f.add("web", "web", "InPlaceOrRecreate",
