@@ -139,6 +139,10 @@ n = one(base, "NetworkPolicy", "vscaler", "vscaler-system")
 if n:
     check("networkpolicy types", n["spec"]["policyTypes"], ["Ingress"])
     check("networkpolicy ports", sorted(p["port"] for r in n["spec"]["ingress"] for p in r["ports"]), [8080, 8081, 9443])
+    # Metrics only from namespaces labelled metrics: enabled; webhook and probes from anywhere.
+    by_port = {p["port"]: r.get("from") for r in n["spec"]["ingress"] for p in r["ports"]}
+    check("networkpolicy metrics sources", by_port[8080], [{"namespaceSelector": {"matchLabels": {"metrics": "enabled"}}}])
+    check("networkpolicy webhook and probe sources", [by_port[9443], by_port[8081]], [None, None])
     check("networkpolicy selects the operator", n["spec"]["podSelector"]["matchLabels"], d["spec"]["selector"]["matchLabels"] if d else None)
 
 m = one(base, "MutatingWebhookConfiguration", "vscaler")
