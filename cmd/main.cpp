@@ -19,6 +19,7 @@
 #include "controller/manager.h"
 #include "controller/memory_trim.h"
 #include "dashboard/routes.h"
+#include "kube/access_review.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/server_version.h"
@@ -247,6 +248,23 @@ int run(const cmd::Options& options) {
   health.add_readiness_check("certificate-loaded", [&certs] { return certs.loaded(); });
   net::HealthServer metrics_server(options.metrics_addr, registry, "metrics");
   metrics_server.expose_metrics(registry);
+  // --metrics-secure: HTTPS with the webhook's certificate, and only for callers RBAC lets get
+  // /metrics (declared before the server that calls it).
+  kube::AccessReviewer metrics_access(
+      [&client](const kube::ResourceType& type, const nlohmann::json& review) {
+        return client->create(type, "", review);
+      });
+  if (options.metrics_secure) {
+    metrics_server.serve_tls(certs);
+    metrics_server.guard(
+        "/metrics",
+        [&metrics_access](const net::http::RequestHead& head) -> std::optional<net::Page> {
+          auto authorization = head.header("Authorization");
+          auto decision = metrics_access.check(authorization.value_or(""), head.path);
+          if (decision.status == 200) return std::nullopt;
+          return net::Page{net::http::kText, decision.message + "\n", decision.status};
+        });
+  }
   // /dashboard and /dashboard.json on their own address (every tenant's workloads: loopback by
   // default), from the scalers in memory (declared first: it outlives the server that calls it).
   dashboard::Dashboard board([&manager] { return manager.store().snapshot(); });

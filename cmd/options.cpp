@@ -22,6 +22,9 @@ Flags:
   --cert-dir DIR        directory holding tls.crt and tls.key, reloaded when they change
                         (default /tmp/k8s-webhook-server/serving-certs)
   --metrics-addr ADDR   Prometheus metrics at /metrics (default :8080)
+  --metrics-secure      serve /metrics over HTTPS (the --cert-dir certificate) to callers whose
+                        bearer token may get /metrics (TokenReview + SubjectAccessReview;
+                        ClusterRole vscaler-metrics-reader); default false: plain HTTP
   --health-addr ADDR    /healthz and /readyz (default :8081)
   --dashboard-addr ADDR the read-only dashboard, /dashboard and /dashboard.json (default
                         127.0.0.1:8082: reach it with kubectl port-forward; "" turns it off)
@@ -146,6 +149,14 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          return kube::Unit{};
        }},
       {"--metrics-addr", address(options.metrics_addr, "--metrics-addr")},
+      {"--metrics-secure",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         if (value != "true" && value != "false") {
+           return kube::fail("--metrics-secure: must be true or false, got \"" + value + "\"");
+         }
+         options.metrics_secure = value == "true";
+         return kube::Unit{};
+       }},
       {"--health-addr", address(options.health_addr, "--health-addr")},
       {"--dashboard-addr",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
@@ -264,8 +275,13 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
       options.version = true;
       continue;
     }
-    if (arg == "--leader-elect") {  // a boolean flag: alone means true (--leader-elect=false too)
+    // Boolean flags: alone means true (--leader-elect=false too).
+    if (arg == "--leader-elect") {
       options.leader_elect = true;
+      continue;
+    }
+    if (arg == "--metrics-secure") {
+      options.metrics_secure = true;
       continue;
     }
     std::string value;

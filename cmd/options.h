@@ -20,6 +20,9 @@ struct Options {
   int webhook_port = 9443;
   std::string cert_dir = "/tmp/k8s-webhook-server/serving-certs";
   std::string metrics_addr = ":8080";
+  /// --metrics-secure: /metrics over HTTPS, each caller's token reviewed (TokenReview) and
+  /// authorized (SubjectAccessReview, get /metrics), as controller-runtime serves it.
+  bool metrics_secure = false;
   std::string health_addr = ":8081";
   /// --dashboard-addr: the dashboard lists every tenant's workloads, so it is served apart, on
   /// loopback by default (kubectl port-forward reaches it); empty turns it off.

@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "net/front_end.h"
+#include "net/tls.h"
 
 namespace vscaler::net {
 namespace {
@@ -62,6 +63,16 @@ class HealthServer::Impl {
     pages_[path] = std::move(handler);
   }
 
+  void guard(const std::string& path, Guard guard) {
+    std::lock_guard lock(mutex_);
+    guards_[path] = std::move(guard);
+  }
+
+  void serve_tls(CertWatcher& certs) {
+    std::lock_guard lock(mutex_);
+    certs_ = &certs;
+  }
+
   base::Result<base::Unit> start() {
     std::lock_guard lock(mutex_);
     if (front_end_ != nullptr) return fail("the server for " + address_ + " was already started");
@@ -84,13 +95,20 @@ class HealthServer::Impl {
     options.limits.write_timeout = std::chrono::seconds(10);
     options.limits.keep_alive_timeout = std::chrono::seconds(10);
     options.registry = &counted_in_;
+    if (certs_ != nullptr && ctx_ == nullptr) {
+      auto ctx = tls::make_server_context(*certs_, /*offer_http2=*/false);
+      if (!ctx) return fail("cannot serve TLS on " + address_ + ": " + ctx.error());
+      ctx_ = std::move(*ctx);
+    }
     auto front_end = std::make_unique<FrontEnd>(
-        nullptr, std::move(options), [this](Request& request) { return serve(request); },
+        ctx_.get(), std::move(options), [this](Request& request) { return serve(request); },
         // Refusals are counted by the front end (vscaler_<name>_rejected_total{reason}).
         [](const http::RequestHead&, int, Clock::time_point) {},
-        [](const Request& request) {
-          // Readiness checks are atomic reads: answered on the loop thread.
-          return request.head.path == "/healthz" || request.head.path == "/readyz";
+        [this](const Request& request) {
+          // Readiness checks are atomic reads: answered on the loop thread (unless guarded: a
+          // guard may wait for the API server).
+          const auto& path = request.head.path;
+          return (path == "/healthz" || path == "/readyz") && !guards_.contains(path);
         });
     auto port = front_end->start();
     if (!port) return fail("cannot listen on " + address_ + ": " + port.error());
@@ -113,8 +131,8 @@ class HealthServer::Impl {
   int port() const { return port_.load(); }
 
  private:
-  // On a worker (or the loop thread for /healthz and /readyz). Pages are not changed once
-  // started (add_page comes before start()), so reading pages_ needs no lock.
+  // On a worker (or the loop thread for /healthz and /readyz). Pages and guards are not changed
+  // once started (added before start()), so reading them needs no lock.
   http::Response serve(Request& request) {
     const auto& head = request.head;
     if (head.method != "GET" && head.method != "HEAD") {
@@ -123,6 +141,14 @@ class HealthServer::Impl {
       return response;
     }
     const std::string& path = head.path;
+    if (auto guard = guards_.find(path); guard != guards_.end()) {
+      if (auto refused = guard->second(head)) {
+        http::Response response{
+            refused->status, std::move(refused->content_type), std::move(refused->body), {}, false};
+        if (refused->status == 401) response.headers.emplace_back("WWW-Authenticate", "Bearer");
+        return response;
+      }
+    }
     if (path == "/healthz") return text(200, "ok");
     if (path == "/readyz") return readyz(head.target);
     if (path == "/metrics") {
@@ -197,6 +223,9 @@ class HealthServer::Impl {
   std::mutex checks_mutex_;
   std::vector<std::pair<std::string, ReadinessCheck>> checks_;
   std::unordered_map<std::string, PageHandler> pages_;
+  std::unordered_map<std::string, Guard> guards_;
+  CertWatcher* certs_ = nullptr;
+  tls::Context ctx_;  // outlives front_end_ (declared before it)
   std::atomic<const metrics::Registry*> registry_{nullptr};
   std::unique_ptr<FrontEnd> front_end_;
   std::atomic<int> port_{0};
@@ -225,6 +254,14 @@ base::Result<base::Unit> HealthServer::start() {
 
 void HealthServer::stop() {
   impl_->stop();
+}
+
+void HealthServer::guard(const std::string& path, Guard guard) {
+  impl_->guard(path, std::move(guard));
+}
+
+void HealthServer::serve_tls(CertWatcher& certs) {
+  impl_->serve_tls(certs);
 }
 
 int HealthServer::port() const {

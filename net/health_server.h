@@ -14,12 +14,15 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/result.h"
 #include "metrics/listen_address.h"
 #include "metrics/registry.h"
+#include "net/cert_watcher.h"
+#include "net/http.h"
 
 namespace vscaler::net {
 
@@ -41,6 +44,11 @@ using QueryParams = std::multimap<std::string, std::string>;
 /// A read-only page served beside /metrics (the dashboard); called on the server's threads, so it
 /// must be thread-safe. An exception becomes a 500 and is counted.
 using PageHandler = std::function<Page(const QueryParams& params)>;
+
+/// Decides whether a request may be served (--metrics-secure: a TokenReview and a
+/// SubjectAccessReview): nullopt serves it, a Page (401, 403, 503) is the answer instead. Called
+/// on a worker thread, so it may wait for the API server; must be thread-safe.
+using Guard = std::function<std::optional<Page>(const http::RequestHead& head)>;
 
 /// Serves /healthz, /readyz and, once expose_metrics() is called, /metrics over plain HTTP.
 /// Only GET and HEAD are answered (405 otherwise); a request with a body is refused before the
@@ -67,6 +75,11 @@ class HealthServer {
   /// Serves GET `path` with `handler` (keeps net/ unaware of what renders it). Call before
   /// start().
   void add_page(const std::string& path, PageHandler handler);
+  /// Asks `guard` before serving `path` (/metrics under --metrics-secure). Call before start().
+  void guard(const std::string& path, Guard guard);
+  /// Serves HTTPS (TLS >= 1.2, HTTP/1.1) with the certificate `certs` holds, reloaded as it
+  /// changes, instead of plain HTTP; `certs` must outlive the server. Call before start().
+  void serve_tls(CertWatcher& certs);
 
   /// Binds and serves on threads of its own; the error says why binding failed.
   base::Result<base::Unit> start();

@@ -80,8 +80,7 @@ operator_kubeconfig() {
 # start_operator [FLAGS...]: runs $VSCALER_BIN against the test cluster on free ports as
 # $VSCALER_USER (see operator_kubeconfig), waits for /readyz and stops it when the test exits.
 # Sets OPERATOR_PID, METRICS_URL, HEALTH_URL, DASHBOARD_URL, WEBHOOK_PORT, OPERATOR_LOG, CERT_DIR
-# (uses $CERT_DIR when set
-# and holding tls.crt).
+# (uses $CERT_DIR when set and holding tls.crt).
 start_operator() {
   : "${VSCALER_BIN:?run through test/run.sh (VSCALER_BIN unset)}"
   WORK_DIR=${WORK_DIR:-$(mktemp -d /tmp/vscaler-e2e.XXXXXX)}

@@ -113,6 +113,7 @@ if d:
     check("--cert-dir", "--cert-dir=/tmp/k8s-webhook-server/serving-certs" in c["args"], True)
     check("--webhook-port", "--webhook-port=9443" in c["args"], True)
     check("--leader-elect", "--leader-elect" in c["args"], True)
+    check("--metrics-secure", "--metrics-secure" in c["args"], True)
     check("replicas", d["spec"]["replicas"], 2)
     check("rolling update never drops a ready replica", d["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
     check("POD_NAMESPACE from the downward API", [e.get("valueFrom") for e in c.get("env", []) if e["name"] == "POD_NAMESPACE"],
@@ -217,13 +218,17 @@ if lm and m:
     check("local entries", len(lm["webhooks"]), len(m["webhooks"]))
 
 ns = load("namespaced")
-# Cluster-wide, only what a Role cannot grant: ClusterRole vscaler-cluster (list nodes).
-check("namespaced: only ClusterRole(Binding) vscaler-cluster",
+# Cluster-wide, only what a Role cannot grant: ClusterRole vscaler-cluster (list nodes, reviews);
+# and vscaler-metrics-reader, which grants the scrapers, not vscaler, get on /metrics.
+check("namespaced: only ClusterRole(Binding) vscaler-cluster, and the metrics reader role",
       sorted((k, n) for k, _, n in ns if k.startswith("Cluster")),
-      [("ClusterRole", "vscaler-cluster"), ("ClusterRoleBinding", "vscaler-cluster")])
-check("namespaced: vscaler-cluster's one rule",
+      [("ClusterRole", "vscaler-cluster"), ("ClusterRole", "vscaler-metrics-reader"),
+       ("ClusterRoleBinding", "vscaler-cluster")])
+check("namespaced: vscaler-cluster's rules",
       ns.get(("ClusterRole", "", "vscaler-cluster"), {}).get("rules"),
-      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}])
+      [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+       {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+       {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}])
 one(ns, "Role", "vscaler", nsv)
 rb = one(ns, "RoleBinding", "vscaler", nsv)
 nd = one(ns, "Deployment", "vscaler", "vscaler-system")
@@ -375,11 +380,13 @@ verticalscalercheckpoints.scaling.vscaler.dev   []                              
 verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch]
 statefulsets.apps                               []                                     []               [get list patch]
 verticalscalers.scaling.vscaler.dev/status      []                                     []               [get update patch]
+tokenreviews.authentication.k8s.io              []                                     []               [create]
+subjectaccessreviews.authorization.k8s.io       []                                     []               [create]
 EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
