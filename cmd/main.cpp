@@ -210,8 +210,7 @@ int run(const cmd::Options& options) {
       {"result"});
   webhook::PodHandler pods(manager.store(), pod_admissions, &manager.limit_ranges(),
                            &manager.quotas(), &manager.hints());
-  controller::KubeReconcileApi validation_api(*client);
-  webhook::ScalerHandler scalers(manager.store(), validation_api);
+  webhook::ScalerHandler scalers(manager.store());
 
   webhook::AdmissionServerOptions server_options;
   server_options.port = options.webhook_port;

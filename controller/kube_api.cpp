@@ -62,16 +62,6 @@ ApiResult KubeReconcileApi::patch_workload(const std::string& ns, const api::Tar
   return client_.patch(**type, ns, target.name, kube::PatchType::kStrategicMerge, patch, options);
 }
 
-ApiResult KubeReconcileApi::list_horizontal_pod_autoscalers(const std::string& ns,
-                                                            std::chrono::milliseconds timeout) {
-  kube::ListOptions options;
-  options.timeout = timeout;
-  options.limit = 100;
-  auto listed = client_.list(resources::kHorizontalPodAutoscalers, ns, options);
-  if (!listed.ok()) return kube::fail(std::move(listed).error());
-  return json{{"items", std::move(listed->items)}};
-}
-
 ApiResult KubeReconcileApi::list_pods(const std::string& ns, const std::string& label_selector) {
   kube::ListOptions options;
   options.label_selector = label_selector;

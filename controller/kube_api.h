@@ -26,8 +26,6 @@ class KubeReconcileApi : public ReconcileApi {
   ApiResult get_scaler(const std::string& ns, const std::string& name) override;
   ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                 const nlohmann::json& merge_patch) override;
-  ApiResult list_horizontal_pod_autoscalers(const std::string& ns,
-                                            std::chrono::milliseconds timeout) override;
   ApiResult list_pods(const std::string& ns, const std::string& label_selector) override;
   ApiResult resize_pod(const std::string& ns, const std::string& name,
                        const nlohmann::json& patch) override;

@@ -142,6 +142,7 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   }
   options_.reconciler.limit_ranges = &limit_ranges_;
   options_.reconciler.quotas = &quotas_;
+  options_.reconciler.hpas = &hpas_;
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
   // Three namespace reads at once: each mostly waits on the API server.
@@ -191,6 +192,13 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
       options_.limit_range_period, [this](const auto& objects, std::vector<std::string>* changed) {
         return quotas_.rebuild(objects, changed);
       });
+  hpa_poller_ = std::make_unique<ListPoller>(
+      client_, kube::resources::kHorizontalPodAutoscalers, "HorizontalPodAutoscalers", options_.ns,
+      options_.limit_range_period,
+      [this](const auto& objects, std::vector<std::string>* changed) {
+        return hpas_.rebuild(objects, changed);
+      },
+      reconcile_namespaces);
 }
 
 Manager::~Manager() {
@@ -202,6 +210,7 @@ void Manager::start() {
   informer_->start();
   limit_range_poller_->start();
   quota_poller_->start();
+  hpa_poller_->start();
   events_.start();
   for (int i = 0; i < options_.workers; ++i) workers_.emplace_back([this] { work(); });
   trimmer_.start([this] { return queue_->len() == 0; });
@@ -220,6 +229,7 @@ void Manager::stop() {
   informer_->stop();
   limit_range_poller_->stop();
   quota_poller_->stop();
+  hpa_poller_->stop();
   resyncer_->stop();
   if (resync_thread_.joinable()) resync_thread_.join();
   // Intake stops; in-flight reconciles finish; waiting keys are dropped (they are level-based:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "controller/expectations.h"
+#include "controller/hpa_cache.h"
 #include "controller/kube_api.h"
 #include "controller/leader_steps.h"
 #include "controller/limit_range_cache.h"
@@ -112,6 +113,10 @@ class Manager {
   QuotaCache quotas_;
   /// Lists ResourceQuotas (in options_.ns) into quotas_ as often.
   std::unique_ptr<ListPoller> quota_poller_;
+  HpaCache hpas_;
+  /// Lists HorizontalPodAutoscalers (in options_.ns) into hpas_ as often; a namespace whose HPAs
+  /// changed has its scalers reconciled (their HorizontalPodAutoscalerConflict condition).
+  std::unique_ptr<ListPoller> hpa_poller_;
   std::vector<std::thread> workers_;
   std::thread resync_thread_;
   /// Returns memory to the OS when the queue runs dry after a burst, on its own low-priority

@@ -34,12 +34,6 @@ class ReconcileApi {
   /// metadata.resourceVersion as a precondition (a stale one answers 409 Conflict).
   virtual ApiResult patch_scaler_status(const std::string& ns, const std::string& name,
                                         const nlohmann::json& merge_patch) = 0;
-  /// LIST autoscaling/v2 HorizontalPodAutoscalers of `ns` within `timeout`, as {"items": [...]}
-  /// (the VerticalScaler hook's warning; the default, for fakes, lists none).
-  virtual ApiResult list_horizontal_pod_autoscalers(const std::string& /*ns*/,
-                                                    std::chrono::milliseconds /*timeout*/) {
-    return nlohmann::json{{"items", nlohmann::json::array()}};
-  }
   /// LIST the pods of `ns` matching `label_selector` (a labelSelector query), as
   /// {"items": [...]} (the in-place modes' resize; the default, for fakes, lists none).
   virtual ApiResult list_pods(const std::string& /*ns*/, const std::string& /*label_selector*/) {

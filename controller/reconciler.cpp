@@ -190,6 +190,30 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   return reconcile_active(*scaler, item);
 }
 
+void Reconciler::note_hpa_conflict(const api::Scaler& scaler, StatusReport& report) {
+  if (options_.hpas == nullptr) return;
+  const json stored = scaler.status();
+  std::string before = stored_reason(stored, condition::kHorizontalPodAutoscalerConflict);
+  auto warnings = scaler.update_mode == api::UpdateMode::kOff
+                      ? std::vector<std::string>{}  // it changes nothing: nothing to fight over
+                      : options_.hpas->warnings(scaler.ns, scaler.target.kind, scaler.target.name);
+  if (warnings.empty()) {
+    if (!before.empty()) {
+      report.conditions.push_back(
+          {condition::kHorizontalPodAutoscalerConflict, false, reason::kNoConflict,
+           "no HorizontalPodAutoscaler scales " + describe(scaler.target) + " on cpu or memory"});
+    }
+    return;
+  }
+  std::string message = warnings.front();
+  for (std::size_t i = 1; i < warnings.size(); ++i) message += "; " + warnings[i];
+  report.conditions.push_back(
+      {condition::kHorizontalPodAutoscalerConflict, true, reason::kScalesOnCpuOrMemory, message});
+  if (before != reason::kScalesOnCpuOrMemory) {
+    api_.record_event(scaler, true, reason::kScalesOnCpuOrMemory, message);
+  }
+}
+
 ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const WorkItem& item) {
   StatusReport report;
   report.target = scaler.target;
@@ -247,6 +271,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   report.target_uid = uid;
   report.conditions.push_back(
       {condition::kTargetFound, true, reason::kFound, workload + " exists"});
+  note_hpa_conflict(scaler, report);
 
   if (!options_.recommender_enabled) {
     report.conditions.push_back({condition::kRecommendationProvided, false,

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "controller/expectations.h"
+#include "controller/hpa_cache.h"
 #include "controller/in_place_step.h"
 #include "controller/limit_range_cache.h"
 #include "controller/quota_cache.h"
@@ -69,6 +70,9 @@ struct ReconcilerOptions {
   const LimitRangeCache* limit_ranges = nullptr;
   /// The namespaces' ResourceQuota headroom, capping recommended resizes; nullptr: none.
   QuotaCache* quotas = nullptr;
+  /// The HorizontalPodAutoscalers that scale on cpu or memory, for the
+  /// HorizontalPodAutoscalerConflict condition; nullptr: not checked.
+  const HpaCache* hpas = nullptr;
   /// After a hinted UPDATE, a scaler whose patch needs no read (Reconcile mode, fixed values of
   /// named containers) is restored by a PATCH without a GET first (controller/blind_restore.h).
   bool blind_restore = true;
@@ -103,6 +107,8 @@ class Reconciler {
   };
 
   ReconcileOutcome reconcile_active(const api::Scaler& scaler, const WorkItem& item);
+  // Sets HorizontalPodAutoscalerConflict from options_.hpas (an Event when it turns True).
+  void note_hpa_conflict(const api::Scaler& scaler, StatusReport& report);
   /// The blind restore for `scaler` when a hinted UPDATE is pending, the option is on, no write
   /// of it was rewritten by another webhook, and its patch needs no read; else nullopt.
   std::optional<BlindPatch> blind_patch_for(const api::Scaler& scaler);

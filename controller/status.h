@@ -23,6 +23,9 @@ inline constexpr const char* kScaled = "Scaled";
 /// Written by the recommender; the reconciler sets it only when the recommender is off.
 inline constexpr const char* kRecommendationProvided = "RecommendationProvided";
 inline constexpr const char* kReady = "Ready";
+/// True while a HorizontalPodAutoscaler scales the target on cpu or memory (warned, not fought);
+/// written False once it no longer does, absent when it never did.
+inline constexpr const char* kHorizontalPodAutoscalerConflict = "HorizontalPodAutoscalerConflict";
 }  // namespace condition
 namespace reason {
 inline constexpr const char* kFound = "Found";
@@ -50,6 +53,10 @@ inline constexpr const char* kQuotaExceeded = "QuotaExceeded";
 /// Scaled=False: an in-place mode on an API server older than 1.33 (no pods/resize); the values
 /// apply as in Initial.
 inline constexpr const char* kResizeUnsupported = "ResizeUnsupported";
+/// HorizontalPodAutoscalerConflict=True: an HPA scales the target on cpu or memory.
+inline constexpr const char* kScalesOnCpuOrMemory = "ScalesOnCpuOrMemory";
+/// HorizontalPodAutoscalerConflict=False: none does (any more).
+inline constexpr const char* kNoConflict = "NoConflict";
 /// RecommendationProvided=False when --recommender-interval is 0.
 inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason

@@ -102,7 +102,8 @@ AccessDecision AccessReviewer::review_now(std::string_view token, std::string_vi
     return {401, "the bearer token is not valid"};
   }
   const json& user = (*status)["user"];
-  json spec = {{"nonResourceAttributes", {{"path", std::string(path)}, {"verb", std::string(verb)}}}};
+  json spec = {
+      {"nonResourceAttributes", {{"path", std::string(path)}, {"verb", std::string(verb)}}}};
   spec["user"] = user.contains("username") && user["username"].is_string() ? user["username"] : "";
   if (user.contains("uid") && user["uid"].is_string()) spec["uid"] = user["uid"];
   if (user.contains("groups") && user["groups"].is_array()) spec["groups"] = user["groups"];
@@ -120,9 +121,8 @@ AccessDecision AccessReviewer::review_now(std::string_view token, std::string_vi
               {{"error", allowed.error().to_string()}});
     return {503, "the API server could not review the access; retry"};
   }
-  const json* verdict = allowed->is_object() && allowed->contains("status")
-                            ? &(*allowed)["status"]
-                            : nullptr;
+  const json* verdict =
+      allowed->is_object() && allowed->contains("status") ? &(*allowed)["status"] : nullptr;
   if (verdict != nullptr && verdict->is_object() && verdict->contains("allowed") &&
       (*verdict)["allowed"].is_boolean() && (*verdict)["allowed"].get<bool>()) {
     return {200, ""};

@@ -34,9 +34,23 @@ k -n "$podmax_ns" apply -f - >/dev/null <<JSON
  "spec":{"limits":[{"type":"Pod","max":{"cpu":"1"}},
                    {"type":"Container","maxLimitRequestRatio":{"cpu":"4"}}]}}
 JSON
-start_operator --resync-period 1h --recommender-interval 0 --min-update-interval 20s
 ns=$(unique_namespace apply-rec)
 main_ns=$ns
+# An HPA on cpu of Deployment "scaled", there before the operator starts: its first list of HPAs
+# has it (they are listed every 30 s after that).
+k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"scaled"},
+ "spec":{"replicas":1,"selector":{"matchLabels":{"app":"scaled"}},
+  "template":{"metadata":{"labels":{"app":"scaled"}},"spec":{"containers":[
+   {"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"}}}]}}}}
+JSON
+k -n "$ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"scaled-cpu"},
+ "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"scaled"},
+  "minReplicas":1,"maxReplicas":1,
+  "metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":80}}}]}}
+JSON
+start_operator --resync-period 1h --recommender-interval 0 --min-update-interval 20s
 cleanup() {
   "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&1 || true
   stop_operator
@@ -74,27 +88,22 @@ web_manifest() {
 JSON
 }
 
-echo "--- an HPA on cpu of the same Deployment: applying the scaler warns"
+echo "--- an HPA on cpu of the same Deployment: the scaler's condition and a Warning Event say so"
 k -n "$ns" apply -f - >/dev/null <<JSON
-{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"scaled"},
- "spec":{"replicas":1,"selector":{"matchLabels":{"app":"scaled"}},
-  "template":{"metadata":{"labels":{"app":"scaled"}},"spec":{"containers":[
-   {"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"100m"}}}]}}}}
-JSON
-k -n "$ns" apply -f - >/dev/null <<JSON
-{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"scaled-cpu"},
- "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"scaled"},
-  "minReplicas":1,"maxReplicas":1,
-  "metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":80}}}]}}
-JSON
-out=$(k -n "$ns" apply -f - 2>&1 >/dev/null <<JSON
 {"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"scaled"},
  "spec":{"deploymentName":"scaled","updateMode":"Auto","containers":[{"name":"app"}]}}
 JSON
-)
-grep -q "Warning: HorizontalPodAutoscaler scaled-cpu scales Deployment scaled on cpu" <<<"$out" ||
-  fail "no HPA warning when applying the scaler: '$out'"
-echo "ok: kubectl printed the HPA warning"
+hpa_condition() {
+  jp "$ns" vsc/scaled '{.status.conditions[?(@.type=="HorizontalPodAutoscalerConflict")].message}'
+}
+hpa_reported() { hpa_condition | grep -q "HorizontalPodAutoscaler scaled-cpu scales Deployment scaled on cpu"; }
+eventually 20 hpa_reported
+hpa_event() {
+  k -n "$ns" get events --field-selector involvedObject.name=scaled,reason=ScalesOnCpuOrMemory \
+    -o jsonpath='{.items[*].type}' | grep -q Warning
+}
+eventually 10 hpa_event
+echo "ok: HorizontalPodAutoscalerConflict: $(hpa_condition); a Warning Event"
 
 echo "--- Auto: a recommendation out of bounds is applied once, as the policy says"
 web_manifest | k -n "$ns" apply -f - >/dev/null

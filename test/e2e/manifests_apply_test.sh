@@ -365,7 +365,7 @@ rules "$ns" >"$work/rules.txt"
 cat >"$work/want.txt" <<'EOF'
 daemonsets.apps                                 []                                     []               [get list patch]
 deployments.apps                                []                                     []               [get list patch]
-horizontalpodautoscalers.autoscaling            []                                     []               [get list]
+horizontalpodautoscalers.autoscaling            []                                     []               [list]
 events                                          []                                     []               [create patch]
 events.events.k8s.io                            []                                     []               [create patch]
 limitranges                                     []                                     []               [list]
@@ -386,7 +386,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers get/list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]

@@ -11,7 +11,7 @@
 #              scaler declares (a Helm-style reset): the hook puts the value back and warns;
 #       creates: server-side dry-run Deployment CREATEs (the mutating hook patches and warns);
 #       scalers: server-side dry-run VerticalScaler CREATEs (the validating hook, failurePolicy
-#              Fail, warns that the Deployment does not exist yet).
+#              Fail, warns from memory that the scaler "load" already targets the Deployment).
 # Passes when no request failed (direct: connection, TLS verification, HTTP status or uid;
 # through the API server: status or the hook's warning missing), the operator's
 # vscaler_webhook_enqueued_total rose by the number of UPDATE reviews the API server sent its
@@ -65,7 +65,8 @@ declared='[{"name":"app","requests":{"cpu":"200m","memory":"96Mi"},"limits":{"cp
 make_deployment "$ns" edited \
   '[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"50m"}}}]'
 make_scaler "$ns" edited edited Auto "$declared"
-make_scaler "$ns" load load Auto "$declared" # for the dry-run creates of Deployment "load"
+# for the dry-run creates of Deployment "load", and of scalers that target it too
+make_scaler "$ns" load load Auto "$declared"
 
 echo "--- certificates and webhooks (certs/install.sh --local), then the operator"
 CERT_DIR=$work/certs
@@ -101,7 +102,7 @@ cat >"$work/deployment.json" <<'EOF'
 EOF
 cat >"$work/scaler.json" <<'EOF'
 {"apiVersion": "scaling.vscaler.dev/v1beta1", "kind": "VerticalScaler", "metadata": {"name": "probe"},
- "spec": {"deploymentName": "nothing-here", "containers": [{"name": "app", "requests": {"cpu": "100m"}}]}}
+ "spec": {"deploymentName": "load", "containers": [{"name": "app", "requests": {"cpu": "100m"}}]}}
 EOF
 # rotation_client NAME ITERATION: one request of a load client (see rotation_start_load).
 rotation_client() {
@@ -118,7 +119,7 @@ rotation_client() {
       ;;
     scaler)
       rotation_request scaler POST "/apis/scaling.vscaler.dev/v1beta1/namespaces/$ns/verticalscalers?dryRun=All" \
-        "$work/scaler.json" application/json 201 "Deployment nothing-here does not exist yet"
+        "$work/scaler.json" application/json 201 "VerticalScaler load already targets Deployment load"
       ;;
   esac
 }

@@ -17,7 +17,6 @@
 
 #include "api/scaler.h"
 #include "controller/expectations.h"
-#include "controller/reconcile_api.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
@@ -35,44 +34,14 @@ using namespace vscaler;
   std::abort();
 }
 
-// The validating hook reads the target Deployment: a fixed one for "web" and "big", 404 else.
-class FakeApi final : public controller::ReconcileApi {
- public:
-  controller::ApiResult get_workload(const std::string& ns, const api::TargetRef& target,
-                                     std::chrono::milliseconds = {}) override {
-    const std::string& name = target.name;
-    if (name == "web" || name == "big") {
-      return json::parse(R"({"metadata":{"name":")" + name + R"(","namespace":")" + ns +
-                         R"(","generation":3},"spec":{"template":{"spec":{"containers":[
-        {"name":"app","resources":{"limits":{"cpu":"500m","memory":"128Mi"}}},
-        {"name":"sidecar"}]}}}})");
-    }
-    return kube::fail(kube::error_from_response(
-        404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
-  }
-  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
-                                       const json&) override {
-    return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
-  }
-  controller::ApiResult get_scaler(const std::string&, const std::string&) override {
-    return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
-  }
-  controller::ApiResult patch_scaler_status(const std::string&, const std::string&,
-                                            const json&) override {
-    return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, "read only"));
-  }
-  void record_event(const api::Scaler&, bool, const std::string&, const std::string&) override {}
-};
-
 struct World {
   controller::ScalerStore store;
   controller::WorkQueue queue;
   controller::Expectations expectations;
   controller::QueueingHintSink hints{expectations, queue};
   metrics::Counter enqueued;
-  FakeApi api;
   webhook::DeploymentHandler deployments{store, hints, enqueued};
-  webhook::ScalerHandler scalers{store, api};
+  webhook::ScalerHandler scalers{store};
 
   World() {
     add("record", "web", "web", "Auto", R"([{"name":"app","requests":{"cpu":"250m","memory":"64Mi"},

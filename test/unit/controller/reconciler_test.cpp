@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "controller/status.h"
@@ -755,4 +756,45 @@ TEST_CASE(
   CHECK(f.resources("web", 2)["requests"]["cpu"] == "5m");  // mode Off: left alone
   json containers = f.api.scalers["web"]["status"]["containers"];
   CHECK(containers.size() == 2);
+}
+
+TEST_CASE(
+    "an HPA on cpu of the target: HorizontalPodAutoscalerConflict True and one Event; "
+    "gone: False") {
+  Fixture f;
+  HpaCache hpas;
+  ReconcilerOptions options;
+  options.hpas = &hpas;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics, options};
+  auto reconcile = [&] {
+    WorkItem item;
+    item.key = "shop/web";
+    reconciler.reconcile(item);
+    f.refresh("web");
+  };
+  auto hpa = std::make_shared<const json>(json::parse(R"({
+      "metadata": {"namespace": "shop", "name": "web-cpu"},
+      "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+               "metrics": [{"type": "Resource", "resource": {"name": "cpu"}}]}})"));
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  reconcile();
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict").empty());  // never had one
+  hpas.rebuild({hpa});
+  reconcile();
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict") == "ScalesOnCpuOrMemory");
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict", "status") == "True");
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict", "message")
+            .starts_with("HorizontalPodAutoscaler web-cpu scales Deployment web on cpu"));
+  CHECK(f.condition("web", "Ready", "status") == "True");  // warned, not fought
+  auto warned = std::count(f.api.events.begin(), f.api.events.end(),
+                           std::string("Warning ScalesOnCpuOrMemory"));
+  CHECK(warned == 1);
+  reconcile();  // still there: no second Event
+  CHECK(std::count(f.api.events.begin(), f.api.events.end(),
+                   std::string("Warning ScalesOnCpuOrMemory")) == 1);
+  hpas.rebuild({});
+  reconcile();
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict") == "NoConflict");
+  CHECK(f.condition("web", "HorizontalPodAutoscalerConflict", "status") == "False");
 }

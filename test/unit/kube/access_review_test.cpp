@@ -52,9 +52,9 @@ struct FakeApiServer {
 };
 
 AccessReviewer reviewer(FakeApiServer& api, AccessReviewOptions options = {}) {
-  return AccessReviewer([&api](const ResourceType& type, const json& object) {
-    return api.review(type, object);
-  }, options);
+  return AccessReviewer(
+      [&api](const ResourceType& type, const json& object) { return api.review(type, object); },
+      options);
 }
 
 }  // namespace
@@ -70,7 +70,7 @@ TEST_CASE("no token 401, an invalid one 401, a user without the right 403, a rea
   auto nobody = access.check("Bearer nobody", "/metrics");
   CHECK(nobody.status == 403);
   CHECK(nobody.message.find("vscaler-metrics-reader") != std::string::npos);
-  CHECK(nobody.message.find("monitoring") == std::string::npos);  // never says who it was
+  CHECK(nobody.message.find("monitoring") == std::string::npos);     // never says who it was
   CHECK(access.check("bearer  reader ", "/metrics").status == 200);  // scheme case-insensitive
   // The SubjectAccessReview carries the TokenReview's user, uid and groups.
   const json& last = api.reviews.back();

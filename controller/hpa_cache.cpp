@@ -1,8 +1,10 @@
 // autoscaling/v2: spec.scaleTargetRef {apiVersion, kind, name}; spec.metrics[] of type Resource
 // ({resource: {name}}) or ContainerResource ({containerResource: {name, container}}).
-#include "webhook/hpa_warning.h"
+#include "controller/hpa_cache.h"
 
-namespace vscaler::webhook {
+#include <set>
+
+namespace vscaler::controller {
 namespace {
 
 using nlohmann::json;
@@ -54,4 +56,47 @@ std::vector<std::string> hpa_warnings(const json& list, std::string_view kind,
   return warnings;
 }
 
-}  // namespace vscaler::webhook
+std::vector<std::string> HpaCache::warnings(std::string_view ns, std::string_view kind,
+                                            std::string_view name) const {
+  std::vector<std::string> out;
+  std::lock_guard lock(mutex_);
+  auto found = by_namespace_.find(ns);
+  if (found == by_namespace_.end()) return out;
+  for (const Entry& entry : found->second) {
+    if (entry.kind == kind && entry.name == name) out.push_back(entry.warning);
+  }
+  return out;
+}
+
+int HpaCache::rebuild(const std::vector<std::shared_ptr<const json>>& hpas,
+                      std::vector<std::string>* changed) {
+  Map next;
+  for (const auto& hpa : hpas) {
+    if (!hpa) continue;
+    const json& metadata = object_at(*hpa, "metadata");
+    const json& target = object_at(object_at(*hpa, "spec"), "scaleTargetRef");
+    std::string kind = text_at(target, "kind");
+    std::string name = text_at(target, "name");
+    if (kind.empty() || name.empty()) continue;
+    json one = {{"items", json::array({*hpa})}};
+    for (auto& warning : hpa_warnings(one, kind, name)) {
+      next[text_at(metadata, "namespace")].push_back({kind, name, std::move(warning)});
+    }
+  }
+  std::lock_guard lock(mutex_);
+  if (changed != nullptr) {
+    std::set<std::string_view> namespaces;
+    for (const auto& [ns, entries] : next) {
+      auto before = by_namespace_.find(ns);
+      if (before == by_namespace_.end() || before->second != entries) namespaces.insert(ns);
+    }
+    for (const auto& [ns, entries] : by_namespace_) {
+      if (next.find(ns) == next.end()) namespaces.insert(ns);
+    }
+    for (auto ns : namespaces) changed->emplace_back(ns);
+  }
+  by_namespace_ = std::move(next);
+  return 0;
+}
+
+}  // namespace vscaler::controller
