@@ -289,10 +289,12 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   const bool patches = scaler.update_mode == api::UpdateMode::kAuto ||
                        scaler.update_mode == api::UpdateMode::kReconcile;
   // A recommendation-driven patch: due by the bounds rule and the rate limit, and a leader step.
-  const bool recommendation_due =
-      patches && !restored_now &&
-      recommendation.decision.verdict == recommender::UpdateVerdict::kDue &&
-      (!options_.leader_step || options_.leader_step());
+  const bool due = patches && !restored_now &&
+                   recommendation.decision.verdict == recommender::UpdateVerdict::kDue;
+  const bool recommendation_due = due && (!options_.leader_step || options_.leader_step());
+  // Due, but this replica does not lead: what it writes is not the recommendation, and its status
+  // must not say the workload carries what the scaler asks for.
+  const bool due_on_leader = due && !recommendation_due;
   const api::DesiredResources* desired =
       recommendation_due ? &recommendation.containers.desired : nullptr;
   // What the scaler asks for in full (fixed values and every recommendation applied), and what
@@ -446,6 +448,12 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     scaled.message = "container(s) " + join(plan.missing) + " not found in " + workload +
                      "; the others are applied";
     if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
+  } else if (applied && due_on_leader) {
+    // Ready stays True; the leader's own reconcile (its recommender enqueues every scaler whose
+    // recommendation it publishes) applies it and says so.
+    scaled.reason = reason::kDeferred;
+    scaled.message = "the recommendation (" + recommendation.decision.reason +
+                     ") is due; the leading replica applies it";
   } else if (applied && patches &&
              recommendation.decision.verdict == recommender::UpdateVerdict::kDeferred) {
     // The mode working as asked: Ready stays True; the key comes back when the deferral lifts.
@@ -546,12 +554,16 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
     if (!kube::is_conflict(written.error()) || attempt >= options_.status_conflict_retries) {
       return kube::fail(written.error());
     }
-    // Someone else wrote the scaler meanwhile: re-read and rebuild from what is stored now.
+    // Someone else wrote the scaler meanwhile: re-read it. Another status write (the
+    // recommender's) leaves the spec this report was computed from: rebuild on what is stored
+    // now. A new spec does not: the report says nothing of it, and writing it under the new
+    // generation would claim in observedGeneration a spec that was not applied. Then the write
+    // fails as the conflict it is and the reconcile runs again from the new spec.
     auto fresh = api_.get_scaler(scaler.ns, scaler.name);
     if (!fresh.ok()) return kube::fail(fresh.error());
+    if (kube::meta_generation(*fresh) != generation) return kube::fail(written.error());
     stored_status = fresh->contains("status") ? (*fresh)["status"] : json::object();
     resource_version = kube::string_at(*fresh, {"metadata", "resourceVersion"});
-    generation = kube::meta_generation(*fresh);
   }
 }
 

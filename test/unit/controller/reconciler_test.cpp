@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "controller/status.h"
@@ -31,6 +32,8 @@ class FakeApi : public ReconcileApi {
   int patches_to_refuse = 0;
   int status_patches = 0;
   int status_conflicts_to_inject = 0;
+  /// What else happens when a conflict is injected (another writer's change).
+  std::function<void()> on_status_conflict;
   std::vector<std::string> events;
   /// Simulates another mutating webhook: after each patch, sets this container cpu request.
   std::string rewrite_cpu_to;
@@ -82,6 +85,7 @@ class FakeApi : public ReconcileApi {
     json& scaler = scalers.at(name);
     if (status_conflicts_to_inject > 0) {
       --status_conflicts_to_inject;
+      if (on_status_conflict) on_status_conflict();
       scaler["metadata"]["resourceVersion"] = std::to_string(++resource_version);
       return vscaler::kube::fail(vscaler::kube::make_error(ErrorKind::kConflict, "stale"));
     }
@@ -305,6 +309,30 @@ TEST_CASE("a status conflict is resolved by re-reading the scaler") {
   auto outcome = f.run("web");
   CHECK(outcome.kind == ReconcileOutcome::Kind::kDone);
   CHECK(f.condition("web", "Scaled") == "Applied");
+}
+
+TEST_CASE("a status conflict with a newer spec is not re-based: observedGeneration stays true") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  // While the reconcile of generation 1 runs, someone changes the spec (generation 2, cpu 300m):
+  // the status write of generation 1's report conflicts.
+  f.api.status_conflicts_to_inject = 1;
+  f.api.on_status_conflict = [&f] {
+    json& stored = f.api.scalers.at("web");
+    stored["metadata"]["generation"] = 2;
+    stored["spec"]["containers"][0]["requests"]["cpu"] = "300m";
+  };
+  WorkItem item;
+  item.key = "shop/web";
+  auto outcome = f.reconciler.reconcile(item);  // still sees generation 1 (the informer's copy)
+  CHECK(outcome.kind != ReconcileOutcome::Kind::kDone);  // the conflict is returned, not re-based
+  const json& status = f.api.scalers.at("web")["status"];
+  CHECK_FALSE(status.contains("observedGeneration"));  // nothing claims generation 2
+  f.refresh("web");  // the informer sees generation 2; the reconcile runs again
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.api.scalers.at("web")["status"]["observedGeneration"] == 2);
+  CHECK(f.resources("web")["requests"]["cpu"] == "300m");
 }
 
 TEST_CASE("a resync-triggered reconcile that writes counts as a correction") {
@@ -748,6 +776,10 @@ TEST_CASE(
   CHECK(f.resources("web", 0)["requests"]["cpu"] == "100m");
   CHECK(f.resources("web", 1)["requests"]["cpu"] == "500m");
   CHECK(f.condition("web", "RecommendationProvided") == "RecommenderDisabled");
+  // Its status does not claim what it did not apply.
+  CHECK(f.condition("web", "Scaled") == "Deferred");
+  CHECK(f.condition("web", "Scaled", "message").find("the leading replica applies it") !=
+        std::string::npos);
   leading = true;
   run_with(f, reconciler, "web");
   CHECK(f.api.deployment_patches == 2);
@@ -756,6 +788,7 @@ TEST_CASE(
   CHECK(f.resources("web", 2)["requests"]["cpu"] == "5m");  // mode Off: left alone
   json containers = f.api.scalers["web"]["status"]["containers"];
   CHECK(containers.size() == 2);
+  CHECK(f.condition("web", "Scaled") == "Applied");
 }
 
 TEST_CASE(
