@@ -178,6 +178,7 @@ int run(const cmd::Options& options) {
     return manager.store().get(key);
   };
   recommender_hooks.synced = [&manager] { return manager.synced(); };
+  recommender_hooks.still_leading = [&manager] { return manager.leader_steps().leading_now(); };
   recommender_hooks.begin_step = [&manager](std::string_view step) {
     return manager.leader_steps().begin(step);
   };

@@ -28,6 +28,9 @@ class LeaderSteps {
   /// operator alerts on a leader whose resync stopped, and a test tells a step started before a
   /// freeze from one started after it, which a counter cannot.
   bool begin(std::string_view step);
+  /// Whether this replica leads at this moment (the gate's fencing check), without counting:
+  /// asked before every write of a step (thousands per pass), where begin() is asked once.
+  bool leading_now() const { return gate_.is_leading_now(); }
 
  private:
   const kube::LeaderGate& gate_;

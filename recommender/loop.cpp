@@ -75,7 +75,12 @@ RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptio
                                        metrics::exponential_buckets(0.005, 2, 14))),
       samples_total_(registry.counter("vscaler_recommender_samples_total",
                                       "Container usage samples folded into the histories")),
-      recommendation_(registry.custom<RecommendationGauges>()) {}
+      recommendation_(registry.custom<RecommendationGauges>()),
+      fenced_writes_(registry
+                         .counter("vscaler_leader_writes_fenced_total",
+                                  "Status and checkpoint writes dropped because this replica "
+                                  "stopped leading in the middle of a pass")
+                         .get()) {}
 
 RecommenderLoop::~RecommenderLoop() {
   stop();
@@ -177,6 +182,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     }
   }
   PassSummary summary;
+  fenced_logged_ = false;
   const bool leading = !hooks_.begin_step || hooks_.begin_step("recommender");
   if (!leading) {
     if (was_leading_) {
@@ -379,6 +385,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
 bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
                               const Publication& publication, const std::string& now,
                               std::size_t& requests) {
+  if (!still_leading("status")) return false;
   // The informer's copy first, as it is now (not the pass's snapshot, which the reconciler's
   // status writes outdate during a long pass): when it already says this, no request at all.
   // Otherwise the first write rests on that copy, its resourceVersion the precondition: it is
@@ -412,6 +419,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
     }
     json patch = {{"metadata", {{"resourceVersion", resource_version}}},
                   {"status", std::move(*update)}};
+    if (attempt > 0 && !still_leading("status")) return false;
     ++requests;
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
     if (written.ok()) return true;
@@ -443,11 +451,24 @@ ScalerId RecommenderLoop::id_of(const std::string& uid, const Tracked& tracked) 
   return {std::string(tracked.ns()), std::string(tracked.name()), uid};
 }
 
+bool RecommenderLoop::still_leading(std::string_view write) {
+  if (!hooks_.still_leading || hooks_.still_leading()) return true;
+  fenced_writes_.inc();
+  if (!fenced_logged_) {
+    fenced_logged_ = true;  // once per pass (reset by run_pass): not 10,000 lines
+    log::warn(kLogger, "no longer leading mid-pass: the rest of its writes are dropped",
+              {{"write", std::string(write)}});
+  }
+  return false;
+}
+
 std::size_t RecommenderLoop::save_checkpoints() {
+  fenced_logged_ = false;
   if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return 0;
   std::size_t written = 0;
   for (auto& [uid, tracked] : tracked_) {
     if (!tracked.restored || tracked.history.aggregates().empty()) continue;
+    if (!still_leading("checkpoint")) break;
     const ScalerId id = id_of(uid, tracked);
     auto saved = api_.save_checkpoint(id, tracked.history);
     if (saved.ok()) {

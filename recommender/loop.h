@@ -61,6 +61,11 @@ struct LoopHooks {
   /// Asked before each leader step ("recommender", "checkpoint"): LeaderSteps::begin. Empty:
   /// always leading.
   std::function<bool(std::string_view step)> begin_step;
+  /// Asked before every write of a leader step (each status publish, each checkpoint): a pass
+  /// over 10,000 scalers lasts minutes, and a leader frozen mid-pass (SIGSTOP, a stalled VM) that
+  /// resumes after another replica took over must write nothing more. Cheap (an atomic and the
+  /// clock: kube::LeaderGate::is_leading_now). Empty: always leading.
+  std::function<bool()> still_leading;
   /// True once the scalers are all known (the informer has synced); until then a pass would
   /// see none, so the first one waits for it (checked every second). Empty: known from the start.
   std::function<bool()> synced;
@@ -151,6 +156,9 @@ class RecommenderLoop {
   void remove_gauges(Tracked& tracked);
   void forget_all();
   void run();
+  // Whether this replica still leads, before one leader write (hooks_.still_leading); counts
+  // and logs (once per pass) the writes it drops.
+  bool still_leading(std::string_view write);
 
   RecommenderApi& api_;
   LoopHooks hooks_;
@@ -158,9 +166,11 @@ class RecommenderLoop {
   metrics::HistogramFamily& pass_seconds_;
   metrics::CounterFamily& samples_total_;
   RecommendationGauges& recommendation_;
+  metrics::Counter& fenced_writes_;  ///< vscaler_leader_writes_fenced_total
 
   std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
   bool was_leading_ = false;
+  bool fenced_logged_ = false;   // a fenced write was logged in this pass; the pass thread only
   ResourceMap largest_node_;     // the last node list's largest allocatable; the loop's thread only
   ResourceMap caps_;             // this pass's cluster caps (cluster_caps)
   bool caps_ready_ = false;      // caps_ computed at least once

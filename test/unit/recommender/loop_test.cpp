@@ -536,6 +536,26 @@ TEST_CASE("not leading: nothing is read or written, and leading again restores f
   CHECK(f.api.count("load") == 2);
 }
 
+TEST_CASE("a leader that stops leading mid-pass writes no more status and no checkpoint") {
+  Fixture f;
+  for (const char* name : {"a", "b", "c", "d"}) {
+    f.add_scaler(scaler_object(name, std::string("u-") + name));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  // The Lease is lost (a freeze past it, say) after the second status write was asked for.
+  int asked = 0;
+  LoopHooks hooks = f.hooks();
+  hooks.still_leading = [&asked] { return ++asked <= 2; };
+  RecommenderLoop loop(f.api, hooks, LoopOptions{}, f.registry);
+  auto pass = loop.run_pass();  // begin_step said yes: the pass ran
+  CHECK(pass.ran);
+  CHECK(f.api.status_writes == 2);
+  CHECK(pass.published == 2);
+  CHECK(loop.save_checkpoints() == 0);
+  CHECK(f.api.count("save") == 0);
+  CHECK(f.rendered().find("vscaler_leader_writes_fenced_total 3") != std::string::npos);
+}
+
 TEST_CASE("a deleted scaler's history and gauges are forgotten") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
