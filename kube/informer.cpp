@@ -332,6 +332,7 @@ void Informer::run() {
       current_watch_ = watch.get();
     }
     watches_.fetch_add(1);
+    const auto watch_started = std::chrono::steady_clock::now();
     auto result = watch->run([&](const WatchEvent& event) {
       apply(event);
       std::lock_guard lock(mutex_);
@@ -345,8 +346,19 @@ void Informer::run() {
     }
     // Resume after the last event or bookmark seen: nothing in between is lost.
     if (!watch->resource_version().empty()) resource_version = watch->resource_version();
-    if (result) {
+    if (result && (watch->events() > 0 ||
+                   std::chrono::steady_clock::now() - watch_started >= std::chrono::seconds(1))) {
       backoff = options_.initial_backoff;  // the server ended the watch at its timeout
+      continue;
+    }
+    if (result) {
+      // Ended at once, cleanly and empty (client-go's reflector: "very short watch"): something
+      // between here and the API server closes watches. Asking again at once would loop as
+      // fast as it answers; back off as after a failure.
+      watch_failures_.fetch_add(1);
+      log::warn("kube.informer", "watch ended at once without events; backing off",
+                {{"informer", options_.name}, {"backoff_ms", std::to_string(backoff.count())}});
+      if (!back_off(std::chrono::milliseconds(0))) return;
       continue;
     }
     const ApiError& error = result.error();

@@ -115,6 +115,11 @@ class FakeServer {
     std::lock_guard lock(mutex_);
     list_failures_ = n;
   }
+  // The next `n` watches end at once, cleanly and without an event.
+  void set_empty_watches(int n) {
+    std::lock_guard lock(mutex_);
+    empty_watches_ = n;
+  }
   // The next `lists` lists and `watches` watches are throttled: 429 with Retry-After: 1.
   void set_throttled(int lists, int watches) {
     std::lock_guard lock(mutex_);
@@ -183,6 +188,10 @@ class FakeServer {
       --throttled_watches_;
       return fail(error_from_response(429, kTooManyRequests, "1"));
     }
+    if (empty_watches_ > 0) {  // a clean end at once, no event (a proxy closing watches)
+      --empty_watches_;
+      return Unit{};
+    }
     active_.fetch_add(1);
     struct Active {
       std::atomic<int>& count;
@@ -234,6 +243,7 @@ class FakeServer {
   bool held_ = false;
   int throttled_lists_ = 0;
   int throttled_watches_ = 0;
+  int empty_watches_ = 0;
   std::vector<std::pair<std::string, Clock::time_point>> requests_;
   std::atomic<int> active_{0};
   int lists_ = 0;
@@ -518,6 +528,27 @@ TEST_CASE("informer: a dropped stream resumes from the last version, without rel
   CHECK(informer.stats().expired_relists == 0);
   CHECK(informer.stats().watch_failures >= 5);
   CHECK(informer.resource_version() == "151");
+  informer.stop();
+}
+
+TEST_CASE("informer: watches that end at once without events back off (client-go's rule)") {
+  FakeServer server;
+  server.put("a", "0");
+  server.set_empty_watches(1'000'000);
+  Recorder recorder;
+  Informer informer(Client(std::make_shared<FakeTransport>(server)), fast_options(),
+                    recorder.handlers());
+  informer.start();
+  REQUIRE(informer.wait_for_sync(std::chrono::seconds(5)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Backing off 10, 20, 40, 40, ... ms: about a dozen in 400 ms, not thousands.
+  int watches = server.watches();
+  CHECK(watches >= 3);
+  CHECK(watches <= 30);
+  CHECK(informer.stats().watch_failures >= 3);
+  server.set_empty_watches(0);  // the path heals: events flow again
+  server.put("a", "1");
+  REQUIRE(eventually([&] { return recorder.size() == 2; }));
   informer.stop();
 }
 
