@@ -250,6 +250,7 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   if (new_object == nullptr) {
     // Deleted: forget it; the scalers left on its workload may become active.
     std::string key = kube::object_key(*old_object);
+    store_.clear_invalid(key);
     auto removed = store_.remove(key);
     queue_->add(key);  // the worker forgets its in-memory state
     if (removed) enqueue_target(removed->ns, removed->target);
@@ -258,12 +259,24 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   auto parsed = api::parse_scaler(*new_object);
   if (!parsed.ok()) {
     // Admitted by an older CRD or while the validating webhook was down: report, touch nothing.
+    // Its status says why (Ready=False, InvalidSpec), written by a worker.
+    std::string key = kube::object_key(*new_object);
     log::warn(kLogger, "ignoring an invalid VerticalScaler",
-              {{"scaler", kube::object_key(*new_object)}, {"error", parsed.error()}});
-    auto removed = store_.remove(kube::object_key(*new_object));
+              {{"scaler", key}, {"error", parsed.error()}});
+    InvalidScaler invalid;
+    invalid.ns = kube::meta_string(*new_object, "namespace");
+    invalid.name = kube::meta_string(*new_object, "name");
+    invalid.generation = kube::meta_generation(*new_object);
+    invalid.resource_version = kube::meta_string(*new_object, "resourceVersion");
+    if (new_object->contains("status")) invalid.status = (*new_object)["status"];
+    invalid.error = parsed.error();
+    store_.mark_invalid(key, std::move(invalid));
+    auto removed = store_.remove(key);
     if (removed) enqueue_target(removed->ns, removed->target);
+    queue_->add(key);
     return;
   }
+  store_.clear_invalid(kube::object_key(*new_object));
   auto scaler = std::make_shared<const api::Scaler>(std::move(parsed).value());
   std::string key = scaler->key();
   auto previous = store_.upsert(scaler);

@@ -153,12 +153,15 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
   if (!scaler) {
-    // Scaler gone: forget it. The workload is left exactly as it is.
+    // Scaler gone (or unusable): forget it. The workload is left exactly as it is.
     verified_.forget(item.key);
     expectations_.forget(item.key);
     in_place_.forget(item.key);
-    std::lock_guard lock(mutex_);
-    mutated_.erase(item.key);
+    {
+      std::lock_guard lock(mutex_);
+      mutated_.erase(item.key);
+    }
+    if (auto invalid = store_.invalid(item.key)) return report_invalid(*invalid);
     return {};
   }
 
@@ -188,6 +191,23 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     return {};
   }
   return reconcile_active(*scaler, item);
+}
+
+ReconcileOutcome Reconciler::report_invalid(const InvalidScaler& invalid) {
+  json stored = invalid.status.is_object() ? invalid.status : json::object();
+  std::string message = "the spec cannot be used: " + invalid.error +
+                        "; nothing is applied until it is fixed (the validating webhook "
+                        "refuses such a spec: it was admitted while it was not there)";
+  json next = build_invalid_status(stored, invalid.generation, message, base::rfc3339_now());
+  if (next == stored) return {};
+  json patch = {{"metadata", {{"resourceVersion", invalid.resource_version}}},
+                {"status", merge_patch_between(stored, next)}};
+  auto written = api_.patch_scaler_status(invalid.ns, invalid.name, patch);
+  // A 409: the informer brings the newer object, and with it another reconcile.
+  if (!written.ok() && !kube::is_conflict(written.error())) {
+    return retry(written.error(), "write status");
+  }
+  return {};
 }
 
 void Reconciler::note_hpa_conflict(const api::Scaler& scaler, StatusReport& report) {

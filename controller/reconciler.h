@@ -107,6 +107,8 @@ class Reconciler {
   };
 
   ReconcileOutcome reconcile_active(const api::Scaler& scaler, const WorkItem& item);
+  // Writes Ready=False, InvalidSpec on a scaler that cannot be parsed.
+  ReconcileOutcome report_invalid(const InvalidScaler& invalid);
   // Sets HorizontalPodAutoscalerConflict from options_.hpas (an Event when it turns True).
   void note_hpa_conflict(const api::Scaler& scaler, StatusReport& report);
   /// The blind restore for `scaler` when a hinted UPDATE is pending, the option is on, no write

@@ -69,4 +69,21 @@ std::size_t ScalerStore::size() const {
   return total;
 }
 
+void ScalerStore::mark_invalid(const std::string& key, InvalidScaler invalid) {
+  std::lock_guard lock(invalid_mutex_);
+  invalid_[key] = std::move(invalid);
+}
+
+void ScalerStore::clear_invalid(const std::string& key) {
+  std::lock_guard lock(invalid_mutex_);
+  invalid_.erase(key);
+}
+
+std::optional<InvalidScaler> ScalerStore::invalid(std::string_view key) const {
+  std::lock_guard lock(invalid_mutex_);
+  auto found = invalid_.find(key);
+  if (found == invalid_.end()) return std::nullopt;
+  return found->second;
+}
+
 }  // namespace vscaler::controller

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -19,6 +21,17 @@
 #include "controller/scaler_index.h"
 
 namespace vscaler::controller {
+
+/// A VerticalScaler the informer saw but could not parse (admitted by an older CRD, or while the
+/// validating webhook was down): what the reconciler needs to say so in its status.
+struct InvalidScaler {
+  std::string ns;
+  std::string name;
+  int64_t generation = 0;
+  std::string resource_version;
+  nlohmann::json status;  ///< as stored
+  std::string error;      ///< what parse_scaler said, naming the field
+};
 
 /// Thread-safe key -> Scaler map plus the namespace/kind/name index. The map is sharded by key,
 /// like the index, so that admissions (targeting) and workers (get) of different scalers never
@@ -47,6 +60,13 @@ class ScalerStore {
   const ScalerIndex& index() const { return index_; }
   std::size_t size() const;
 
+  /// Records that `key` is an unusable scaler (it is not in the map); replaces an earlier record.
+  void mark_invalid(const std::string& key, InvalidScaler invalid);
+  /// Forgets that record (the scaler became valid, or was deleted).
+  void clear_invalid(const std::string& key);
+  /// The record for `key`, if it is unusable.
+  std::optional<InvalidScaler> invalid(std::string_view key) const;
+
  private:
   static constexpr std::size_t kShards = 64;
   struct KeyHash {
@@ -66,6 +86,8 @@ class ScalerStore {
   std::mutex writer_mutex_;  // upsert/remove: the map and the index change together
   std::array<Shard, kShards> shards_;
   ScalerIndex index_;
+  mutable std::mutex invalid_mutex_;
+  std::unordered_map<std::string, InvalidScaler, KeyHash, std::equal_to<>> invalid_;
 };
 
 }  // namespace vscaler::controller

@@ -7,6 +7,34 @@ namespace vscaler::controller {
 
 using nlohmann::json;
 
+namespace {
+
+// Sets each of `wanted` in `conditions` (a metav1.Condition list), replacing the one of its type;
+// the transition time moves only when the status flips.
+void set_conditions(json& conditions, const std::vector<Condition>& wanted_conditions,
+                    int64_t generation, const std::string& now) {
+  for (const Condition& wanted : wanted_conditions) {
+    json next = {{"type", wanted.type},       {"status", wanted.status ? "True" : "False"},
+                 {"reason", wanted.reason},   {"message", wanted.message},
+                 {"lastTransitionTime", now}, {"observedGeneration", generation}};
+    bool replaced = false;
+    for (json& existing : conditions) {
+      if (!existing.is_object() || existing.value("type", "") != wanted.type) continue;
+      // The transition time records when the status flipped, not when the reason changed.
+      if (existing.value("status", "") == next["status"] &&
+          existing.contains("lastTransitionTime")) {
+        next["lastTransitionTime"] = existing["lastTransitionTime"];
+      }
+      existing = std::move(next);
+      replaced = true;
+      break;
+    }
+    if (!replaced) conditions.push_back(std::move(next));
+  }
+}
+
+}  // namespace
+
 json build_status(const json& stored, int64_t generation, const StatusReport& report,
                   const std::string& now) {
   json status = stored.is_object() ? stored : json::object();
@@ -60,24 +88,20 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
     }
     conditions = std::move(kept);
   }
-  for (const Condition& wanted : wanted_conditions) {
-    json next = {{"type", wanted.type},       {"status", wanted.status ? "True" : "False"},
-                 {"reason", wanted.reason},   {"message", wanted.message},
-                 {"lastTransitionTime", now}, {"observedGeneration", generation}};
-    bool replaced = false;
-    for (json& existing : conditions) {
-      if (!existing.is_object() || existing.value("type", "") != wanted.type) continue;
-      // The transition time records when the status flipped, not when the reason changed.
-      if (existing.value("status", "") == next["status"] &&
-          existing.contains("lastTransitionTime")) {
-        next["lastTransitionTime"] = existing["lastTransitionTime"];
-      }
-      existing = std::move(next);
-      replaced = true;
-      break;
-    }
-    if (!replaced) conditions.push_back(std::move(next));
-  }
+  set_conditions(conditions, wanted_conditions, generation, now);
+  status["conditions"] = std::move(conditions);
+  return status;
+}
+
+json build_invalid_status(const json& stored, int64_t generation, const std::string& message,
+                          const std::string& now) {
+  json status = stored.is_object() ? stored : json::object();
+  status["observedGeneration"] = generation;
+  json conditions = status.contains("conditions") && status["conditions"].is_array()
+                        ? status["conditions"]
+                        : json::array();
+  set_conditions(conditions, {{condition::kReady, false, reason::kInvalidSpec, message}},
+                 generation, now);
   status["conditions"] = std::move(conditions);
   return status;
 }

@@ -57,6 +57,9 @@ inline constexpr const char* kResizeUnsupported = "ResizeUnsupported";
 inline constexpr const char* kScalesOnCpuOrMemory = "ScalesOnCpuOrMemory";
 /// HorizontalPodAutoscalerConflict=False: none does (any more).
 inline constexpr const char* kNoConflict = "NoConflict";
+/// Ready=False: the spec cannot be used (admitted by an older CRD, or while the validating
+/// webhook was down); the message says why.
+inline constexpr const char* kInvalidSpec = "InvalidSpec";
 /// RecommendationProvided=False when --recommender-interval is 0.
 inline constexpr const char* kRecommenderDisabled = "RecommenderDisabled";
 }  // namespace reason
@@ -94,5 +97,11 @@ struct StatusReport {
 /// both (the scaler may have targeted a Deployment before). `now` is RFC 3339.
 nlohmann::json build_status(const nlohmann::json& stored, int64_t generation,
                             const StatusReport& report, const std::string& now);
+
+/// The stored status of a scaler whose spec cannot be used: Ready=False, InvalidSpec, `message`,
+/// and observedGeneration `generation`; everything else (targets, values) as stored: nothing is
+/// applied from an unusable spec, and what was applied before stays.
+nlohmann::json build_invalid_status(const nlohmann::json& stored, int64_t generation,
+                                    const std::string& message, const std::string& now);
 
 }  // namespace vscaler::controller

@@ -831,3 +831,38 @@ TEST_CASE(
   CHECK(f.condition("web", "HorizontalPodAutoscalerConflict") == "NoConflict");
   CHECK(f.condition("web", "HorizontalPodAutoscalerConflict", "status") == "False");
 }
+
+TEST_CASE("a scaler the informer could not parse gets Ready=False, InvalidSpec, naming why") {
+  Fixture f;
+  f.api.scalers["bad"] = {{"metadata",
+                           {{"name", "bad"},
+                            {"namespace", "shop"},
+                            {"generation", 3},
+                            {"resourceVersion", "7"}}},
+                          {"spec", {{"deploymentName", "web"}, {"updateMode", "Sometimes"}}}};
+  InvalidScaler invalid;
+  invalid.ns = "shop";
+  invalid.name = "bad";
+  invalid.generation = 3;
+  invalid.resource_version = "7";
+  invalid.error = "spec.updateMode: \"Sometimes\" is not one of Auto, Reconcile, ...";
+  f.store.mark_invalid("shop/bad", invalid);
+  WorkItem item;
+  item.key = "shop/bad";
+  CHECK(f.reconciler.reconcile(item).kind == ReconcileOutcome::Kind::kDone);
+  CHECK(f.condition("bad", "Ready") == "InvalidSpec");
+  CHECK(f.condition("bad", "Ready", "status") == "False");
+  CHECK(f.condition("bad", "Ready", "message").find("spec.updateMode") != std::string::npos);
+  CHECK(f.api.scalers.at("bad")["status"]["observedGeneration"] == 3);
+  CHECK(f.api.deployment_patches == 0);
+  // Reconciled again with that status stored: nothing more is written.
+  invalid.status = f.api.scalers.at("bad")["status"];
+  invalid.resource_version = f.api.scalers.at("bad")["metadata"]["resourceVersion"];
+  f.store.mark_invalid("shop/bad", invalid);
+  const int writes = f.api.status_patches;
+  f.reconciler.reconcile(item);
+  CHECK(f.api.status_patches == writes);
+  // Once valid (or deleted) the record goes.
+  f.store.clear_invalid("shop/bad");
+  CHECK_FALSE(f.store.invalid("shop/bad").has_value());
+}
