@@ -834,12 +834,10 @@ TEST_CASE(
 
 TEST_CASE("a scaler the informer could not parse gets Ready=False, InvalidSpec, naming why") {
   Fixture f;
-  f.api.scalers["bad"] = {{"metadata",
-                           {{"name", "bad"},
-                            {"namespace", "shop"},
-                            {"generation", 3},
-                            {"resourceVersion", "7"}}},
-                          {"spec", {{"deploymentName", "web"}, {"updateMode", "Sometimes"}}}};
+  f.api.scalers["bad"] = {
+      {"metadata",
+       {{"name", "bad"}, {"namespace", "shop"}, {"generation", 3}, {"resourceVersion", "7"}}},
+      {"spec", {{"deploymentName", "web"}, {"updateMode", "Sometimes"}}}};
   InvalidScaler invalid;
   invalid.ns = "shop";
   invalid.name = "bad";
