@@ -217,6 +217,7 @@ int run(const cmd::Options& options) {
   server_options.port = options.webhook_port;
   server_options.registry = &registry;
   server_options.max_buffered_body_bytes = options.webhook_max_buffered_bytes;
+  server_options.client_ca_file = options.webhook_client_ca_file;
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();

@@ -28,6 +28,10 @@ Flags:
   --health-addr ADDR    /healthz and /readyz (default :8081)
   --dashboard-addr ADDR the read-only dashboard, /dashboard and /dashboard.json (default
                         127.0.0.1:8082: reach it with kubectl port-forward; "" turns it off)
+  --webhook-client-ca-file FILE
+                        the webhook accepts only clients with a certificate this CA (PEM)
+                        signed: the API server's, from its AdmissionConfiguration
+                        kubeConfigFile (default: any client)
   --webhook-max-buffered-bytes QUANTITY
                         request body bytes the webhook holds at once; beyond it new bodies get
                         503 before they are read (default 64Mi)
@@ -166,6 +170,7 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          }
          return address(options.dashboard_addr, "--dashboard-addr")(value);
        }},
+      {"--webhook-client-ca-file", text(options.webhook_client_ca_file)},
       {"--webhook-max-buffered-bytes",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          auto budget = parse_quantity_flag("--webhook-max-buffered-bytes", value, true);

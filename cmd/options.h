@@ -27,6 +27,8 @@ struct Options {
   /// --dashboard-addr: the dashboard lists every tenant's workloads, so it is served apart, on
   /// loopback by default (kubectl port-forward reaches it); empty turns it off.
   std::string dashboard_addr = "127.0.0.1:8082";
+  /// --webhook-client-ca-file: the webhook requires a client certificate signed by this CA.
+  std::string webhook_client_ca_file;
   /// --webhook-max-buffered-bytes: request body bytes the webhook's connections may hold
   /// together; beyond it new bodies get 503 before they are read.
   std::size_t webhook_max_buffered_bytes = 64 * 1024 * 1024;

@@ -31,17 +31,18 @@ int alpn_callback(SSL*, const unsigned char** out, unsigned char* out_length,
   return SSL_TLSEXT_ERR_NOACK;  // no common protocol: carry on without ALPN (HTTP/1.1)
 }
 
-std::string openssl_error(const char* call) {
+std::string openssl_error(const std::string& call) {
   char buffer[256];
   unsigned long code = ERR_get_error();
   ERR_error_string_n(code, buffer, sizeof buffer);
   ERR_clear_error();
-  return std::string(call) + " failed: " + (code != 0 ? buffer : "no OpenSSL error");
+  return call + " failed: " + (code != 0 ? buffer : "no OpenSSL error");
 }
 
 }  // namespace
 
-base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) {
+base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2,
+                                          const std::string& client_ca_file) {
   Context ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return base::fail(openssl_error("SSL_CTX_new"));
   if (SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION) != 1) {
@@ -69,6 +70,21 @@ base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2) 
   // Any non-null argument means "offer h2".
   static int offer = 1;
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_callback, offer_http2 ? &offer : nullptr);
+  if (!client_ca_file.empty()) {
+    // Only clients with a certificate from this CA (the API server's, from its
+    // AdmissionConfiguration kubeConfigFile) complete the handshake; the others fail it, before
+    // any request is read.
+    if (SSL_CTX_load_verify_locations(ctx.get(), client_ca_file.c_str(), nullptr) != 1) {
+      return base::fail(openssl_error("reading the client CA " + client_ca_file));
+    }
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(client_ca_file.c_str());
+    if (names == nullptr) return base::fail(openssl_error("no certificate in " + client_ca_file));
+    SSL_CTX_set_client_CA_list(ctx.get(), names);  // takes ownership
+    SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+    // Resumed sessions keep the verified client: they need a context to be resumed in.
+    static const unsigned char kSessionContext[] = "vscaler-webhook";
+    SSL_CTX_set_session_id_context(ctx.get(), kSessionContext, sizeof kSessionContext - 1);
+  }
   certs.install(ctx.get());
   return ctx;
 }

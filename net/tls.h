@@ -24,8 +24,10 @@ using Context = std::unique_ptr<SSL_CTX, ContextDeleter>;
 
 /// A server context with vscaler's TLS policy whose certificate comes from `certs` (which must
 /// outlive it) at each handshake; ALPN selects h2 when `offer_http2` and the client offers it.
-/// The error names the OpenSSL call that failed.
-base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2 = true);
+/// With `client_ca_file` (PEM) a client must present a certificate that CA signed
+/// (--webhook-client-ca-file). The error names the OpenSSL call that failed.
+base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2 = true,
+                                          const std::string& client_ca_file = {});
 
 /// What a non-blocking TLS operation needs before it can go on.
 enum class Io {

@@ -53,8 +53,12 @@ step "3. vscaler, running as a process (log: $demo_dir/vscaler.log)"
 # the admin: the webhooks skip that user, so vscaler's own patches never meet its own hook.
 operator_kubeconfig=$("$root/test/cluster/operator-kubeconfig.sh")
 echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubeconfig)"
+# The local API server presents its own client certificate to webhooks (test/cluster/up.sh): the
+# webhook then serves it and no one else.
+client_ca=()
+[ -f "$cluster_dir/admission.yaml" ] && client_ca=(--webhook-client-ca-file "$cluster_dir/pki/webhook-client-ca.crt")
 : > "$demo_dir/vscaler.log"
-PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" \
+PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" "${client_ca[@]}" \
   --kubeconfig "$operator_kubeconfig" --webhook-port "$port" --cert-dir "$demo_dir/certs" \
   --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --dashboard-addr 127.0.0.1:18082 \
   --resync-period 30s \

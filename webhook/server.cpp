@@ -85,7 +85,7 @@ class AdmissionServer::Impl {
   kube::Result<kube::Unit> start() {
     std::lock_guard lock(lifecycle_);
     if (started_) return kube::fail("the admission server was already started");
-    auto ctx = tls::make_server_context(certs_, options_.http2);
+    auto ctx = tls::make_server_context(certs_, options_.http2, options_.client_ca_file);
     if (!ctx) return kube::fail("cannot set up the TLS context: " + ctx.error());
     ctx_ = std::move(*ctx);
     front_end_ = std::make_unique<FrontEnd>(

@@ -93,6 +93,9 @@ struct AdmissionServerOptions {
   std::chrono::milliseconds request_timeout{10000};
   /// Deadline for writing a response (a client that does not read).
   std::chrono::milliseconds io_timeout{5000};
+  /// --webhook-client-ca-file: require a client certificate signed by this CA (PEM), the API
+  /// server's from its AdmissionConfiguration kubeConfigFile; empty: any client.
+  std::string client_ca_file;
   /// Offer HTTP/2 in ALPN. The API server uses it for webhooks on a loopback address (one
   /// multiplexed connection instead of one per concurrent admission); others get HTTP/1.1.
   bool http2 = true;

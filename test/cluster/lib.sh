@@ -141,7 +141,9 @@ issue_cert() {
 
 # gen_pki DIR: a CA for serving and client certificates, the API server's serving certificate
 # (SANs 127.0.0.1, localhost and the in-cluster names), an admin client certificate in
-# system:masters, and the service-account signing key pair.
+# system:masters, the service-account signing key pair, and the client certificate the API
+# server presents to webhooks (webhook-client.crt) from a CA of its own (webhook-client-ca.crt:
+# vscaler --webhook-client-ca-file accepts that client and no other).
 gen_pki() {
   local dir=$1
   (
@@ -151,7 +153,11 @@ gen_pki() {
       -keyout ca.key -out ca.crt 2>/dev/null
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=vscaler-test-webhook-client-ca" \
+      -keyout webhook-client-ca.key -out webhook-client-ca.crt 2>/dev/null
   )
+  issue_cert "$dir" webhook-client "/CN=kube-apiserver-webhook-client" "extendedKeyUsage=clientAuth" \
+    webhook-client-ca
   issue_cert "$dir" apiserver "/CN=kube-apiserver" "$(printf '%s\n' \
     "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1" \
     "extendedKeyUsage=serverAuth")"

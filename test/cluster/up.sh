@@ -77,6 +77,33 @@ start_plane() {
     --unsafe-no-fsync --quota-backend-bytes=8589934592 --log-level=warn
   wait_for "etcd" 60 curl -fsS "$etcd_url/health" || return 1
 
+  # The API server presents webhook-client.crt to every webhook (AdmissionConfiguration
+  # kubeConfigFile, user "*"), so that vscaler --webhook-client-ca-file can tell it from anyone
+  # else who reaches the webhook port.
+  cat > "$CLUSTER_DIR/webhook-client.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: $pki/webhook-client.crt
+    client-key: $pki/webhook-client.key
+KC
+  cat > "$CLUSTER_DIR/admission.yaml" <<ADMISSION
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $CLUSTER_DIR/webhook-client.kubeconfig
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $CLUSTER_DIR/webhook-client.kubeconfig
+ADMISSION
   # The apiserver command line is kept so that tests can restart the API server alone.
   cat > "$CLUSTER_DIR/apiserver.args" <<ARGS
 --etcd-servers=$etcd_url
@@ -94,6 +121,7 @@ start_plane() {
 --service-account-key-file=$pki/sa.pub
 --service-account-signing-key-file=$pki/sa.key
 --allow-privileged=false
+--admission-control-config-file=$CLUSTER_DIR/admission.yaml
 --v=0
 ARGS
   # The aggregation layer: the API server proxies aggregated APIs (metrics.k8s.io) with the
