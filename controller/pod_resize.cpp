@@ -212,7 +212,11 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     // Under a ResourceQuota the pod may grow by what is left of its headroom.
     const recommender::PodTotals before = recommender::pod_totals_of(pod);
     std::optional<recommender::PodTotals> budget;
-    if (out.quota_left) budget = recommender::bounded_sum(before, *out.quota_left);
+    if (out.quota_left) {
+      // The pod may grow by what is left; its containers by that less what the sidecars take.
+      budget = recommender::minus_bounded(recommender::bounded_sum(before, *out.quota_left),
+                                          recommender::shared_with_containers(pod));
+    }
     auto recommended =
         recommender::recommended_containers(scaler, pod, recommendations, limit_range);
     // Whether the pod is due is the recommendation's question; the quota only caps the answer.

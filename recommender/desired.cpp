@@ -73,6 +73,76 @@ ContainerResources resources_of(const json& resources) {
   return {section_of(resources, "requests"), section_of(resources, "limits")};
 }
 
+namespace {
+
+// ResourceMap operations on cpu and memory, the two a quota bounds here.
+void add_to(ResourceMap& sum, const ResourceMap& values) {
+  for (const auto& [resource, value] : values) {
+    auto [it, inserted] = sum.emplace(resource, value);
+    if (!inserted) it->second = Quantity::from_nanos(it->second.nanos() + value.nanos());
+  }
+}
+void raise_to(ResourceMap& out, const ResourceMap& values) {
+  for (const auto& [resource, value] : values) {
+    auto [it, inserted] = out.emplace(resource, value);
+    if (!inserted && it->second < value) it->second = value;
+  }
+}
+ResourceMap plus(ResourceMap a, const ResourceMap& b) {
+  add_to(a, b);
+  return a;
+}
+
+// The sidecars' sums and the largest need of a regular init container (itself and the sidecars
+// started before it), as the scheduler and ResourceQuota count a pod (KEP-753).
+struct InitNeeds {
+  PodTotals sidecars;
+  PodTotals peak;
+};
+InitNeeds init_needs(const json& object) {
+  InitNeeds out;
+  const json* spec = api::pod_spec_of(object);
+  if (spec == nullptr) return out;
+  auto init = spec->find("initContainers");
+  if (init == spec->end() || !init->is_array()) return out;
+  for (const json& container : *init) {
+    if (!container.is_object()) continue;
+    auto resources = container.find("resources");
+    PodTotals own = pod_totals({resources_of(resources == container.end() ? json() : *resources)});
+    auto policy = container.find("restartPolicy");
+    if (policy != container.end() && policy->is_string() && *policy == "Always") {
+      add_to(out.sidecars.requests, own.requests);
+      add_to(out.sidecars.limits, own.limits);
+    } else {
+      raise_to(out.peak.requests, plus(own.requests, out.sidecars.requests));
+      raise_to(out.peak.limits, plus(own.limits, out.sidecars.limits));
+    }
+  }
+  return out;
+}
+
+// What the pod counts for, from its app containers' sums: those plus the sidecars, or an init
+// container's peak where that is more; and the pod-level resources (spec.resources) where they
+// are set (they are at least the containers' sums, or vscaler's write raises them with them).
+PodTotals effective(const json& object, PodTotals containers) {
+  InitNeeds init = init_needs(object);
+  add_to(containers.requests, init.sidecars.requests);
+  add_to(containers.limits, init.sidecars.limits);
+  raise_to(containers.requests, init.peak.requests);
+  raise_to(containers.limits, init.peak.limits);
+  if (const json* spec = api::pod_spec_of(object)) {
+    auto pod_level = spec->find("resources");
+    if (pod_level != spec->end() && pod_level->is_object()) {
+      PodTotals own = pod_totals({resources_of(*pod_level)});
+      raise_to(containers.requests, own.requests);
+      raise_to(containers.limits, own.limits);
+    }
+  }
+  return containers;
+}
+
+}  // namespace
+
 PodTotals pod_totals_of(const json& object) {
   std::vector<ContainerResources> containers;
   for (const json& container : api::pod_containers_of(object)) {
@@ -80,7 +150,25 @@ PodTotals pod_totals_of(const json& object) {
     auto resources = container.find("resources");
     containers.push_back(resources_of(resources == container.end() ? json() : *resources));
   }
-  return pod_totals(containers);
+  return effective(object, pod_totals(containers));
+}
+
+PodTotals shared_with_containers(const json& object) {
+  return init_needs(object).sidecars;
+}
+
+PodTotals minus_bounded(const PodTotals& bound, const PodTotals& taken) {
+  PodTotals out = bound;
+  for (bool limits : {false, true}) {
+    const ResourceMap& off = limits ? taken.limits : taken.requests;
+    for (auto& [resource, value] : limits ? out.limits : out.requests) {
+      const auto* t = find(off, resource);
+      if (t == nullptr) continue;
+      value = Quantity::from_nanos(std::max<kube::Int128>(0, value.nanos() - t->nanos()),
+                                   value.format());
+    }
+  }
+  return out;
 }
 
 PodTotals at_least(const PodTotals& bound, const PodTotals& floor) {
@@ -110,7 +198,7 @@ PodTotals pod_totals_after(const json& object, const api::ResourcePlan& plan) {
     }
     containers.push_back(resources_of(resources == nullptr ? json() : *resources));
   }
-  return pod_totals(containers);
+  return effective(object, pod_totals(containers));
 }
 
 PodTotals spend(const PodTotals& headroom, const PodTotals& before, const PodTotals& after) {

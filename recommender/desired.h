@@ -20,11 +20,21 @@ namespace vscaler::recommender {
 /// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
 std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler);
 
-/// The cpu/memory requests and limits of the containers of `object`'s pod spec, summed.
+/// The cpu/memory requests and limits `object`'s pod counts for, as the scheduler and
+/// ResourceQuota count them: its containers' sums plus the sidecars' (init containers with
+/// restartPolicy Always), or a regular init container's need (with the sidecars started before
+/// it) where that is more, or the pod-level resources where they are set and more.
 PodTotals pod_totals_of(const nlohmann::json& object);
 
-/// The sums of `object`'s containers once `plan` (made for it) is written.
+/// The same once `plan` (made for `object`) is written.
 PodTotals pod_totals_after(const nlohmann::json& object, const api::ResourcePlan& plan);
+
+/// What `object`'s containers share the pod's totals with while they run: the sidecars' sums.
+/// A budget for the containers is the pod's, less these (minus_bounded).
+PodTotals shared_with_containers(const nlohmann::json& object);
+
+/// `bound` less `taken` for each key of `bound` (at least zero).
+PodTotals minus_bounded(const PodTotals& bound, const PodTotals& taken);
 
 /// `headroom` with `spent` taken off each of its keys (at least zero) and `earned` (negative
 /// growth: a pod made smaller) never added: the quota controller counts that back itself.

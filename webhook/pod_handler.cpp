@@ -75,8 +75,15 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
       quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
   const recommender::PodTotals own = recommender::pod_totals_of(request.object);
   if (budget) *budget = recommender::at_least(*budget, own);
+  // The containers' share of it: the sidecars run beside them and count too.
+  std::optional<recommender::PodTotals> containers_budget;
+  if (budget) {
+    containers_budget =
+        recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
+  }
   auto containers = recommender::recommended_containers(
-      *active, request.object, recommendations, limit_range.get(), budget ? &*budget : nullptr);
+      *active, request.object, recommendations, limit_range.get(),
+      containers_budget ? &*containers_budget : nullptr);
   api::ResourcePlan plan = api::plan_resources(*active, request.object, &containers.desired);
   AdmissionResponse response;
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.

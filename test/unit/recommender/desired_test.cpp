@@ -112,3 +112,38 @@ TEST_CASE(
   REQUIRE(out.applied[0].next);
   CHECK(out.applied[0].next->limits.at(kCpu).to_string() == "1");
 }
+
+TEST_CASE("pod totals count what ResourceQuota counts: sidecars, an init peak, pod-level values") {
+  auto cpu = [](const PodTotals& totals, bool limits = false) {
+    const auto& map = limits ? totals.limits : totals.requests;
+    auto found = map.find("cpu");
+    return found == map.end() ? std::string("-") : found->second.to_string();
+  };
+  json pod = json::parse(R"({"spec": {
+      "containers": [{"name": "app", "resources": {"requests": {"cpu": "300m"},
+                                                   "limits": {"cpu": "1"}}},
+                     {"name": "web", "resources": {"requests": {"cpu": "100m"}}}],
+      "initContainers": [
+        {"name": "migrate", "resources": {"requests": {"cpu": "200m"}}},
+        {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "50m"},
+                                                                   "limits": {"cpu": "200m"}}},
+        {"name": "warm", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}}}]}})");
+  // The init container "warm" runs beside the sidecar started before it: 2 + 0.05 > 0.4 + 0.05.
+  CHECK(cpu(pod_totals_of(pod)) == "2050m");
+  CHECK(cpu(pod_totals_of(pod), true) == "3200m");
+  CHECK(cpu(shared_with_containers(pod)) == "50m");
+  pod["spec"]["initContainers"].erase(2);
+  CHECK(cpu(pod_totals_of(pod)) == "450m");  // 300m + 100m + the sidecar's 50m
+  CHECK(cpu(pod_totals_of(pod), true) == "1200m");
+  // Pod-level resources, where they say more, are what the pod counts for.
+  pod["spec"]["resources"] = {{"requests", {{"cpu", "1"}}}};
+  CHECK(cpu(pod_totals_of(pod)) == "1");
+  // A template's pod spec reads the same.
+  json deployment;
+  deployment["spec"]["template"] = pod;
+  CHECK(cpu(pod_totals_of(deployment)) == "1");
+  // A budget for the containers leaves the sidecars' part out.
+  PodTotals budget;
+  budget.requests.emplace("cpu", kube::Quantity::parse("1").value());
+  CHECK(cpu(minus_bounded(budget, shared_with_containers(pod))) == "950m");
+}

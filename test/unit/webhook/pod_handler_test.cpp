@@ -171,6 +171,37 @@ TEST_CASE("a ResourceQuota's headroom caps the recommended values, never below t
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
 }
 
+TEST_CASE("a sidecar init container takes its share of the quota headroom from the containers") {
+  Fixture f;
+  controller::QuotaCache quotas;
+  RecordedHints hints;
+  PodHandler handler{f.store, f.results, nullptr, &quotas, &hints};
+  f.add("web", "web", "InPlace", R"([{"name": "app"}, {"name": "sidecar", "mode": "Off"}])",
+        R"({"recommendation": {"containerRecommendations": [
+          {"containerName": "app", "target": {"cpu": "300m"}, "lowerBound": {"cpu": "250m"},
+           "upperBound": {"cpu": "400m"}, "uncappedTarget": {"cpu": "300m"}}]}})");
+  // 300m of requests.cpu left; the pod's sidecar (an init container with restartPolicy Always)
+  // runs beside the containers and asks 100m of it: app gets 200m, not the 300m target.
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(R"({"metadata": {"name": "q",
+      "namespace": "record"}, "status": {"hard": {"requests.cpu": "1"},
+      "used": {"requests.cpu": "700m"}}})"))}) == 0);
+  json review = recorded_review();
+  json& init = review["request"]["object"]["spec"]["initContainers"][0];
+  init["restartPolicy"] = "Always";
+  init["resources"] = {{"requests", {{"cpu", "100m"}}}};
+  auto response = handler.handle(parse(review));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
+  // A regular init container runs before them, alone: it takes nothing from their share.
+  init.erase("restartPolicy");
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(R"({"metadata": {"name": "q",
+      "namespace": "record"}, "status": {"hard": {"requests.cpu": "1"},
+      "used": {"requests.cpu": "700m"}}})"))}) == 0);
+  response = handler.handle(parse(review));
+  REQUIRE(response.patch.is_array());
+  CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
+}
+
 TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the pod is created") {
   Fixture f;
   controller::QuotaCache quotas;
