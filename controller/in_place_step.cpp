@@ -140,10 +140,16 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     pod.state = PodResizeState::kInfeasible;
     pod.message = "the API server refused the resize: " + resized.error().to_string();
     pod.refused = true;
-    // The node's room, or a feature it lacks (pod-level resources): a DaemonSet's pod, recreated
-    // on the same node, would meet the same refusal.
-    pod.node_capacity = pod.message.find("NodeCapacity") != std::string::npos ||
-                        pod.message.find("not available on node") != std::string::npos;
+    // The node's room (the API server's PodResizeValidator: cause NodeCapacity, "node didn't
+    // have enough allocatable resources"), or a feature it lacks (pod-level resources): a
+    // DaemonSet's pod, recreated on the same node, would meet the same refusal.
+    const auto& causes = resized.error().causes;
+    pod.node_capacity =
+        std::any_of(causes.begin(), causes.end(),
+                    [](const kube::StatusCause& cause) { return cause.type == "NodeCapacity"; }) ||
+        pod.message.find("NodeCapacity") != std::string::npos ||
+        pod.message.find("enough allocatable resources") != std::string::npos ||
+        pod.message.find("not available on node") != std::string::npos;
     // ResourceQuota admission: "exceeded quota"; LimitRanger: "maximum ... usage per Container".
     pod.quota = pod.message.find("exceeded quota") != std::string::npos ||
                 pod.message.find("usage per Container") != std::string::npos ||

@@ -22,6 +22,7 @@ class FakeApi : public controller::ReconcileApi {
   std::vector<std::string> resized;  // names, in order
   bool refuse = false;
   std::string refusal = "Node didn't have enough capacity: NodeCapacity";
+  std::string refusal_cause;  ///< a Status cause type of the refusal, if any
 
   controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
                                      std::chrono::milliseconds) override {
@@ -48,7 +49,9 @@ class FakeApi : public controller::ReconcileApi {
   controller::ApiResult resize_pod(const std::string&, const std::string& name,
                                    const json& patch) override {
     if (refuse) {
-      return kube::fail(kube::make_error(kube::ErrorKind::kForbidden, refusal));
+      auto error = kube::make_error(kube::ErrorKind::kForbidden, refusal);
+      if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
+      return kube::fail(error);
     }
     resized.push_back(name);
     json& pod = pods.at(name);
@@ -236,6 +239,24 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   REQUIRE(result.ok());
   CHECK(result->plan.pods[0].quota);
   CHECK_FALSE(result->plan.pods[0].node_capacity);
+  CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+}
+
+TEST_CASE("the API server's PodResizeValidator refusal (cause NodeCapacity) is the node's room") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  api.refuse = true;
+  // As Kubernetes 1.36 words it: the cause type carries the name, the message does not.
+  api.refusal =
+      "pods \"web-7f9c-a\" is forbidden: node didn't have enough allocatable resources: cpu, "
+      "requested: 3000, allocatable: 1000";
+  api.refusal_cause = "NodeCapacity";
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pods[0].node_capacity);
+  CHECK_FALSE(result->plan.pods[0].quota);
   CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
 }
 
