@@ -68,7 +68,7 @@ bool has_fixed_entry(const api::Scaler& scaler, const api::ResourcePlan& plan) {
 /// status.pods, the Scaled condition and its message for an in-place step (`scaled` stays
 /// False unless every running pod carries the values).
 void describe_in_place(const InPlaceResult& step, const std::string& workload, bool evicts,
-                       Condition& scaled, StatusReport& report) {
+                       bool daemon_set, Condition& scaled, StatusReport& report) {
   const InPlacePlan& plan = step.plan;
   report.pods =
       json{{"total", plan.total()},   {"atTarget", plan.at_target}, {"resizing", plan.in_progress},
@@ -100,12 +100,23 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, b
     }
     bool quota = false;
     for (const PodResize& pod : plan.pods) quota = quota || pod.quota;
+    // A DaemonSet's pod refused for its node's room comes back on the same node: never evicted.
+    bool node_bound = daemon_set;
+    for (const PodResize& pod : plan.pods) {
+      if (pod.state != PodResizeState::kAtTarget && pod.state != PodResizeState::kDue &&
+          pod.state != PodResizeState::kInProgress && pod.state != PodResizeState::kHeld) {
+        node_bound = node_bound && pod.node_capacity;
+      }
+    }
     scaled.reason = quota ? reason::kQuotaExceeded : reason::kResizeInfeasible;
-    scaled.message = counts + "; " + std::to_string(plan.pending - plan.held) +
-                     " cannot be resized now (" + named + "); " +
-                     (quota    ? "retried; a quota refusal is never answered with an eviction"
-                      : evicts ? "evicted one at a time to be recreated with them"
-                               : "retried, never evicted (InPlace)");
+    scaled.message =
+        counts + "; " + std::to_string(plan.pending - plan.held) + " cannot be resized now (" +
+        named + "); " +
+        (quota        ? "retried; a quota refusal is never answered with an eviction"
+         : node_bound ? "retried, never evicted: a DaemonSet's pod would come back on the "
+                        "same node, which has no room for it"
+         : evicts     ? "evicted one at a time to be recreated with them"
+                      : "retried, never evicted (InPlace)");
   } else if (plan.in_progress > 0) {
     scaled.reason = reason::kResizing;
     scaled.message = counts + "; " + std::to_string(plan.in_progress) + " being resized in place";
@@ -346,7 +357,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       options_.quotas->reserve_spent(scaler.ns, *headroom, *step->plan.quota_left);
     }
     describe_in_place(*step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
-                      scaled, report);
+                      scaler.target.kind == "DaemonSet", scaled, report);
     outcome.requeue_after = step->recheck_after;
     if (scaled.status && !has_fixed_entry(scaler, plan) &&
         recommendation.containers.desired.empty() && !recommendation.containers.awaiting.empty()) {
