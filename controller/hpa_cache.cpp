@@ -24,34 +24,39 @@ const json& object_at(const json& object, const char* key) {
 
 }  // namespace
 
+std::optional<std::string> hpa_warning(const json& hpa, std::string_view kind,
+                                       std::string_view name) {
+  const json& spec = object_at(hpa, "spec");
+  const json& target = object_at(spec, "scaleTargetRef");
+  std::string api_version = text_at(target, "apiVersion");
+  if (text_at(target, "kind") != kind || text_at(target, "name") != name ||
+      (!api_version.empty() && api_version.rfind("apps/", 0) != 0)) {
+    return std::nullopt;
+  }
+  std::string resources;
+  const json& metrics = object_at(spec, "metrics");
+  if (!metrics.is_array()) return std::nullopt;
+  for (const json& metric : metrics) {
+    std::string resource = text_at(object_at(metric, "resource"), "name");
+    if (resource.empty()) resource = text_at(object_at(metric, "containerResource"), "name");
+    if ((resource == "cpu" || resource == "memory") &&
+        resources.find(resource) == std::string::npos) {
+      resources += (resources.empty() ? "" : " and ") + resource;
+    }
+  }
+  if (resources.empty()) return std::nullopt;
+  return "HorizontalPodAutoscaler " + text_at(object_at(hpa, "metadata"), "name") + " scales " +
+         std::string(kind) + " " + std::string(name) + " on " + resources +
+         ": it and vscaler would fight over the same usage";
+}
+
 std::vector<std::string> hpa_warnings(const json& list, std::string_view kind,
                                       std::string_view name) {
   std::vector<std::string> warnings;
   const json& items = object_at(list, "items");
   if (!items.is_array()) return warnings;
   for (const json& hpa : items) {
-    const json& spec = object_at(hpa, "spec");
-    const json& target = object_at(spec, "scaleTargetRef");
-    std::string api_version = text_at(target, "apiVersion");
-    if (text_at(target, "kind") != kind || text_at(target, "name") != name ||
-        (!api_version.empty() && api_version.rfind("apps/", 0) != 0)) {
-      continue;
-    }
-    std::string resources;
-    const json& metrics = object_at(spec, "metrics");
-    if (!metrics.is_array()) continue;
-    for (const json& metric : metrics) {
-      std::string resource = text_at(object_at(metric, "resource"), "name");
-      if (resource.empty()) resource = text_at(object_at(metric, "containerResource"), "name");
-      if ((resource == "cpu" || resource == "memory") &&
-          resources.find(resource) == std::string::npos) {
-        resources += (resources.empty() ? "" : " and ") + resource;
-      }
-    }
-    if (resources.empty()) continue;
-    warnings.push_back("HorizontalPodAutoscaler " + text_at(object_at(hpa, "metadata"), "name") +
-                       " scales " + std::string(kind) + " " + std::string(name) + " on " +
-                       resources + ": it and vscaler would fight over the same usage");
+    if (auto warning = hpa_warning(hpa, kind, name)) warnings.push_back(std::move(*warning));
   }
   return warnings;
 }
@@ -78,9 +83,8 @@ int HpaCache::rebuild(const std::vector<std::shared_ptr<const json>>& hpas,
     std::string kind = text_at(target, "kind");
     std::string name = text_at(target, "name");
     if (kind.empty() || name.empty()) continue;
-    json one = {{"items", json::array({*hpa})}};
-    for (auto& warning : hpa_warnings(one, kind, name)) {
-      next[text_at(metadata, "namespace")].push_back({kind, name, std::move(warning)});
+    if (auto warning = hpa_warning(*hpa, kind, name)) {
+      next[text_at(metadata, "namespace")].push_back({kind, name, std::move(*warning)});
     }
   }
   std::lock_guard lock(mutex_);

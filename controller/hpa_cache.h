@@ -11,11 +11,17 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace vscaler::controller {
+
+/// The warning for one HorizontalPodAutoscaler object if its scaleTargetRef is apps
+/// `kind`/`name` and it scales on a cpu or memory Resource or ContainerResource metric.
+std::optional<std::string> hpa_warning(const nlohmann::json& hpa, std::string_view kind,
+                                       std::string_view name);
 
 /// One warning per HorizontalPodAutoscaler in `list` (an autoscaling/v2 list, {"items": [...]})
 /// whose scaleTargetRef is apps `kind`/`name` and which scales on a cpu or memory Resource or
