@@ -82,7 +82,103 @@ struct ParsedSpec {
   TargetRef target;
   UpdateMode update_mode = UpdateMode::kAuto;
   std::vector<ContainerResources> containers;
+  std::optional<StartupBoost> startup_boost;
 };
+
+/// spec.startupBoost or spec.containers[i].startupBoost at `path`: {cpu: {type: Factor, factor}
+/// or {type: Quantity, quantity}, durationSeconds}. nullopt (with errors) when unusable.
+std::optional<StartupBoost> parse_startup_boost(const json& boost, const std::string& path,
+                                                std::vector<std::string>& errors) {
+  constexpr std::string_view kShape =
+      "{cpu: {type: Factor, factor: 2, durationSeconds: 60}} or {cpu: {type: Quantity, "
+      "quantity: \"500m\"}}";
+  if (!boost.is_object()) {
+    errors.push_back(path + ": must be an object, " + std::string(kShape));
+    return std::nullopt;
+  }
+  for (const auto& [key, value] : boost.items()) {
+    if (key != "cpu") {
+      errors.push_back(path + "." + key + ": only cpu is boosted; write " + std::string(kShape));
+    }
+  }
+  auto cpu = boost.find("cpu");
+  if (cpu == boost.end() || cpu->is_null()) {
+    errors.push_back(path + ".cpu: required, " + std::string(kShape));
+    return std::nullopt;
+  }
+  const std::string at = path + ".cpu";
+  if (!cpu->is_object()) {
+    errors.push_back(at + ": must be an object {type, factor or quantity, durationSeconds}");
+    return std::nullopt;
+  }
+  const std::size_t before = errors.size();
+  StartupBoost parsed;
+  auto factor = cpu->find("factor");
+  auto quantity = cpu->find("quantity");
+  const bool has_factor = factor != cpu->end() && !factor->is_null();
+  const bool has_quantity = quantity != cpu->end() && !quantity->is_null();
+  std::string type;
+  if (auto found = cpu->find("type"); found != cpu->end() && !found->is_null()) {
+    type = found->is_string() ? found->get<std::string>() : found->dump();
+  } else {
+    type = has_quantity && !has_factor ? "Quantity" : "Factor";  // inferred, as written
+  }
+  if (has_factor && has_quantity) {
+    errors.push_back(at + ": set factor (type: Factor) or quantity (type: Quantity), not both");
+  } else if (type == "Factor") {
+    parsed.type = StartupBoost::Type::kFactor;
+    if (!has_factor) {
+      errors.push_back(at +
+                       ".factor: required with type: Factor, an integer of at least 1 (2 "
+                       "doubles the CPU while the pod starts)");
+    } else if (!factor->is_number_integer() || factor->get<int64_t>() < 1) {
+      errors.push_back(at + ".factor: " + factor->dump() +
+                       " is not an integer of at least 1 (2 doubles the CPU while the pod "
+                       "starts)");
+    } else if (factor->get<int64_t>() > 100) {
+      errors.push_back(at + ".factor: " + factor->dump() + " is more than 100");
+    } else {
+      parsed.factor = factor->get<int64_t>();
+    }
+    if (has_quantity) errors.push_back(at + ".quantity: only with type: Quantity");
+  } else if (type == "Quantity") {
+    parsed.type = StartupBoost::Type::kQuantity;
+    if (!has_quantity) {
+      errors.push_back(at +
+                       ".quantity: required with type: Quantity, the CPU added to the "
+                       "base while the pod starts (\"500m\")");
+    } else if (auto value = quantity_from_json(*quantity); !value.ok()) {
+      errors.push_back(at + ".quantity: " + value.error());
+    } else if (value->nanos() <= 0) {
+      errors.push_back(at + ".quantity: must be more than zero, got " + value->to_string());
+    } else {
+      parsed.quantity = *value;
+    }
+    if (has_factor) errors.push_back(at + ".factor: only with type: Factor");
+  } else {
+    errors.push_back(at + ".type: \"" + type + "\" is not one of Factor, Quantity");
+  }
+  if (auto duration = cpu->find("durationSeconds");
+      duration != cpu->end() && !duration->is_null()) {
+    if (!duration->is_number_integer() || duration->get<int64_t>() < 0) {
+      errors.push_back(at + ".durationSeconds: " + duration->dump() +
+                       " is not a whole number of seconds of at least 0 (0: until the pod is "
+                       "Ready)");
+    } else if (duration->get<int64_t>() > 86'400) {
+      errors.push_back(at + ".durationSeconds: " + duration->dump() +
+                       " is more than a day (86400); a boost is for the start of a pod");
+    } else {
+      parsed.duration_seconds = duration->get<int64_t>();
+    }
+  }
+  for (const auto& [key, value] : cpu->items()) {
+    if (key != "type" && key != "factor" && key != "quantity" && key != "durationSeconds") {
+      errors.push_back(at + "." + key + ": unknown field; write " + std::string(kShape));
+    }
+  }
+  if (errors.size() != before) return std::nullopt;
+  return parsed;
+}
 
 /// The hint for a boolean where a mode belongs: YAML 1.1 (kubectl) reads an unquoted Off as
 /// false, and the user otherwise reads only "Unsupported value: false".
@@ -237,6 +333,9 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
   }
   parse_target(spec, parsed, errors);
   parse_update_mode(spec, parsed, errors);
+  if (auto boost = spec.find("startupBoost"); boost != spec.end() && !boost->is_null()) {
+    parsed.startup_boost = parse_startup_boost(*boost, "spec.startupBoost", errors);
+  }
 
   auto containers = spec.find("containers");
   if (containers == spec.end() || containers->is_null()) return parsed;  // all, from usage
@@ -285,6 +384,11 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
     }
     bool has_policy = false;
     parse_policy(item, path, entry, has_policy, errors);
+    const bool has_boost = item.contains("startupBoost") && !item["startupBoost"].is_null();
+    if (has_boost) {
+      entry.startup_boost =
+          parse_startup_boost(item["startupBoost"], path + ".startupBoost", errors);
+    }
     bool has_fixed = item.contains("requests") || item.contains("limits");
     if (has_fixed && has_policy) {
       errors.push_back(path +
@@ -292,7 +396,7 @@ ParsedSpec parse_spec(const json& spec, std::vector<std::string>& errors) {
                        "recommendation policy (minAllowed, maxAllowed, controlledResources, "
                        "controlledValues), not both");
     }
-    if (entry.off && (has_fixed || has_policy)) {
+    if (entry.off && (has_fixed || has_policy || has_boost)) {
       errors.push_back(path +
                        ".mode: an entry with mode \"Off\" leaves its container alone "
                        "and carries nothing else");
@@ -361,6 +465,34 @@ const ContainerResources* Scaler::entry_for(std::string_view container) const {
   return wildcard;
 }
 
+const StartupBoost* Scaler::boost_for(std::string_view container) const {
+  const ContainerResources* entry = entry_for(container);
+  if (entry == nullptr || entry->off) return nullptr;
+  if (entry->startup_boost) return &*entry->startup_boost;
+  return startup_boost ? &*startup_boost : nullptr;
+}
+
+bool Scaler::boosts() const {
+  if (startup_boost) return true;
+  for (const auto& entry : containers) {
+    if (entry.startup_boost) return true;
+  }
+  return false;
+}
+
+kube::Quantity StartupBoost::boosted(const kube::Quantity& base) const {
+  if (type == Type::kQuantity) return kube::Quantity::from_nanos(base.nanos() + quantity.nanos());
+  return kube::Quantity::from_nanos(base.nanos() * factor);
+}
+
+std::string StartupBoost::describe() const {
+  std::string out = type == Type::kQuantity ? "+" + quantity.to_string() + " CPU"
+                                            : "CPU x" + std::to_string(factor);
+  return out + (duration_seconds == 0
+                    ? " until Ready"
+                    : " until " + std::to_string(duration_seconds) + " s after Ready");
+}
+
 std::vector<std::string> validate_scaler_spec(const json& spec) {
   std::vector<std::string> errors;
   parse_spec(spec, errors);
@@ -404,6 +536,7 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   scaler.target = std::move(parsed.target);
   scaler.update_mode = parsed.update_mode;
   scaler.containers = std::move(parsed.containers);
+  scaler.startup_boost = parsed.startup_boost;
   if (auto status = object.find("status"); status != object.end()) store_status(*status, scaler);
   return scaler;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,28 @@ enum class ControlledValues {
   kRequestsOnly,       ///< the request only, never above an existing limit
 };
 
+/// spec.startupBoost.cpu (or spec.containers[].startupBoost.cpu): VPA's CPU startup boost
+/// (AEP-7862). A pod admitted through the pod hook gets its CPU request (and limit, in proportion)
+/// raised from its base while it starts; once it is Ready and `duration_seconds` has passed it is
+/// resized in place back to the base (DESIGN.md "Startup boost").
+struct StartupBoost {
+  enum class Type {
+    kFactor,    ///< base × factor
+    kQuantity,  ///< base + quantity (VPA adds; it does not set)
+  };
+  Type type = Type::kFactor;
+  int64_t factor = 1;       ///< type Factor: an integer >= 1
+  kube::Quantity quantity;  ///< type Quantity: more than zero
+  /// How long after the pod is Ready the boost lasts; 0: until Ready.
+  int64_t duration_seconds = 0;
+
+  /// The boosted CPU request for `base` (before any cap).
+  kube::Quantity boosted(const kube::Quantity& base) const;
+  /// "factor 2" or "+500m", and the duration: how messages and the annotation name it.
+  std::string describe() const;
+  bool operator==(const StartupBoost&) const = default;
+};
+
 /// One entry of spec.containers: a container name (or "*") and either fixed values
 /// (requests/limits, applied as declared) or the policy of its recommendation. The per-entry
 /// defaults (both resources controlled, RequestsAndLimits) are vscaler's, not the schema's: a
@@ -63,6 +86,8 @@ struct ContainerResources {
   bool controls_cpu = true;     ///< controlledResources contains cpu
   bool controls_memory = true;  ///< controlledResources contains memory
   ControlledValues controlled_values = ControlledValues::kRequestsAndLimits;
+  /// containers[].startupBoost.cpu: this container's boost, in place of spec.startupBoost.
+  std::optional<StartupBoost> startup_boost;
 
   /// True for an entry of fixed values (no recommendation applies to its container).
   bool fixed() const { return !requests.empty() || !limits.empty(); }
@@ -99,6 +124,9 @@ struct Scaler {
   UpdateMode update_mode = UpdateMode::kAuto;
   /// spec.containers; empty (absent) = every container is scaled from its usage.
   std::vector<ContainerResources> containers;
+  /// spec.startupBoost.cpu: the boost of every container the scaler matches that has none of its
+  /// own.
+  std::optional<StartupBoost> startup_boost;
   /// The stored status, without its recommendation, as compact JSON text deflated
   /// (api/packed_text.h; "" when absent): ~110 bytes per scaler, not a DOM of several KB (issue
   /// 17). Read it with status().
@@ -119,6 +147,11 @@ struct Scaler {
   /// spec.containers at all, every container gets a "*" entry of vscaler's defaults (scaled from
   /// usage, both resources, RequestsAndLimits).
   const ContainerResources* entry_for(std::string_view container) const;
+  /// The startup boost of `container`: its entry's, else spec.startupBoost; nullptr when it has
+  /// none, or its entry is mode "Off" (never boosted), or the scaler does not match it.
+  const StartupBoost* boost_for(std::string_view container) const;
+  /// True when some boost is configured (spec.startupBoost or an entry's).
+  bool boosts() const;
 };
 
 /// Parses a VerticalScaler object as returned by the API server. Errors name the field

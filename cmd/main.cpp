@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "cmd/leadership.h"
 #include "cmd/options.h"
+#include "controller/boost_step.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
 #include "controller/memory_trim.h"
@@ -209,8 +210,9 @@ int run(const cmd::Options& options) {
       "vscaler_pod_admission_total",
       "Pod CREATEs the pod admission hook answered, by result (patched, unchanged, no_scaler)",
       {"result"});
-  webhook::PodHandler pods(manager.store(), pod_admissions, &manager.limit_ranges(),
-                           &manager.quotas(), &manager.hints());
+  webhook::PodHandler pods(
+      manager.store(), pod_admissions, &manager.limit_ranges(), &manager.quotas(), &manager.hints(),
+      &controller::startup_boost_counter(registry), manager_options.reconciler.resize_supported);
   webhook::ScalerHandler scalers(manager.store());
 
   webhook::AdmissionServerOptions server_options;

@@ -134,6 +134,12 @@ void QueueingHintSink::unclaimed_create(std::string_view ns, std::string_view ki
   if (unclaimed_ != nullptr) unclaimed_->record(UnclaimedCreates::key(ns, kind, name));
 }
 
+void QueueingHintSink::boosted_pod(std::string_view scaler_key) {
+  const std::string key(scaler_key);
+  if (on_boosted_pod_) on_boosted_pod_(key);
+  queue_.add(key, Priority::kHigh);
+}
+
 void QueueingHintSink::hint(std::string_view scaler_key, const Expectation& expectation) {
   if (expectation.min_generation_exclusive > 0 && verified_ != nullptr) {
     auto last = verified_->get(std::string(scaler_key));

@@ -144,6 +144,12 @@ class QueueingHintSink final : public HintSink {
                    metrics::Counter* dropped = nullptr);
   void hint(std::string_view scaler_key, const Expectation& expectation) override;
   void unclaimed_create(std::string_view ns, std::string_view kind, std::string_view name) override;
+  /// Tells `on_boosted_pod` (set once, before the webhook serves), then queues the key.
+  void boosted_pod(std::string_view scaler_key) override;
+  /// Where boosted_pod reports (the reconciler's boost step); empty: only queued.
+  void set_on_boosted_pod(std::function<void(const std::string&)> on_boosted_pod) {
+    on_boosted_pod_ = std::move(on_boosted_pod);
+  }
 
  private:
   Expectations& expectations_;
@@ -151,6 +157,7 @@ class QueueingHintSink final : public HintSink {
   UnclaimedCreates* unclaimed_;
   const VerifiedState* verified_;
   metrics::Counter* dropped_;
+  std::function<void(const std::string&)> on_boosted_pod_;
 };
 
 }  // namespace vscaler::controller

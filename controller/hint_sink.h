@@ -44,6 +44,10 @@ class HintSink {
   virtual void unclaimed_create(std::string_view ns, std::string_view kind, std::string_view name) {
     (void)ns, (void)kind, (void)name;
   }
+  /// A pod of scaler `scaler_key`'s target was admitted with a startup boost: the scaler must
+  /// look at its pods until the pod is stored and Ready, then end the boost. Queues it like
+  /// hint(). No-op by default.
+  virtual void boosted_pod(std::string_view scaler_key) { (void)scaler_key; }
 };
 
 }  // namespace vscaler::controller

@@ -65,12 +65,9 @@ std::size_t wanted_pods(const json& workload) {
 
 }  // namespace
 
-kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
-    const api::Scaler& scaler, const json& workload,
-    const std::vector<recommender::ContainerRecommendation>& recommendations,
-    const recommender::LimitRangeItem* limit_range,
-    const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
-    recommender::TimePoint now) {
+kube::Result<std::vector<json>, kube::ApiError> list_target_pods(ReconcileApi& api,
+                                                                 const api::Scaler& scaler,
+                                                                 const json& workload) {
   const json* selector = kube::find_path(workload, {"spec", "selector"});
   auto query = selector ? recommender::label_selector_query(*selector)
                         : kube::Result<std::string>(kube::fail(std::string("no spec.selector")));
@@ -79,7 +76,7 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
     error.message = scaler.target.kind + " " + scaler.target.name + ": " + query.error();
     return kube::fail(std::move(error));
   }
-  auto listed = api_.list_pods(scaler.ns, *query);
+  auto listed = api.list_pods(scaler.ns, *query);
   if (!listed.ok()) return kube::fail(std::move(listed).error());
   // The selector's pods that are this workload's (another workload's pods may match it).
   std::vector<json> pods;
@@ -89,6 +86,27 @@ kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
       pods.push_back(std::move(pod));
     }
   }
+  return pods;
+}
+
+kube::Result<InPlaceResult, kube::ApiError> InPlaceStep::run(
+    const api::Scaler& scaler, const json& workload,
+    const std::vector<recommender::ContainerRecommendation>& recommendations,
+    const recommender::LimitRangeItem* limit_range,
+    const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
+    recommender::TimePoint now) {
+  auto pods = list_target_pods(api_, scaler, workload);
+  if (!pods.ok()) return kube::fail(std::move(pods).error());
+  return run_listed(scaler, workload, *pods, recommendations, limit_range, quota_headroom,
+                    may_write, now);
+}
+
+InPlaceResult InPlaceStep::run_listed(
+    const api::Scaler& scaler, const json& workload, const std::vector<json>& pods,
+    const std::vector<recommender::ContainerRecommendation>& recommendations,
+    const recommender::LimitRangeItem* limit_range,
+    const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
+    recommender::TimePoint now) {
   InPlaceResult result;
   InPlaceRules rules = rules_;
   rules.now = now;

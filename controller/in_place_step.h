@@ -31,7 +31,15 @@ class ResizeMetrics {
   virtual void on_pod_resize(const char* /*result*/) {}
   /// `result`: evicted, blocked (a PodDisruptionBudget said 429) (vscaler_pod_evictions_total).
   virtual void on_pod_eviction(const char* /*result*/) {}
+  /// `result`: ended, infeasible, error (vscaler_startup_boosts_total; see boost_step.h).
+  virtual void on_startup_boost(const char* /*result*/) {}
 };
+
+/// The running and starting pods of `scaler`'s target `workload` (as just read): its
+/// spec.selector's pods whose owner chain is that workload (another workload's pods may match
+/// the selector). The error names a selector that cannot be used.
+kube::Result<std::vector<nlohmann::json>, kube::ApiError> list_target_pods(
+    ReconcileApi& api, const api::Scaler& scaler, const nlohmann::json& workload);
 
 /// One step's outcome.
 struct InPlaceResult {
@@ -71,6 +79,14 @@ class InPlaceStep {
       recommender::TimePoint now =
           recommender::TimePoint(std::chrono::duration_cast<recommender::Duration>(
               std::chrono::system_clock::now().time_since_epoch())));
+  /// run() on pods already listed (list_target_pods), less those another step handles (a
+  /// boosted pod is the boost step's until its boost ends).
+  InPlaceResult run_listed(const api::Scaler& scaler, const nlohmann::json& workload,
+                           const std::vector<nlohmann::json>& pods,
+                           const std::vector<recommender::ContainerRecommendation>& recommendations,
+                           const recommender::LimitRangeItem* limit_range,
+                           const std::optional<recommender::PodTotals>& quota_headroom,
+                           bool may_write, recommender::TimePoint now);
 
   /// Forgets a scaler (deleted, or no longer in an in-place mode).
   void forget(const std::string& key);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 
+#include "api/startup_boost.h"
 #include "base/log.h"
 #include "controller/status.h"
 #include "controller/workload_meta_list.h"
@@ -66,11 +67,21 @@ ApiResult KubeReconcileApi::list_pods(const std::string& ns, const std::string& 
   kube::ListOptions options;
   options.label_selector = label_selector;
   // Only what a resize decision reads is kept of each pod (a pod's managedFields and most of its
-  // spec are larger than the rest).
+  // spec are larger than the rest); of its annotations, only a startup boost's record.
   options.transform = [](json& pod) {
     if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
       metadata->erase("managedFields");
-      metadata->erase("annotations");
+      auto annotations = metadata->find("annotations");
+      if (annotations == metadata->end()) return;
+      auto record = annotations->is_object() ? annotations->find(api::kStartupBoostAnnotation)
+                                             : annotations->end();
+      if (record == annotations->end()) {
+        metadata->erase(annotations);
+        return;
+      }
+      json kept = json::object();
+      kept[std::string(api::kStartupBoostAnnotation)] = std::move(*record);
+      *annotations = std::move(kept);
     }
   };
   auto listed = client_.list(resources::kPods, ns, options);

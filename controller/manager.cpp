@@ -72,7 +72,8 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
         pod_evictions_(registry.counter("vscaler_pod_evictions_total",
                                         "Pods evicted because they could not be resized in "
                                         "place (InPlaceOrRecreate), by result (evicted, blocked)",
-                                        {"result"})) {
+                                        {"result"})),
+        startup_boosts_(startup_boost_counter(registry)) {
     for (const char* result : {"requested", "completed", "deferred", "infeasible", "error"}) {
       pod_resizes_.with({result});
     }
@@ -92,6 +93,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   void on_recommendation_applied() override { recommendation_applied_.inc(); }
   void on_pod_resize(const char* result) override { pod_resizes_.with({result}).inc(); }
   void on_pod_eviction(const char* result) override { pod_evictions_.with({result}).inc(); }
+  void on_startup_boost(const char* result) override { startup_boosts_.with({result}).inc(); }
   void on_enqueued(std::size_t keys) override { resync_enqueued_.inc(static_cast<double>(keys)); }
 
   void on_reconcile(const char* result, double seconds) {
@@ -112,6 +114,7 @@ class Manager::Metrics : public QueueMetrics, public ReconcilerMetrics, public R
   metrics::Counter& recommendation_applied_;
   metrics::CounterFamily& pod_resizes_;
   metrics::CounterFamily& pod_evictions_;
+  metrics::CounterFamily& startup_boosts_;
 };
 
 Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry& registry)
@@ -145,6 +148,7 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   options_.reconciler.hpas = &hpas_;
   reconciler_ = std::make_unique<Reconciler>(reconcile_api_, store_, verified_, expectations_,
                                              *metrics_, options_.reconciler);
+  hints_->set_on_boosted_pod([this](const std::string& key) { reconciler_->boost_admitted(key); });
   // Three namespace reads at once: each mostly waits on the API server.
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
                                          /*concurrency=*/3);

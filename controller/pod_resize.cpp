@@ -95,28 +95,41 @@ std::string long_lived_reason(const json& pod,
   return {};
 }
 
-/// True when some controlled container's cpu/memory in the pod's status (what the kubelet
-/// applied) differs from its spec (what was asked): a resize not carried out yet.
-bool status_behind_spec(const json& pod, const api::ResourcePlan& plan) {
+/// True when some named container's cpu/memory in the pod's status (what the kubelet applied)
+/// differs from its spec (what was asked): a resize not carried out yet.
+bool status_behind_spec(const json& pod, const std::vector<std::string>& names) {
   const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
-  for (const auto& container : plan.containers) {
+  const json* specs = kube::find_path(pod, {"spec", "containers"});
+  if (statuses == nullptr || !statuses->is_array() || specs == nullptr || !specs->is_array()) {
+    return false;
+  }
+  for (const std::string& name : names) {
     const json* applied = nullptr;
-    if (statuses != nullptr && statuses->is_array()) {
-      for (const json& status : *statuses) {
-        if (kube::string_at(status, {"name"}) == container.name) {
-          applied = kube::find_path(status, {"resources"});
-        }
-      }
+    for (const json& status : *statuses) {
+      if (kube::string_at(status, {"name"}) == name)
+        applied = kube::find_path(status, {"resources"});
     }
     // Not reported (a node without in-place resize: the API server refuses a resize of such a
     // pod, and that refusal is what gets reported, not a wait that never ends).
     if (applied == nullptr) continue;
+    const json* asked = nullptr;
+    for (const json& spec : *specs) {
+      if (kube::string_at(spec, {"name"}) == name) asked = kube::find_path(spec, {"resources"});
+    }
     // cpu/memory requests and limits compared by value (recommender::resources_of parses them).
-    if (recommender::resources_of(container.current) != recommender::resources_of(*applied)) {
+    if (recommender::resources_of(asked ? *asked : json::object()) !=
+        recommender::resources_of(*applied)) {
       return true;
     }
   }
   return false;
+}
+
+/// The names of the containers a plan matches.
+std::vector<std::string> names_of(const api::ResourcePlan& plan) {
+  std::vector<std::string> names;
+  for (const auto& container : plan.containers) names.push_back(container.name);
+  return names;
 }
 
 /// The resize patch: the keys the plan sets, of each changed container.
@@ -167,6 +180,32 @@ std::string_view to_string(PodResizeState state) {
       return "Held";
   }
   return "AtTarget";
+}
+
+ResizeProgress resize_progress(const json& pod, const std::vector<std::string>& containers) {
+  ResizeProgress out;
+  ResizeConditions conditions = resize_conditions(pod);
+  const int64_t generation = kube::meta_generation(pod);
+  const json* observed = kube::find_path(pod, {"status", "observedGeneration"});
+  const bool unseen = generation > 0 && observed != nullptr && observed->is_number_integer() &&
+                      observed->get<int64_t>() < generation;
+  const std::string in_progress_reason =
+      conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
+  if (conditions.pending != nullptr && !unseen) {
+    out.since = transition_time(*conditions.pending);
+    out.state = kube::string_at(*conditions.pending, {"reason"}) == "Infeasible"
+                    ? PodResizeState::kInfeasible
+                    : PodResizeState::kDeferred;
+    out.message = kube::string_at(*conditions.pending, {"message"});
+  } else if (conditions.in_progress != nullptr && in_progress_reason == "Error" && !unseen) {
+    out.since = transition_time(*conditions.in_progress);
+    out.state = PodResizeState::kError;
+    out.message = kube::string_at(*conditions.in_progress, {"message"});
+  } else if (unseen || conditions.in_progress != nullptr || status_behind_spec(pod, containers)) {
+    out.state = PodResizeState::kInProgress;
+    if (conditions.in_progress != nullptr) out.since = transition_time(*conditions.in_progress);
+  }
+  return out;
 }
 
 bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoint now) {
@@ -255,7 +294,7 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.message = plan.invalid;
     } else if (unseen || (conditions.in_progress != nullptr && in_progress_reason != "Error") ||
                (conditions.pending == nullptr && conditions.in_progress == nullptr &&
-                status_behind_spec(pod, plan))) {
+                status_behind_spec(pod, names_of(plan)))) {
       decision.state = PodResizeState::kInProgress;  // the kubelet has work to do: wait for it
       if (conditions.in_progress != nullptr)
         decision.since = transition_time(*conditions.in_progress);

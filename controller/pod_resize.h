@@ -84,6 +84,20 @@ struct InPlacePlan {
   std::size_t total() const { return pods.size(); }
 };
 
+/// Where the kubelet stands on a pod's last resize, as its status reports it.
+struct ResizeProgress {
+  /// kAtTarget (done, or never asked), kInProgress (not seen yet, PodResizeInProgress, or the
+  /// status behind the spec), kDeferred, kInfeasible (PodResizePending) or kError.
+  PodResizeState state = PodResizeState::kAtTarget;
+  std::string message;  ///< the kubelet's, for kDeferred, kInfeasible and kError
+  std::optional<recommender::TimePoint> since;  ///< the condition's lastTransitionTime
+};
+
+/// The progress of `pod`'s last resize of its containers named in `containers` (their cpu/memory
+/// in the status compared with the spec).
+ResizeProgress resize_progress(const nlohmann::json& pod,
+                               const std::vector<std::string>& containers);
+
 /// Whether InPlaceOrRecreate may evict `pod` (of a workload of `kind`) to recreate it with the
 /// values, at `now` (VPA's rules, DESIGN.md "When a pod cannot be resized"): Infeasible or Error
 /// at once, Deferred after 5 minutes, in progress after an hour, refused by the API server (but

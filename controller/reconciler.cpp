@@ -159,7 +159,12 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
       expectations_(expectations),
       metrics_(metrics),
       options_(options),
-      in_place_(api, metrics, options.min_update_interval, options.in_place_rules) {}
+      in_place_(api, metrics, options.min_update_interval, options.in_place_rules),
+      boost_(api, metrics) {}
+
+void Reconciler::boost_admitted(const std::string& key) {
+  boost_.admitted(key, wall_now());
+}
 
 ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
   std::shared_ptr<const api::Scaler> scaler = store_.get(item.key);
@@ -168,6 +173,7 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     verified_.forget(item.key);
     expectations_.forget(item.key);
     in_place_.forget(item.key);
+    boost_.forget(item.key);
     {
       std::lock_guard lock(mutex_);
       mutated_.erase(item.key);
@@ -338,27 +344,51 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   bool applied = false;
 
   if (!api::in_place(scaler.update_mode)) in_place_.forget(key);  // it left those modes, if ever
+  // The target's pods, listed once for the steps that look at them: the in-place modes' and the
+  // startup boost's (in every mode). A boosted pod is the boost step's until its boost ends.
+  const bool in_place_step = api::in_place(scaler.update_mode) && options_.resize_supported;
+  const bool boost_step = options_.resize_supported && (scaler.boosts() || boost_.watching(scaler));
+  // Resizes are leader steps (asked once: each ask is counted).
+  const bool may_write_pods =
+      (in_place_step || boost_step) && (!options_.leader_step || options_.leader_step());
+  std::vector<json> pods;
+  if (in_place_step || boost_step) {
+    auto listed = list_target_pods(api_, scaler, stored);
+    if (!listed.ok()) return retry(listed.error(), "list the pods of " + workload);
+    pods = std::move(*listed);
+  }
+  if (boost_step) {
+    BoostResult boosts = boost_.run(scaler, pods, may_write_pods, now);
+    if (scaler.boosts() || boosts.boosted > 0 || boosts.ended > 0) {
+      report.startup_boost = boosts.status();
+    }
+    std::erase_if(pods, [&](const json& pod) {
+      return boosts.boosted_uids.contains(kube::meta_string(pod, "uid"));
+    });
+    outcome.requeue_after = boosts.recheck_after;
+  }
   if (scaler.update_mode == api::UpdateMode::kOff) {
     scaled.reason = reason::kUpdateModeOff;
     scaled.message = wanted.changed() ? "updateMode is Off: the declared resources are not applied"
                                       : "updateMode is Off; the " + scaler.target.kind +
                                             " already carries the declared resources";
     report.containers = api::status_containers(wanted, true);
-  } else if (api::in_place(scaler.update_mode) && options_.resize_supported) {
+  } else if (in_place_step) {
     // The template keeps what it has (values ride on writes that change it anyway); running pods
     // are resized, new ones sized at admission (webhook/pod_handler).
     report.containers = api::status_containers(plan, false);
-    const bool may_write = !options_.leader_step || options_.leader_step();
     auto headroom = options_.quotas ? options_.quotas->headroom(scaler.ns) : std::nullopt;
-    auto step = in_place_.run(scaler, stored, recommendation.recommendations, limit_range.get(),
-                              headroom, may_write);
-    if (!step.ok()) return retry(step.error(), "resize the pods of " + workload);
-    if (headroom && step->requested > 0 && step->plan.quota_left) {
-      options_.quotas->reserve_spent(scaler.ns, *headroom, *step->plan.quota_left);
+    auto step = in_place_.run_listed(scaler, stored, pods, recommendation.recommendations,
+                                     limit_range.get(), headroom, may_write_pods, now);
+    if (headroom && step.requested > 0 && step.plan.quota_left) {
+      options_.quotas->reserve_spent(scaler.ns, *headroom, *step.plan.quota_left);
     }
-    describe_in_place(*step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
+    describe_in_place(step, workload, scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate,
                       scaler.target.kind == "DaemonSet", scaled, report);
-    outcome.requeue_after = step->recheck_after;
+    if (step.recheck_after.count() > 0 &&
+        (outcome.requeue_after.count() == 0 || step.recheck_after < outcome.requeue_after)) {
+      outcome.requeue_after = step.recheck_after;
+    }
     if (scaled.status && !has_fixed_entry(scaler, plan) &&
         recommendation.containers.desired.empty() && !recommendation.containers.awaiting.empty()) {
       // Nothing to carry yet: the pods are not "at" a value nobody has decided.

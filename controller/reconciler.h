@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "controller/boost_step.h"
 #include "controller/expectations.h"
 #include "controller/hpa_cache.h"
 #include "controller/in_place_step.h"
@@ -91,6 +92,8 @@ class Reconciler {
   /// Reconciles the scaler `item.key`, honouring what it is expected to see; `item.priority ==
   /// kLow` marks a reconcile asked for by the resync (for vscaler_resync_corrections_total).
   ReconcileOutcome reconcile(const WorkItem& item);
+  /// The pod hook admitted a boosted pod for scaler `key` (from the hint sink; no I/O).
+  void boost_admitted(const std::string& key);
 
  private:
   struct MutationRecord {
@@ -130,6 +133,7 @@ class Reconciler {
   ReconcilerOptions options_;
 
   InPlaceStep in_place_;
+  BoostStep boost_;
   std::mutex mutex_;  // guards mutated_
   std::unordered_map<std::string, MutationRecord> mutated_;
 };

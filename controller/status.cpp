@@ -58,6 +58,11 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
     status.erase("deployment");
   }
   if (report.containers) status["containers"] = *report.containers;
+  if (report.startup_boost) {
+    status["startupBoost"] = *report.startup_boost;
+  } else {
+    status.erase("startupBoost");
+  }
   if (report.pods) {
     status["pods"] = *report.pods;
   } else {

@@ -86,6 +86,9 @@ struct StatusReport {
   /// status.pods of the in-place modes ({total, atTarget, resizing, pending, evicted}); nullopt
   /// removes a stored one (the scaler left those modes) or keeps none.
   std::optional<nlohmann::json> pods;
+  /// status.startupBoost ({boosted, ended, stuck, message}) while the scaler boosts pods or has
+  /// boosted some; nullopt removes a stored one.
+  std::optional<nlohmann::json> startup_boost;
   std::vector<Condition> conditions;  ///< conditions to set; others already stored are kept
 };
 

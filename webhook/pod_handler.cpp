@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "api/resources.h"
+#include "api/startup_boost.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
 #include "recommender/desired.h"
@@ -12,14 +13,17 @@ namespace vscaler::webhook {
 
 PodHandler::PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
                        const controller::LimitRangeCache* limit_ranges,
-                       controller::QuotaCache* quotas, controller::HintSink* hints)
+                       controller::QuotaCache* quotas, controller::HintSink* hints,
+                       metrics::CounterFamily* boosts, bool boost_supported)
     : store_(store),
       patched_(results.with({"patched"})),
       unchanged_(results.with({"unchanged"})),
       no_scaler_(results.with({"no_scaler"})),
       limit_ranges_(limit_ranges),
       quotas_(quotas),
-      hints_(hints) {}
+      hints_(hints),
+      boosts_(boosts),
+      boost_supported_(boost_supported) {}
 
 const Projection& PodHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -28,6 +32,7 @@ const Projection& PodHandler::projection() {
       "/metadata/namespace",
       "/metadata/labels",
       "/metadata/ownerReferences",
+      "/metadata/annotations",
       "/spec/containers/*/name",
       "/spec/containers/*/resources",
       "/spec/initContainers/*/name",
@@ -61,59 +66,111 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     no_scaler_.inc();
     return AdmissionResponse::allow();
   }
+  // A pod admitted once already (a re-invoked webhook, or a copy of a boosted pod): boosted
+  // twice, its base would be lost.
+  if (api::has_boost_annotation(request.object)) {
+    unchanged_.inc();
+    return AdmissionResponse::allow();
+  }
+  const bool in_place = api::in_place(active->update_mode);
+  const bool boosting = boost_supported_ && active->boosts();
   // In the other modes the template carries the values (or, in Initial and Off, deliberately
-  // does not yet): its pods are what it says.
-  if (!api::in_place(active->update_mode)) {
+  // does not yet): its pods are what it says, and only a startup boost changes them.
+  if (!in_place && !boosting) {
     unchanged_.inc();
     return AdmissionResponse::allow();
   }
   auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
-  auto recommendations = recommender::recommendations_of(*active);
   // ResourceQuota admission runs after this hook: the pod's sums stay within the headroom, or
   // within what the pod asked for itself where that is more (it would not fit either way).
   std::optional<recommender::PodTotals> budget =
       quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
   const recommender::PodTotals own = recommender::pod_totals_of(request.object);
   if (budget) *budget = recommender::at_least(*budget, own);
-  // The containers' share of it: the sidecars run beside them and count too.
-  std::optional<recommender::PodTotals> containers_budget;
-  if (budget) {
-    containers_budget =
-        recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
+  bool budget_capped = false;
+  api::ResourcePlan plan;
+  if (in_place) {
+    auto recommendations = recommender::recommendations_of(*active);
+    // The containers' share of the budget: the sidecars run beside them and count too.
+    std::optional<recommender::PodTotals> containers_budget;
+    if (budget) {
+      containers_budget =
+          recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
+    }
+    auto containers = recommender::recommended_containers(
+        *active, request.object, recommendations, limit_range.get(),
+        containers_budget ? &*containers_budget : nullptr);
+    budget_capped = containers.budget_capped;
+    plan = api::plan_resources(*active, request.object, &containers.desired);
+  } else {
+    // The pod's own values are its base: the plan changes nothing before the boost.
+    const api::DesiredResources kept = api::controlled_values_of(*active, request.object);
+    plan = api::plan_resources(*active, request.object, &kept);
   }
-  auto containers = recommender::recommended_containers(
-      *active, request.object, recommendations, limit_range.get(),
-      containers_budget ? &*containers_budget : nullptr);
-  api::ResourcePlan plan = api::plan_resources(*active, request.object, &containers.desired);
   AdmissionResponse response;
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
   auto resize_later = [&] {
-    if (hints_ != nullptr) hints_->hint(active->key(), controller::Expectation{});
+    if (hints_ != nullptr && in_place) hints_->hint(active->key(), controller::Expectation{});
   };
   auto answer_unchanged = [&](std::string warning) {
     if (!warning.empty()) {
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied to this pod: " + warning);
     }
-    if (!warning.empty() || containers.budget_capped) resize_later();
+    if (!warning.empty() || budget_capped) resize_later();
     if (quotas_ != nullptr) quotas_->reserve(active->ns, own);
+    if (boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
     unchanged_.inc();
     return response;
   };
   // A patch yielding an invalid pod would make the API server refuse the ReplicaSet's create.
   if (!plan.invalid.empty()) return answer_unchanged(plan.invalid);
-  if (!plan.changed()) return answer_unchanged("");
   // Fixed values are the scaler's as written: one the quota cannot hold is not applied (the pod
   // is created as its template says) rather than refused.
-  const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
-  if (budget) {
+  if (budget && plan.changed()) {
+    const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
     if (std::string over = recommender::exceeds(totals, *budget); !over.empty()) {
       return answer_unchanged("the namespace's ResourceQuota has room for less: " + over);
     }
   }
-  if (quotas_ != nullptr) quotas_->reserve(active->ns, totals);
-  if (containers.budget_capped) resize_later();
+  std::optional<api::BoostRecord> boosted;
+  if (boosting) {
+    // The boost's room: what the quota leaves once the plan is written.
+    api::BoostRoom room;
+    if (budget) {
+      const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
+      auto left = [](const recommender::ResourceMap& bound,
+                     const recommender::ResourceMap& used) -> std::optional<kube::Quantity> {
+        const kube::Quantity* most = recommender::find(bound, recommender::kCpu);
+        if (most == nullptr) return std::nullopt;
+        const kube::Quantity* taken = recommender::find(used, recommender::kCpu);
+        const kube::Int128 rest = most->nanos() - (taken ? taken->nanos() : 0);
+        return kube::Quantity::from_nanos(rest > 0 ? rest : 0);
+      };
+      room.requests_cpu = left(budget->requests, totals.requests);
+      room.limits_cpu = left(budget->limits, totals.limits);
+    }
+    api::BoostOutcome outcome = api::apply_startup_boost(*active, request.object, plan, room);
+    for (const std::string& note : outcome.notes) {
+      response.warnings.push_back("vscaler: startup boost of VerticalScaler " + active->name +
+                                  ": " + note);
+    }
+    boosted = std::move(outcome.record);
+  }
+  if (!plan.changed()) return answer_unchanged("");
+  if (quotas_ != nullptr) {
+    quotas_->reserve(active->ns, recommender::pod_totals_after(request.object, plan));
+  }
+  if (budget_capped) resize_later();
   response.patch = api::admission_json_patch(plan);
+  if (boosted) {
+    response.patch.push_back(api::boost_annotation_op(request.object, *boosted));
+    if (boosts_ != nullptr) boosts_->with({"boosted"}).inc();
+    // The reconciler ends the boost once the pod is Ready: it looks for the pod from now on.
+    if (hints_ != nullptr) hints_->boosted_pod(active->key());
+  } else if (boosting && boosts_ != nullptr) {
+    boosts_->with({"skipped"}).inc();
+  }
   patched_.inc();
   return response;
 }

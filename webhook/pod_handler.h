@@ -7,7 +7,10 @@
 // pod's own spec; the patch is add-only and checked (requests <= limits, pod-level resources)
 // before it is sent; recommended values are capped so the pod's cpu/memory sums stay within the
 // namespace's ResourceQuota headroom (controller/quota_cache.h; never below what the pod asked for
-// itself). It never denies: anything it cannot use is answered "allowed, no patch".
+// itself). In every mode, a scaler with a startup boost (DESIGN.md "Startup boost") gets the
+// boosted containers' CPU raised on top of those values (api/startup_boost.h), their base recorded
+// in a pod annotation; the reconciler takes the boost back once the pod is Ready. It never denies:
+// anything it cannot use is answered "allowed, no patch".
 #pragma once
 
 #include "controller/hint_sink.h"
@@ -26,14 +29,19 @@ class PodHandler {
   /// `limit_ranges` (may be null: none) caps recommended values as the namespace's LimitRanger
   /// will; `quotas` (may be null: none) caps them to the ResourceQuota headroom and counts the
   /// pods admitted against it; `hints` (may be null) is told of a scaler whose new pod was
-  /// admitted without all its values, so the reconciler resizes it once it runs.
+  /// admitted without all its values, so the reconciler resizes it once it runs, and of a pod
+  /// admitted boosted, so it ends the boost. `boosts` (may be null) is
+  /// vscaler_startup_boosts_total{result} (boosted, skipped); `boost_supported` false (an API
+  /// server without pods/resize, which could never take a boost back): no pod is boosted.
   PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
              const controller::LimitRangeCache* limit_ranges = nullptr,
-             controller::QuotaCache* quotas = nullptr, controller::HintSink* hints = nullptr);
+             controller::QuotaCache* quotas = nullptr, controller::HintSink* hints = nullptr,
+             metrics::CounterFamily* boosts = nullptr, bool boost_supported = true);
 
   /// The parts of the pod the handler reads: metadata (name, namespace, labels, owner
-  /// references), each container's name and resources (patch paths keep array positions), the
-  /// pod-level resources and the init containers' (sidecars count in the pod-level check).
+  /// references, annotations: a boosted pod's record), each container's name and resources (patch
+  /// paths keep array positions), the pod-level resources and the init containers' (sidecars count
+  /// in the pod-level check).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.
@@ -47,6 +55,8 @@ class PodHandler {
   const controller::LimitRangeCache* limit_ranges_;
   controller::QuotaCache* quotas_;
   controller::HintSink* hints_;
+  metrics::CounterFamily* boosts_;
+  bool boost_supported_;
 };
 
 }  // namespace vscaler::webhook

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "recommender/desired.h"
+#include "test/unit/support/fake_pods_api.h"
 
 using nlohmann::json;
 using namespace vscaler;
@@ -15,64 +16,7 @@ using controller::PodResizeState;
 
 namespace {
 
-class FakeApi : public controller::ReconcileApi {
- public:
-  std::map<std::string, json> pods;  // name -> pod
-  std::string last_selector;
-  std::vector<std::string> resized;  // names, in order
-  bool refuse = false;
-  std::string refusal = "Node didn't have enough capacity: NodeCapacity";
-  std::string refusal_cause;  ///< a Status cause type of the refusal, if any
-
-  controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
-                                     std::chrono::milliseconds) override {
-    return json::object();
-  }
-  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
-                                       const json&) override {
-    return json::object();
-  }
-  controller::ApiResult get_scaler(const std::string&, const std::string&) override {
-    return json::object();
-  }
-  controller::ApiResult patch_scaler_status(const std::string&, const std::string&,
-                                            const json&) override {
-    return json::object();
-  }
-  void record_event(const api::Scaler&, bool, const std::string&, const std::string&) override {}
-  controller::ApiResult list_pods(const std::string&, const std::string& selector) override {
-    last_selector = selector;
-    json items = json::array();
-    for (const auto& [name, pod] : pods) items.push_back(pod);
-    return json{{"items", items}};
-  }
-  controller::ApiResult resize_pod(const std::string&, const std::string& name,
-                                   const json& patch) override {
-    if (refuse) {
-      auto error = kube::make_error(kube::ErrorKind::kForbidden, refusal);
-      if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
-      return kube::fail(error);
-    }
-    resized.push_back(name);
-    json& pod = pods.at(name);
-    for (const json& wanted : patch["spec"]["containers"]) {
-      for (json& container : pod["spec"]["containers"]) {
-        if (container["name"] == wanted["name"])
-          container["resources"].update(wanted["resources"], true);
-      }
-    }
-    pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
-    return pod;
-  }
-  /// The kubelet finishing every resize: status follows spec, observedGeneration catches up.
-  void kubelet_done() {
-    for (auto& [name, pod] : pods) {
-      pod["status"]["observedGeneration"] = pod["metadata"]["generation"];
-      pod["status"]["containerStatuses"][0]["resources"] =
-          pod["spec"]["containers"][0]["resources"];
-    }
-  }
-};
+using FakeApi = vscaler::test::FakePodsApi;
 
 struct Metrics : controller::ResizeMetrics {
   std::map<std::string, int> counts;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/startup_boost.h"
 #include "webhook/json_patch.h"
 
 using nlohmann::json;
@@ -347,4 +348,94 @@ TEST_CASE("pod-level resources: raised in the same patch when the containers out
       "limits": {"cpu": "1"}})"));
   CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "400m");
   CHECK(response.warnings.empty());
+}
+
+namespace {
+
+/// Adds a scaler of `spec` (targeting Deployment web) to `store`.
+void add_spec(controller::ScalerStore& store, const char* spec) {
+  json object = {
+      {"metadata",
+       {{"name", "web"}, {"namespace", "record"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+      {"spec", json::parse(spec)}};
+  object["spec"]["deploymentName"] = "web";
+  auto scaler = api::parse_scaler(object);
+  REQUIRE_MESSAGE(scaler.ok(), (scaler.ok() ? "" : scaler.error()));
+  store.upsert(std::make_shared<const api::Scaler>(*scaler));
+}
+
+/// Records the boosted pods the hook reports.
+struct BoostHints : controller::HintSink {
+  std::vector<std::string> boosted;
+  void hint(std::string_view, const controller::Expectation&) override {}
+  void boosted_pod(std::string_view key) override { boosted.emplace_back(key); }
+};
+
+}  // namespace
+
+TEST_CASE("startup boost: every mode boosts the pod from its base and records the base once") {
+  for (const char* mode : {"Auto", "Off", "Initial", "InPlace"}) {
+    CAPTURE(mode);
+    controller::ScalerStore store;
+    metrics::Registry registry;
+    auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+    auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
+    BoostHints hints;
+    PodHandler handler{store, results, nullptr, nullptr, &hints, &boosts};
+    add_spec(store, (std::string(R"({"updateMode": ")") + mode + R"(",
+        "startupBoost": {"cpu": {"type": "Factor", "factor": 2, "durationSeconds": 60}},
+        "containers": [{"name": "app", "requests": {"cpu": "200m"}},
+                       {"name": "sidecar", "mode": "Off"}]})")
+                        .c_str());
+    json review = recorded_review();
+    auto response = handler.handle(parse(review));
+    REQUIRE(response.patch.is_array());
+    json pod = admitted(review, response.patch);
+    const json& app = pod["spec"]["containers"][0]["resources"];
+    // In InPlace the base is the scaler's fixed 200m; in the other modes the pod's own 100m
+    // (its template carries the values, or deliberately does not yet). Limits in proportion.
+    const bool in_place = std::string(mode) == "InPlace";
+    CHECK(app["requests"]["cpu"] == (in_place ? "400m" : "200m"));
+    CHECK(app["limits"]["cpu"] == "1");  // 500m x2 (the fixed entry sets only the request)
+    CHECK(app["requests"]["memory"] == "64Mi");
+    CHECK(pod["spec"]["containers"][1] == review["request"]["object"]["spec"]["containers"][1]);
+    auto record = api::boost_record_of(pod);
+    REQUIRE(record);
+    CHECK(record->duration_seconds == 60);
+    REQUIRE(record->containers.size() == 1);
+    CHECK(record->containers[0].base.request->to_string() == (in_place ? "200m" : "100m"));
+    CHECK(hints.boosted == std::vector<std::string>{"record/web"});
+    CHECK(boosts.with({"boosted"}).value() == 1);
+    // Re-invoked (or a copy of a boosted pod): never boosted twice.
+    json again = review;
+    again["request"]["object"] = pod;
+    auto second = handler.handle(parse(again));
+    CHECK_FALSE(second.patch.is_array());
+    CHECK(boosts.with({"boosted"}).value() == 1);
+  }
+}
+
+TEST_CASE("startup boost: a container with no cpu request is left alone and counted skipped") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
+  PodHandler handler{store, results, nullptr, nullptr, nullptr, &boosts};
+  add_spec(store, R"({"updateMode": "Off", "containers": [{"name": "app", "mode": "Off"},
+      {"name": "sidecar", "startupBoost": {"cpu": {"type": "Quantity", "quantity": "1"}}}]})");
+  auto response = handler.handle(parse(recorded_review()));
+  CHECK_FALSE(response.patch.is_array());
+  CHECK(boosts.with({"skipped"}).value() == 1);
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(response.warnings[0].find("container sidecar: not boosted, it has no cpu request") !=
+        std::string::npos);
+}
+
+TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  PodHandler handler{store, results, nullptr, nullptr, nullptr, nullptr, false};
+  add_spec(store, R"({"startupBoost": {"cpu": {"factor": 2}}})");
+  CHECK_FALSE(handler.handle(parse(recorded_review())).patch.is_array());
 }

@@ -1,0 +1,327 @@
+// BoostStep: per boosted pod, Ready + durationSeconds -> pods/resize back to the recorded base.
+#include "controller/boost_step.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "controller/pod_resize.h"
+#include "kube/object_meta.h"
+
+namespace vscaler::controller {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+constexpr std::string_view kLogger = "startup-boost";
+/// A refused resize back is sent again this long after the refusal (never in a loop).
+constexpr auto kRefusedRetry = std::chrono::minutes(5);
+
+/// When the pod's Ready condition turned True; nullopt while it is not Ready.
+std::optional<recommender::TimePoint> ready_since(const json& pod) {
+  const json* conditions = kube::find_path(pod, {"status", "conditions"});
+  if (conditions == nullptr || !conditions->is_array()) return std::nullopt;
+  for (const json& condition : *conditions) {
+    if (!condition.is_object() || kube::string_at(condition, {"type"}) != "Ready") continue;
+    if (kube::string_at(condition, {"status"}) != "True") return std::nullopt;
+    auto parsed = recommender::parse_rfc3339(kube::string_at(condition, {"lastTransitionTime"}));
+    if (!parsed.ok()) return std::nullopt;
+    return *parsed;
+  }
+  return std::nullopt;
+}
+
+/// The cpu of container `name` in the pod's spec; nullopt when the pod has no such container.
+std::optional<api::CpuValues> spec_cpu(const json& pod, const std::string& name) {
+  const json* containers = kube::find_path(pod, {"spec", "containers"});
+  if (containers == nullptr || !containers->is_array()) return std::nullopt;
+  for (const json& container : *containers) {
+    if (kube::string_at(container, {"name"}) != name) continue;
+    const json* resources = kube::find_path(container, {"resources"});
+    return api::cpu_values_of(resources ? *resources : json::object());
+  }
+  return std::nullopt;
+}
+
+bool is_stuck(BoostState state) {
+  return state == BoostState::kDeferred || state == BoostState::kInfeasible ||
+         state == BoostState::kError || state == BoostState::kRefused;
+}
+
+/// The metric result of a pod entering `state`; nullptr: none.
+const char* entered(BoostState state) {
+  switch (state) {
+    case BoostState::kInfeasible:
+    case BoostState::kRefused:
+      return "infeasible";
+    case BoostState::kError:
+      return "error";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+metrics::CounterFamily& startup_boost_counter(metrics::Registry& registry) {
+  auto& family = registry.counter(
+      "vscaler_startup_boosts_total",
+      "Startup boosts, by result (boosted, skipped, ended, infeasible, error)", {"result"});
+  for (const char* result : {"boosted", "skipped", "ended", "infeasible", "error"}) {
+    family.with({result});
+  }
+  return family;
+}
+
+std::string_view to_string(BoostState state) {
+  switch (state) {
+    case BoostState::kStarting:
+      return "Starting";
+    case BoostState::kHolding:
+      return "Holding";
+    case BoostState::kDue:
+      return "Due";
+    case BoostState::kEnding:
+      return "Ending";
+    case BoostState::kDeferred:
+      return "Deferred";
+    case BoostState::kInfeasible:
+      return "Infeasible";
+    case BoostState::kError:
+      return "Error";
+    case BoostState::kRefused:
+      return "Refused";
+    case BoostState::kEnded:
+      return "Ended";
+  }
+  return "Ended";
+}
+
+std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::TimePoint now) {
+  std::vector<PodBoost> out;
+  for (const json& pod : pods) {
+    if (!kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty()) continue;
+    auto record = api::boost_record_of(pod);
+    if (!record) continue;
+    PodBoost decision;
+    decision.name = kube::meta_string(pod, "name");
+    decision.uid = kube::meta_string(pod, "uid");
+    std::vector<api::BoostedContainer> boosted;  // still carrying the boosted values
+    std::vector<std::string> at_base;            // back at their base
+    bool elsewhere = false;                      // resized since to something else
+    for (const auto& container : record->containers) {
+      auto now_cpu = spec_cpu(pod, container.name);
+      if (!now_cpu) continue;
+      if (*now_cpu == container.boosted) {
+        boosted.push_back(container);
+      } else if (*now_cpu == container.base) {
+        at_base.push_back(container.name);
+      } else {
+        elsewhere = true;
+      }
+    }
+    if (!boosted.empty()) {
+      auto ready = ready_since(pod);
+      if (kube::string_at(pod, {"status", "phase"}) != "Running" || !ready) {
+        decision.state = BoostState::kStarting;
+        decision.message = "boosted until it is Ready";
+      } else if (auto due = *ready + std::chrono::seconds(record->duration_seconds); now < due) {
+        decision.state = BoostState::kHolding;
+        decision.due_at = due;
+        decision.message = "Ready; boosted until " + recommender::format_rfc3339(due);
+      } else {
+        decision.state = BoostState::kDue;
+        decision.patch = api::unboost_patch(boosted);
+        decision.message = "Ready for " + std::to_string(record->duration_seconds) + " s";
+      }
+    } else if (!at_base.empty() && !elsewhere) {
+      // Put back: the kubelet's progress on that resize.
+      ResizeProgress progress = resize_progress(pod, at_base);
+      switch (progress.state) {
+        case PodResizeState::kInProgress:
+          decision.state = BoostState::kEnding;
+          break;
+        case PodResizeState::kDeferred:
+          decision.state = BoostState::kDeferred;
+          break;
+        case PodResizeState::kInfeasible:
+          decision.state = BoostState::kInfeasible;
+          break;
+        case PodResizeState::kError:
+          decision.state = BoostState::kError;
+          break;
+        default:
+          decision.state = BoostState::kEnded;
+      }
+      decision.message = progress.message;
+    }
+    out.push_back(std::move(decision));
+  }
+  return out;
+}
+
+json BoostResult::status() const {
+  json out = {{"boosted", boosted}, {"ended", ended}, {"stuck", stuck}};
+  std::string message;
+  int shown = 0;
+  for (const PodBoost& pod : pods) {
+    if (!stuck || !is_stuck(pod.state) || shown == 3) continue;
+    message += (shown++ == 0 ? "" : "; ") + pod.name + ": the resize back to its base is " +
+               std::string(to_string(pod.state)) +
+               (pod.message.empty() ? "" : " (" + pod.message + ")");
+  }
+  if (!message.empty()) {
+    out["message"] = message + "; it keeps its boosted CPU meanwhile, retried, never evicted";
+  } else if (boosted > 0) {
+    out["message"] = std::to_string(boosted) + " pod(s) boosted while they start";
+  }
+  return out;
+}
+
+void BoostStep::admitted(const std::string& key, recommender::TimePoint now) {
+  std::lock_guard lock(mutex_);
+  memory_[key].admitted = now;
+}
+
+bool BoostStep::watching(const api::Scaler& scaler) const {
+  {
+    std::lock_guard lock(mutex_);
+    auto found = memory_.find(scaler.key());
+    if (found != memory_.end()) {
+      for (const auto& [uid, state] : found->second.pods) {
+        if (state != BoostState::kEnded) return true;
+      }
+      if (found->second.admitted) return true;
+    }
+  }
+  const json status = scaler.status();
+  const json* boosted = kube::find_path(status, {"startupBoost", "boosted"});
+  return boosted != nullptr && boosted->is_number_integer() && boosted->get<int64_t>() > 0;
+}
+
+BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& pods,
+                           bool may_write, recommender::TimePoint now) {
+  BoostResult result;
+  result.pods = plan_unboost(pods, now);
+  const std::string key = scaler.key();
+  std::lock_guard lock(mutex_);
+  auto [slot, fresh] = memory_.try_emplace(key);
+  Memory& memory = slot->second;
+  if (fresh) {
+    // Counted by an earlier process (or replica) and kept in status: carried on, not reset.
+    const json status = scaler.status();
+    const json* ended = kube::find_path(status, {"startupBoost", "ended"});
+    if (ended != nullptr && ended->is_number_integer() && ended->get<int64_t>() > 0) {
+      memory.ended = static_cast<std::size_t>(ended->get<int64_t>());
+    }
+  }
+  std::map<std::string, BoostState> states;
+  for (PodBoost& pod : result.pods) {
+    if (pod.state == BoostState::kDue) {
+      if (auto refused = memory.refused.find(pod.uid);
+          refused != memory.refused.end() && now < refused->second + kRefusedRetry) {
+        pod.state = BoostState::kRefused;
+        pod.message = memory.refusals[pod.uid];
+      } else if (may_write) {
+        auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
+        if (resized.ok()) {
+          ++result.requested;
+          memory.sent.insert(pod.uid);
+          memory.refused.erase(pod.uid);
+          memory.refusals.erase(pod.uid);
+          pod.state = BoostState::kEnding;
+          log::info(kLogger, "ending a startup boost in place",
+                    {{"scaler", key}, {"pod", pod.name}, {"why", pod.message}});
+        } else {
+          pod.state = BoostState::kRefused;
+          pod.message = "the API server refused it: " + resized.error().to_string();
+          memory.refused[pod.uid] = now;
+          memory.refusals[pod.uid] = pod.message;
+          log::warn(kLogger, "the resize back from a startup boost was refused",
+                    {{"scaler", key}, {"pod", pod.name}, {"error", pod.message}});
+        }
+      }
+    }
+    auto before = memory.pods.find(pod.uid);
+    const bool changed = before == memory.pods.end() || before->second != pod.state;
+    if (pod.state == BoostState::kEnded && memory.sent.erase(pod.uid) > 0) {
+      ++memory.ended;
+      metrics_.on_startup_boost("ended");
+    }
+    if (const char* name = entered(pod.state); name != nullptr && changed) {
+      metrics_.on_startup_boost(name);
+      api_.record_event(scaler, true, "StartupBoostStuck",
+                        "pod " + pod.name + ": the resize back to its base is " +
+                            std::string(to_string(pod.state)) +
+                            (pod.message.empty() ? "" : " (" + pod.message + ")") +
+                            "; it keeps its boosted CPU meanwhile, never evicted");
+    }
+    if (pod.state != BoostState::kEnded) {
+      ++result.boosted;
+      result.boosted_uids.insert(pod.uid);
+      if (is_stuck(pod.state)) ++result.stuck;
+    }
+    states.emplace(pod.uid, pod.state);
+  }
+  memory.pods = std::move(states);
+  std::erase_if(memory.sent, [&](const std::string& uid) { return !memory.pods.contains(uid); });
+  std::erase_if(memory.refused, [&](const auto& item) { return !memory.pods.contains(item.first); });
+  std::erase_if(memory.refusals,
+                [&](const auto& item) { return !memory.pods.contains(item.first); });
+  result.ended = memory.ended;
+
+  // When to look again: the first boost due; soon while a pod starts or a resize back is in
+  // flight; slowly while one waits on its node or was refused.
+  milliseconds next = milliseconds::max();
+  auto at_most = [&next](milliseconds delay) { next = std::min(next, delay); };
+  bool starting = false;
+  for (const PodBoost& pod : result.pods) {
+    switch (pod.state) {
+      case BoostState::kStarting:
+        starting = true;
+        break;
+      case BoostState::kHolding:
+        at_most(std::max(milliseconds(100),
+                         std::chrono::duration_cast<milliseconds>(*pod.due_at - now)));
+        break;
+      case BoostState::kDue:  // not the leader: the leader sends it
+      case BoostState::kEnding:
+        at_most(std::chrono::seconds(1));
+        break;
+      case BoostState::kDeferred:
+        at_most(std::chrono::seconds(10));
+        break;
+      case BoostState::kInfeasible:
+      case BoostState::kError:
+      case BoostState::kRefused:
+        at_most(std::chrono::seconds(60));
+        break;
+      case BoostState::kEnded:
+        break;
+    }
+  }
+  // A pod admitted boosted a moment ago may not be listed yet (admission runs before it is
+  // stored): looked for every second for 30 s.
+  if (memory.admitted && now - *memory.admitted < std::chrono::seconds(30)) {
+    at_most(std::chrono::seconds(1));
+  } else {
+    memory.admitted.reset();
+  }
+  if (starting) {
+    // Not Ready yet: from 1 s, doubling, to 8 s (readiness is not watched).
+    at_most(std::chrono::seconds(1 << std::min(memory.rounds, 3)));
+    ++memory.rounds;
+  } else {
+    memory.rounds = 0;
+  }
+  result.recheck_after = next == milliseconds::max() ? milliseconds(0) : next;
+  if (result.boosted == 0 && !memory.admitted && memory.ended == 0) memory_.erase(slot);
+  return result;
+}
+
+void BoostStep::forget(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  memory_.erase(key);
+}
+
+}  // namespace vscaler::controller

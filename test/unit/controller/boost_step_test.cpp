@@ -1,0 +1,233 @@
+// BoostStep against a fake ReconcileApi (test/unit/support/fake_pods_api.h): a boosted pod is
+// held until Ready + durationSeconds, then resized back to the base its annotation records (only
+// the containers still boosted); the kubelet's progress, a refusal (reported once, not resent in
+// a loop), a follower sending nothing, the re-check delays and the counts that carry on.
+#include "controller/boost_step.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "test/unit/support/fake_pods_api.h"
+
+using nlohmann::json;
+using namespace vscaler;
+using controller::BoostState;
+using std::chrono::seconds;
+
+namespace {
+
+struct Metrics : controller::ResizeMetrics {
+  std::map<std::string, int> counts;
+  void on_startup_boost(const char* result) override { ++counts[result]; }
+};
+
+recommender::TimePoint at(const char* rfc3339) {
+  auto parsed = recommender::parse_rfc3339(rfc3339);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+/// A pod admitted boosted: app 250m/500m boosted to 500m/1, log not boosted; `ready_at` empty:
+/// not Ready.
+json boosted_pod(const std::string& name, const char* ready_at, int duration = 30) {
+  json record = {{"durationSeconds", duration},
+                 {"containers",
+                  json::array({{{"name", "app"},
+                                {"base", {{"requests", "250m"}, {"limits", "500m"}}},
+                                {"boosted", {{"requests", "500m"}, {"limits", "1"}}}}})}};
+  json app = {{"requests", {{"cpu", "500m"}, {"memory", "64Mi"}}}, {"limits", {{"cpu", "1"}}}};
+  json log = {{"requests", {{"cpu", "50m"}}}};
+  json conditions = json::array();
+  if (ready_at[0] != '\0') {
+    conditions.push_back({{"type", "Ready"}, {"status", "True"}, {"lastTransitionTime", ready_at}});
+  }
+  return {{"metadata",
+           {{"name", name},
+            {"uid", "uid-" + name},
+            {"generation", 1},
+            {"annotations", {{std::string(api::kStartupBoostAnnotation), record.dump()}}}}},
+          {"spec",
+           {{"containers", json::array({{{"name", "app"}, {"resources", app}},
+                                        {{"name", "log"}, {"resources", log}}})}}},
+          {"status",
+           {{"phase", "Running"},
+            {"observedGeneration", 1},
+            {"conditions", conditions},
+            {"containerStatuses", json::array({{{"name", "app"}, {"resources", app}},
+                                               {{"name", "log"}, {"resources", log}}})}}}};
+}
+
+api::Scaler scaler() {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec",
+                  {{"deploymentName", "web"},
+                   {"updateMode", "Off"},
+                   {"startupBoost", {{"cpu", {{"factor", 2}, {"durationSeconds", 30}}}}}}}};
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
+std::vector<json> listed(const test::FakePodsApi& api) {
+  std::vector<json> out;
+  for (const auto& [name, pod] : api.pods) out.push_back(pod);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a boosted pod is held until Ready + durationSeconds, then resized back to its base") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "");
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:00Z"));
+  REQUIRE(result.pods.size() == 1);
+  CHECK(result.pods[0].state == BoostState::kStarting);
+  CHECK(result.boosted == 1);
+  CHECK(result.boosted_uids.contains("uid-web-1"));
+  CHECK(result.recheck_after == seconds(1));  // not Ready: looked at soon, then less often
+  CHECK(step.run(scaler(), listed(api), true, at("2026-12-03T10:00:01Z")).recheck_after ==
+        seconds(2));
+
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:05Z");
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:20Z"));
+  CHECK(result.pods[0].state == BoostState::kHolding);
+  CHECK(result.recheck_after == seconds(15));  // exactly when it is due
+  CHECK(api.resized.empty());
+
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:35Z"));
+  CHECK(result.pods[0].state == BoostState::kEnding);
+  CHECK(result.requested == 1);
+  REQUIRE(api.resized == std::vector<std::string>{"web-1"});
+  const json& app = api.pods["web-1"]["spec"]["containers"][0]["resources"];
+  CHECK(app["requests"]["cpu"] == "250m");
+  CHECK(app["limits"]["cpu"] == "500m");
+  CHECK(app["requests"]["memory"] == "64Mi");
+  CHECK(api.pods["web-1"]["spec"]["containers"][1]["resources"]["requests"]["cpu"] == "50m");
+
+  api.kubelet_done();
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:37Z"));
+  CHECK(result.pods[0].state == BoostState::kEnded);
+  CHECK(result.boosted == 0);
+  CHECK(result.ended == 1);
+  CHECK(metrics.counts["ended"] == 1);
+  CHECK(result.recheck_after == seconds(0));  // nothing to wait for: never polled
+  CHECK(result.status()["ended"] == 1);
+  // Counted once.
+  CHECK(step.run(scaler(), listed(api), true, at("2026-12-03T10:00:38Z")).ended == 1);
+  CHECK(metrics.counts["ended"] == 1);
+}
+
+TEST_CASE("durationSeconds 0 ends the boost as soon as the pod is Ready") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:05Z", 0);
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:05Z"));
+  CHECK(result.pods[0].state == BoostState::kEnding);
+}
+
+TEST_CASE("a follower decides but sends nothing") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  auto result = step.run(scaler(), listed(api), false, at("2026-12-03T11:00:00Z"));
+  CHECK(result.pods[0].state == BoostState::kDue);
+  CHECK(api.resized.empty());
+  CHECK(result.recheck_after == seconds(1));
+}
+
+TEST_CASE("a refused resize back is reported once and not resent in a loop") {
+  test::FakePodsApi api;
+  api.refuse = true;
+  api.refusal = "pod updates may not change the QoS class";
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  CHECK(result.pods[0].state == BoostState::kRefused);
+  CHECK(result.stuck == 1);
+  CHECK(result.boosted == 1);
+  CHECK(result.status()["message"].get<std::string>().find(
+            "web-1: the resize back to its base is Refused") != std::string::npos);
+  CHECK(metrics.counts["infeasible"] == 1);
+  CHECK(api.events == std::vector<std::string>{"Warning StartupBoostStuck"});
+  CHECK(result.recheck_after == seconds(60));
+  api.refuse = false;
+  // Within 5 minutes: not sent again, not counted again.
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:01:00Z"));
+  CHECK(result.pods[0].state == BoostState::kRefused);
+  CHECK(api.resized.empty());
+  CHECK(metrics.counts["infeasible"] == 1);
+  CHECK(api.events.size() == 1);
+  // Then once more.
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:06:00Z"));
+  CHECK(result.pods[0].state == BoostState::kEnding);
+  CHECK(api.resized.size() == 1);
+}
+
+TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  REQUIRE(api.resized.size() == 1);
+  json& pod = api.pods["web-1"];
+  pod["status"]["observedGeneration"] = 2;
+  pod["status"]["conditions"].push_back({{"type", "PodResizePending"},
+                                         {"status", "True"},
+                                         {"reason", "Infeasible"},
+                                         {"message", "node too small"},
+                                         {"lastTransitionTime", "2026-12-03T11:00:01Z"}});
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:02Z"));
+  CHECK(result.pods[0].state == BoostState::kInfeasible);
+  CHECK(result.stuck == 1);
+  CHECK(api.resized.size() == 1);
+  CHECK(result.status()["message"].get<std::string>().find("node too small") !=
+        std::string::npos);
+}
+
+TEST_CASE("pods without the annotation, resized elsewhere since, or being deleted are not "
+          "boosted") {
+  const auto now = at("2026-12-03T11:00:00Z");
+  json plain = boosted_pod("plain", "2026-12-03T10:00:00Z");
+  plain["metadata"].erase("annotations");
+  json moved = boosted_pod("moved", "2026-12-03T10:00:00Z");
+  moved["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "300m";  // the in-place step's
+  json going = boosted_pod("going", "");
+  going["metadata"]["deletionTimestamp"] = "2026-12-03T10:59:00Z";
+  json broken = boosted_pod("broken", "");
+  broken["metadata"]["annotations"][std::string(api::kStartupBoostAnnotation)] = "[]";
+  auto plan = controller::plan_unboost({plain, moved, going, broken}, now);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].name == "moved");
+  CHECK(plan[0].state == BoostState::kEnded);
+}
+
+TEST_CASE("a pod just admitted boosted is looked for until it is listed; memory carries on "
+          "from status") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  const auto now = at("2026-12-03T11:00:00Z");
+  step.admitted("shop/web", now);
+  CHECK(step.watching(scaler()));
+  auto result = step.run(scaler(), {}, true, now);
+  CHECK(result.recheck_after == seconds(1));
+  result = step.run(scaler(), {}, true, now + seconds(31));
+  CHECK(result.recheck_after == seconds(0));
+  CHECK_FALSE(step.watching(scaler()));
+
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}}},
+                 {"status", {{"startupBoost", {{"boosted", 1}, {"ended", 4}}}}}};
+  auto stored = api::parse_scaler(object);
+  REQUIRE(stored.ok());
+  controller::BoostStep restarted(api, metrics);
+  CHECK(restarted.watching(*stored));  // boosts configured once, pods still boosted
+  CHECK(restarted.run(*stored, {}, true, now).ended == 4);
+}

@@ -1,0 +1,82 @@
+// FakePodsApi: a ReconcileApi holding pods in memory (the one faked collaborator of the pod
+// steps' unit tests): it lists them, applies pods/resize patches to their spec as the API server
+// does (generation + 1), can refuse them, records events, and plays the kubelet finishing every
+// resize when asked. The kubelet's real side is e2e (kwok Stages).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controller/reconcile_api.h"
+#include "kube/errors.h"
+
+namespace vscaler::test {
+
+using nlohmann::json;
+
+class FakePodsApi : public controller::ReconcileApi {
+ public:
+  std::map<std::string, json> pods;  // name -> pod
+  std::string last_selector;
+  std::vector<std::string> resized;  // names, in order
+  bool refuse = false;
+  std::string refusal = "Node didn't have enough capacity: NodeCapacity";
+  std::string refusal_cause;  ///< a Status cause type of the refusal, if any
+  std::vector<std::string> events;  ///< "Warning reason" / "Normal reason", in order
+
+  controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
+                                     std::chrono::milliseconds) override {
+    return json::object();
+  }
+  controller::ApiResult patch_workload(const std::string&, const api::TargetRef&,
+                                       const json&) override {
+    return json::object();
+  }
+  controller::ApiResult get_scaler(const std::string&, const std::string&) override {
+    return json::object();
+  }
+  controller::ApiResult patch_scaler_status(const std::string&, const std::string&,
+                                            const json&) override {
+    return json::object();
+  }
+  void record_event(const api::Scaler&, bool warning, const std::string& reason,
+                    const std::string&) override {
+    events.push_back((warning ? "Warning " : "Normal ") + reason);
+  }
+  controller::ApiResult list_pods(const std::string&, const std::string& selector) override {
+    last_selector = selector;
+    json items = json::array();
+    for (const auto& [name, pod] : pods) items.push_back(pod);
+    return json{{"items", items}};
+  }
+  controller::ApiResult resize_pod(const std::string&, const std::string& name,
+                                   const json& patch) override {
+    if (refuse) {
+      auto error = kube::make_error(kube::ErrorKind::kForbidden, refusal);
+      if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
+      return kube::fail(error);
+    }
+    resized.push_back(name);
+    json& pod = pods.at(name);
+    for (const json& wanted : patch["spec"]["containers"]) {
+      for (json& container : pod["spec"]["containers"]) {
+        if (container["name"] == wanted["name"])
+          container["resources"].update(wanted["resources"], true);
+      }
+    }
+    pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
+    return pod;
+  }
+  /// The kubelet finishing every resize: status follows spec, observedGeneration catches up.
+  void kubelet_done() {
+    for (auto& [name, pod] : pods) {
+      pod["status"]["observedGeneration"] = pod["metadata"]["generation"];
+      pod["status"]["containerStatuses"][0]["resources"] =
+          pod["spec"]["containers"][0]["resources"];
+    }
+  }
+};
+
+}  // namespace vscaler::test
