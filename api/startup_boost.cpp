@@ -124,8 +124,7 @@ kube::Result<BoostRecord> BoostRecord::from_json(const json& value) {
   if (!value.is_object()) return kube::fail(std::string("not a JSON object"));
   BoostRecord record;
   auto duration = value.find("durationSeconds");
-  if (duration == value.end() || !duration->is_number_integer() ||
-      duration->get<int64_t>() < 0) {
+  if (duration == value.end() || !duration->is_number_integer() || duration->get<int64_t>() < 0) {
     return kube::fail(std::string("durationSeconds: must be a whole number of seconds >= 0"));
   }
   record.duration_seconds = duration->get<int64_t>();
@@ -164,8 +163,8 @@ BoostOutcome apply_startup_boost(const Scaler& scaler, const json& pod, Resource
   // What the pod's summed requests and limits may still grow by, shared by its containers.
   std::optional<kube::Int128> requests_left = pod_level.requests;
   if (room.requests_cpu) {
-    requests_left = std::min(requests_left.value_or(room.requests_cpu->nanos()),
-                             room.requests_cpu->nanos());
+    requests_left =
+        std::min(requests_left.value_or(room.requests_cpu->nanos()), room.requests_cpu->nanos());
   }
   std::optional<kube::Int128> limits_left;
   if (room.limits_cpu) limits_left = room.limits_cpu->nanos();
@@ -202,20 +201,28 @@ BoostOutcome apply_startup_boost(const Scaler& scaler, const json& pod, Resource
     if (scales_limit && pod_level.limit) {
       cap(floor_milli(*pod_level.limit * request / limit), "the pod-level cpu limit");
     }
+    if (room.container_max_cpu) {
+      const kube::Int128 most = room.container_max_cpu->nanos();
+      cap(floor_milli(most), "the namespace's LimitRange (max cpu per container)");
+      if (scales_limit) {
+        cap(floor_milli(most * request / limit),
+            "the namespace's LimitRange (max cpu per container)");
+      }
+    }
     if (requests_left) {
       cap(floor_milli(request + *requests_left),
-          pod_level.requests && (!room.requests_cpu ||
-                                 *pod_level.requests <= room.requests_cpu->nanos())
+          pod_level.requests &&
+                  (!room.requests_cpu || *pod_level.requests <= room.requests_cpu->nanos())
               ? "the pod-level cpu request"
-              : "the namespace's ResourceQuota (requests.cpu)");
+              : "the namespace's ResourceQuota or LimitRange (requests.cpu)");
     }
     if (scales_limit && limits_left) {
       cap(floor_milli(request + *limits_left * request / limit),
-          "the namespace's ResourceQuota (limits.cpu)");
+          "the namespace's ResourceQuota or LimitRange (limits.cpu)");
     }
     if (wanted <= request) {
-      out.notes.push_back(who + ": not boosted, no room above its " +
-                          base.request->to_string() + " (" + capped_by + ")");
+      out.notes.push_back(who + ": not boosted, no room above its " + base.request->to_string() +
+                          " (" + capped_by + ")");
       continue;
     }
     BoostedContainer boosted;

@@ -52,10 +52,13 @@ struct BoostRecord {
 };
 
 /// How much the pod's summed CPU may grow for the boost besides what its own pod-level resources
-/// allow (those are read from the pod): a ResourceQuota's headroom. nullopt: unbounded.
+/// allow (those are read from the pod): a ResourceQuota's headroom, a LimitRange's `type: Pod`
+/// max; and the most one container may carry (a LimitRange's `type: Container` max, for its
+/// request and its limit). nullopt: unbounded.
 struct BoostRoom {
   std::optional<kube::Quantity> requests_cpu;
   std::optional<kube::Quantity> limits_cpu;
+  std::optional<kube::Quantity> container_max_cpu;
 };
 
 /// What apply_startup_boost did.
@@ -71,7 +74,8 @@ struct BoostOutcome {
 /// `scaler` boosts (Scaler::boost_for) from its merged value — its base — and its CPU limit in
 /// the same proportion (RequestsOnly: the limit is kept and the request stops at limit - 1m), so
 /// the pod's QoS class never changes. The raise is capped so that the containers stay within the
-/// pod-level resources and the pod's sums within `room`; a container without a CPU request, or
+/// pod-level resources, each container within room.container_max_cpu and the pod's sums within
+/// `room`; a container without a CPU request, or
 /// with no room left, is not boosted. Boosted containers are marked changed in `plan`.
 BoostOutcome apply_startup_boost(const Scaler& scaler, const nlohmann::json& pod,
                                  ResourcePlan& plan, const BoostRoom& room = {});

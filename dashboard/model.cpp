@@ -161,6 +161,14 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
     add_totals(view.totals, container);
   }
 
+  if (const json& boost = member(status, "startupBoost"); boost.is_object()) {
+    auto count = [&boost](const char* field) {
+      auto value = boost.find(field);
+      return value != boost.end() && value->is_number_integer() ? value->get<std::int64_t>() : 0;
+    };
+    view.boost =
+        BoostView{count("boosted"), count("ended"), count("stuck"), string_at(boost, "message")};
+  }
   if (const ObservedChange* seen = history.last_change(key)) {
     view.last_change = ChangeView{seen->time, seen->cause};
   } else {

@@ -58,6 +58,15 @@ struct DeferralView {
   std::string until;  ///< RFC 3339 when the message names a time; "" otherwise
 };
 
+/// The scaler's startup boost (status.startupBoost): pods boosted now, boosts ended, and those
+/// whose resize back cannot be made now.
+struct BoostView {
+  std::int64_t boosted = 0;
+  std::int64_t ended = 0;
+  std::int64_t stuck = 0;
+  std::string message;
+};
+
 /// Requested (the templates' requests now) beside recommended, summed; savings = requested -
 /// recommended, negative for under-provisioned workloads. Per pod (one replica each): vscaler
 /// does not read replica counts. Nano-units (cpu: nanocores, memory: nanobytes).
@@ -82,6 +91,8 @@ struct ScalerView {
   std::optional<ChangeView> last_change;
   std::string last_recommendation_update_time;
   std::optional<DeferralView> deferral;
+  /// Set while the scaler has a startup boost configured or boosted pods.
+  std::optional<BoostView> boost;
   std::vector<ConditionView> problems;
   Totals totals;
 };

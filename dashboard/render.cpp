@@ -21,7 +21,7 @@ section.ns{background:#fff;border:1px solid #d0d5dd;border-radius:6px;padding:8p
 .scaler{border-top:1px solid #e4e7ec;padding-top:8px;margin-top:12px}
 .scaler h3{margin:0 0 4px;font-size:16px}.meta span{margin-right:16px}
 .badge{display:inline-block;padding:0 6px;border-radius:4px;background:#e4e7ec;font-size:12px}
-.mode-Auto{background:#d1fadf}.mode-Off{background:#fee4e2}.mode-Reconcile{background:#fef0c7}.mode-Initial{background:#e0eaff}
+.boosted{background:#fdead7}.mode-Auto{background:#d1fadf}.mode-Off{background:#fee4e2}.mode-Reconcile{background:#fef0c7}.mode-Initial{background:#e0eaff}
 table.c{border-collapse:collapse;margin-top:6px;width:100%}table.c th,table.c td{border-bottom:1px solid #e4e7ec;padding:3px 8px;text-align:left;white-space:nowrap}
 table.c th{font-size:12px;color:#475467;font-weight:600}
 .pos{color:#067647}.neg{color:#b42318}.warn{color:#b54708}.problem{color:#b42318}
@@ -85,7 +85,18 @@ void scaler_html(Html& html, std::string& out, const ScalerView& scaler, std::in
                  std::int64_t window) {
   html.raw("<div class=\"scaler\" id=\"").text(scaler.ns).raw("/").text(scaler.name);
   html.raw("\"><h3>").text(scaler.name).raw(" <span class=\"badge mode-").text(scaler.mode);
-  html.raw("\">").text(scaler.mode).raw("</span></h3><div class=\"meta\"><span>target <b>");
+  html.raw("\">").text(scaler.mode).raw("</span>");
+  if (scaler.boost && scaler.boost->boosted > 0) {
+    // Pods running with their startup boost now (more CPU than the scaler's values).
+    html.raw(" <span class=\"badge boosted\" title=\"").text(scaler.boost->message).raw("\">");
+    html.number(static_cast<long long>(scaler.boost->boosted));
+    html.raw(scaler.boost->boosted == 1 ? " pod boosted" : " pods boosted");
+    if (scaler.boost->stuck > 0) {
+      html.raw(", ").number(static_cast<long long>(scaler.boost->stuck)).raw(" stuck");
+    }
+    html.raw("</span>");
+  }
+  html.raw("</h3><div class=\"meta\"><span>target <b>");
   html.text(scaler.target).raw("</b></span>");
   if (scaler.last_change) {
     html.raw("<span>last change ").text(scaler.last_change->time).raw(" (");

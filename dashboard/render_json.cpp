@@ -87,6 +87,11 @@ json render_json(const Model& model, const std::string& only_namespace) {
       item["deferral"] = scaler.deferral ? json{{"message", scaler.deferral->message},
                                                 {"until", scaler.deferral->until}}
                                          : json(nullptr);
+      item["startupBoost"] = scaler.boost ? json{{"boosted", scaler.boost->boosted},
+                                                 {"ended", scaler.boost->ended},
+                                                 {"stuck", scaler.boost->stuck},
+                                                 {"message", scaler.boost->message}}
+                                          : json(nullptr);
       scalers.push_back(std::move(item));
     }
     namespaces.push_back(

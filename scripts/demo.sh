@@ -234,6 +234,53 @@ YAML
       echo "   status.pods: $(k -n shop get vsc cart -o jsonpath='{.status.pods}'); Deployment generation $(k -n shop get deploy cart -o jsonpath='{.metadata.generation}')"
     fi
   fi
+
+  step "10c. startup boost: 2x CPU while a pod starts, given back in place 5 s after it is Ready"
+  # kwok makes these pods Ready 8 s after they start (annotation kwok.x-k8s.io/ready-after), as a
+  # JVM that loads its classes first; the scaler is "Off": only the starting pods are changed.
+  k -n shop apply -f - <<'YAML' | sed 's/^/   /'
+apiVersion: scaling.vscaler.dev/v1beta1
+kind: VerticalScaler
+metadata: {name: orders}
+spec:
+  deploymentName: orders
+  updateMode: "Off"
+  startupBoost: {cpu: {type: Factor, factor: 2, durationSeconds: 5}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: orders}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: orders}}
+  template:
+    metadata:
+      labels: {app: orders}
+      annotations: {kwok.x-k8s.io/ready-after: 8s}
+    spec:
+      containers:
+      - name: jvm
+        image: registry.k8s.io/pause:3.10
+        resources: {requests: {cpu: 250m, memory: 512Mi}, limits: {cpu: 500m}}
+YAML
+  orders_pods() {
+    k -n shop get pods -l app=orders --sort-by=.metadata.name -o \
+      custom-columns='NAME:.metadata.name,READY:.status.conditions[?(@.type=="Ready")].status,RESTARTS:.status.containerStatuses[0].restartCount,CPU:.spec.containers[0].resources.requests.cpu,LIMIT:.spec.containers[0].resources.limits.cpu,KUBELET CPU:.status.containerStatuses[0].resources.requests.cpu'
+  }
+  orders_started() { [ "$(k -n shop get pods -l app=orders -o jsonpath='{range .items[*]}{.status.containerStatuses[0].resources.requests.cpu}{"\n"}{end}' | grep -c '^500m$')" = 2 ]; }
+  orders_back() {
+    [ "$(k -n shop get pods -l app=orders -o jsonpath='{range .items[*]}{.spec.containers[0].resources.requests.cpu}{" "}{.status.containerStatuses[0].resources.requests.cpu}{"\n"}{end}' | grep -c '^250m 250m$')" = 2 ]
+  }
+  orders_begin=$SECONDS
+  if wait_for 30 "the boosted pods" orders_started; then
+    echo "   kubectl get pods, starting (the template asks 250m/500m):"
+    orders_pods | sed 's/^/     /'
+    if wait_for 40 "the boost to end" orders_back; then
+      echo "   kubectl get pods, $((SECONDS - orders_begin)) s after the rollout: the same pods, resized back in place:"
+      orders_pods | sed 's/^/     /'
+      echo "   status.startupBoost: $(k -n shop get vsc orders -o jsonpath='{.status.startupBoost}')"
+    fi
+  fi
 fi
 
 step "11. what vscaler counted"

@@ -135,20 +135,29 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   }
   std::optional<api::BoostRecord> boosted;
   if (boosting) {
-    // The boost's room: what the quota leaves once the plan is written.
+    // The boost's room once the plan is written: what the quota leaves, and the LimitRange's
+    // maxima (LimitRanger admits the pod after this hook and would refuse a boost above them).
     api::BoostRoom room;
+    const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
+    auto tighter = [](std::optional<kube::Quantity>& slot, const recommender::ResourceMap& bound,
+                      const recommender::ResourceMap& used) {
+      const kube::Quantity* most = recommender::find(bound, recommender::kCpu);
+      if (most == nullptr) return;
+      const kube::Quantity* taken = recommender::find(used, recommender::kCpu);
+      const kube::Int128 rest = most->nanos() - (taken ? taken->nanos() : 0);
+      const kube::Quantity left = kube::Quantity::from_nanos(rest > 0 ? rest : 0);
+      if (!slot || left < *slot) slot = left;
+    };
     if (budget) {
-      const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
-      auto left = [](const recommender::ResourceMap& bound,
-                     const recommender::ResourceMap& used) -> std::optional<kube::Quantity> {
-        const kube::Quantity* most = recommender::find(bound, recommender::kCpu);
-        if (most == nullptr) return std::nullopt;
-        const kube::Quantity* taken = recommender::find(used, recommender::kCpu);
-        const kube::Int128 rest = most->nanos() - (taken ? taken->nanos() : 0);
-        return kube::Quantity::from_nanos(rest > 0 ? rest : 0);
-      };
-      room.requests_cpu = left(budget->requests, totals.requests);
-      room.limits_cpu = left(budget->limits, totals.limits);
+      tighter(room.requests_cpu, budget->requests, totals.requests);
+      tighter(room.limits_cpu, budget->limits, totals.limits);
+    }
+    if (limit_range) {
+      tighter(room.requests_cpu, limit_range->pod_max, totals.requests);
+      tighter(room.limits_cpu, limit_range->pod_max, totals.limits);
+      if (const kube::Quantity* most = recommender::find(limit_range->max, recommender::kCpu)) {
+        room.container_max_cpu = *most;
+      }
     }
     api::BoostOutcome outcome = api::apply_startup_boost(*active, request.object, plan, room);
     for (const std::string& note : outcome.notes) {

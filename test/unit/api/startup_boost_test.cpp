@@ -123,8 +123,8 @@ TEST_CASE("the boost raises the request and the limit in proportion; QoS classes
   CHECK(cpu(plan.containers[2].merged, "requests") == "200m");
   CHECK_FALSE(plan.containers[2].merged.contains("limits"));
   CHECK_FALSE(plan.containers[3].changed);  // BestEffort stays BestEffort
-  CHECK(outcome.notes == std::vector<std::string>{
-                             "container besteffort: not boosted, it has no cpu request"});
+  CHECK(outcome.notes ==
+        std::vector<std::string>{"container besteffort: not boosted, it has no cpu request"});
   CHECK(plan.invalid.empty());
   // The patch writes the boosted values; the resize back restores the base exactly.
   json patch = admission_json_patch(plan);
@@ -210,8 +210,9 @@ TEST_CASE("pod-level resources and the quota's room cap the boost") {
   REQUIRE(capped.record);
   CHECK(cpu(quota_plan.containers[0].merged, "requests") == "300m");
   CHECK(cpu(quota_plan.containers[0].merged, "limits") == "300m");
-  CHECK(capped.notes[0].find("capped by the namespace's ResourceQuota (limits.cpu)") !=
-        std::string::npos);
+  CHECK(
+      capped.notes[0].find("capped by the namespace's ResourceQuota or LimitRange (limits.cpu)") !=
+      std::string::npos);
 }
 
 TEST_CASE("the annotation round-trips and is added whether or not the pod has annotations") {
@@ -239,8 +240,9 @@ TEST_CASE("the annotation round-trips and is added whether or not the pod has an
   CHECK_FALSE(boost_record_of(object));
 }
 
-TEST_CASE("property: a boost never lowers a request, never breaks requests <= limits, and "
-          "keeps request == limit where it was") {
+TEST_CASE(
+    "property: a boost never lowers a request, never breaks requests <= limits, and "
+    "keeps request == limit where it was") {
   std::mt19937 random(7);
   for (int round = 0; round < 500; ++round) {
     const int factor = 1 + static_cast<int>(random() % 5);
@@ -254,9 +256,9 @@ TEST_CASE("property: a boost never lowers a request, never breaks requests <= li
     auto scaler = scaler_from(spec);
     const int request = 1 + static_cast<int>(random() % 2000);
     const int limit = random() % 3 == 0 ? request : request + static_cast<int>(random() % 3000);
-    json object = pod(R"([{"name": "app", "resources": {"requests": {"cpu": ")" +
-                      std::to_string(request) + R"(m"}, "limits": {"cpu": ")" +
-                      std::to_string(limit) + R"(m"}}}])");
+    json object =
+        pod(R"([{"name": "app", "resources": {"requests": {"cpu": ")" + std::to_string(request) +
+            R"(m"}, "limits": {"cpu": ")" + std::to_string(limit) + R"(m"}}}])");
     ResourcePlan plan = unchanged_plan(scaler, object);
     apply_startup_boost(scaler, object, plan);
     CAPTURE(spec);

@@ -115,3 +115,28 @@ TEST_CASE("dashboard chart: a step line per resource up to now, nothing without 
   CHECK(svg.find("class=\"mem\"") != std::string::npos);
   CHECK(svg.find("<script") == std::string::npos);
 }
+
+TEST_CASE("dashboard: a scaler with boosted pods is marked, its stuck boosts too, in both forms") {
+  json status = status_with("app", {{"cpu", "500m"}}, {{"cpu", "200m"}});
+  status["startupBoost"] = {{"boosted", 2},
+                            {"ended", 7},
+                            {"stuck", 1},
+                            {"message", "web-1: the resize back to its base is <Infeasible>"}};
+  json quiet = status_with("app", {{"cpu", "500m"}}, {{"cpu", "200m"}});
+  quiet["startupBoost"] = {{"boosted", 0}, {"ended", 3}, {"stuck", 0}};
+  auto model = build_model({scaler("shop", "web", {{"deploymentName", "web"}}, status),
+                            scaler("shop", "api", {{"deploymentName", "api"}}, quiet)},
+                           History(), "2026-12-01T12:00:00Z");
+  std::string page = render_html(model, "", 1'000'000, 3600);
+  CHECK(page.find("2 pods boosted, 1 stuck</span>") != std::string::npos);
+  CHECK(page.find("title=\"web-1: the resize back to its base is &lt;Infeasible&gt;\"") !=
+        std::string::npos);
+  CHECK(page.find("0 pods boosted") == std::string::npos);  // nothing boosted: no mark
+  json page_json = render_json(model, "");
+  const json& scalers = page_json["namespaces"][0]["scalers"];
+  REQUIRE(scalers.size() == 2);
+  CHECK(scalers[0]["name"] == "api");
+  CHECK(scalers[0]["startupBoost"]["ended"] == 3);
+  CHECK(scalers[1]["startupBoost"]["boosted"] == 2);
+  CHECK(scalers[1]["startupBoost"]["stuck"] == 1);
+}

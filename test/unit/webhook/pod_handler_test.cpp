@@ -439,3 +439,29 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
   add_spec(store, R"({"startupBoost": {"cpu": {"factor": 2}}})");
   CHECK_FALSE(handler.handle(parse(recorded_review())).patch.is_array());
 }
+
+TEST_CASE(
+    "startup boost: a LimitRange's per-container max caps the boost (LimitRanger would "
+    "refuse the pod above it)") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  controller::LimitRangeCache limit_ranges;
+  REQUIRE(limit_ranges.rebuild({std::make_shared<const json>(json::parse(R"({"metadata":
+      {"name": "lr", "namespace": "record"}, "spec": {"limits": [{"type": "Container",
+      "max": {"cpu": "300m"}}]}})"))}) == 0);
+  PodHandler handler{store, results, &limit_ranges};
+  add_spec(store, R"({"updateMode": "Off", "startupBoost": {"cpu": {"factor": 4}},
+      "containers": [{"name": "app"}, {"name": "sidecar", "mode": "Off"}]})");
+  json review = recorded_review();
+  review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "200m";
+  auto response = handler.handle(parse(review));
+  REQUIRE(response.patch.is_array());
+  json pod = admitted(review, response.patch);
+  // 100m/200m x4 would be 400m/800m; the limit may be 300m at most, so the request stops at
+  // 150m (the limit in proportion, 300m).
+  CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "150m");
+  CHECK(pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "300m");
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(response.warnings[0].find("capped by the namespace's LimitRange") != std::string::npos);
+}
