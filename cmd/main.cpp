@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "net/cert_watcher.h"
 #include "net/health_server.h"
 #include "recommender/loop.h"
+#include "recommender/prometheus_history.h"
 #include "recommender/recommender_api.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/pod_handler.h"
@@ -189,6 +191,23 @@ int run(const cmd::Options& options) {
   recommender::RecommenderLoop recommender_loop(recommender_api, std::move(recommender_hooks),
                                                 recommender_options, registry);
   recommender_ref.store(&recommender_loop);
+  // History from Prometheus for scalers without a checkpoint (DESIGN.md "History from
+  // Prometheus"). A bad address or CA file is a start-up error: the operator asked for it.
+  std::unique_ptr<recommender::PrometheusHistory> history;
+  if (!options.prometheus.address.empty()) {
+    auto created = recommender::PrometheusHistory::create(options.prometheus);
+    if (!created.ok()) {
+      log::error("main", "cannot use Prometheus for history", {{"error", created.error()}});
+      return 1;
+    }
+    history = std::move(*created);
+    recommender_loop.set_history_source(history.get());
+    log::info(
+        "main", "scalers without a checkpoint start from Prometheus' history",
+        {{"address", options.prometheus.address},
+         {"length", std::to_string(options.prometheus.history_length.count() / 3'600'000) + "h"},
+         {"resolution", std::to_string(options.prometheus.resolution.count() / 1000) + "s"}});
+  }
 
   net::CertWatcherOptions cert_options;
   cert_options.cert_dir = options.cert_dir;

@@ -73,6 +73,25 @@ Flags:
   --container-recommendation-max-allowed-memory QUANTITY
                         the most any container is recommended unless its scaler's maxAllowed
                         says otherwise (default: no cap but the largest node's allocatable)
+  --prometheus-address URL
+                        a scaler without a checkpoint starts from its pods' history in this
+                        Prometheus (http:// or https://; default: none)
+  --history-length DUR  how far back that history reaches (default 8d)
+  --history-resolution DUR
+                        the step of its range queries (default 1h)
+  --prometheus-cadvisor-job-name NAME
+                        the job label of the cAdvisor series (default kubernetes-cadvisor)
+  --container-pod-name-label NAME
+  --container-name-label NAME
+  --container-namespace-label NAME
+                        their pod, container and namespace label names (default pod,
+                        container, namespace)
+  --prometheus-timeout DUR
+                        the longest one query may take (default 10s)
+  --prometheus-ca-file FILE
+                        PEM CA certificates trusted for an https address (default: the system's)
+  --prometheus-bearer-token-file FILE
+                        a bearer token sent to Prometheus, re-read when it changes
   --version             print the version and exit
   --help                print this help and exit
 )";
@@ -116,6 +135,22 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
     return Setter([&field, flag](const std::string& value) -> kube::Result<kube::Unit> {
       auto parsed = metrics::parse_listen_address(value);
       if (!parsed.ok()) return kube::fail(std::string(flag) + ": " + parsed.error());
+      field = value;
+      return kube::Unit{};
+    });
+  };
+  // A Prometheus label name: [a-zA-Z_][a-zA-Z0-9_]*.
+  auto label = [](std::string& field, const char* flag) {
+    return Setter([&field, flag](const std::string& value) -> kube::Result<kube::Unit> {
+      bool valid = !value.empty() && !(value[0] >= '0' && value[0] <= '9');
+      for (char c : value) {
+        valid = valid && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                          (c >= '0' && c <= '9') || c == '_');
+      }
+      if (!valid) {
+        return kube::fail(std::string(flag) + ": \"" + value +
+                          "\" is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+      }
       field = value;
       return kube::Unit{};
     });
@@ -260,6 +295,59 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          options.max_allowed_memory = *cap;
          return kube::Unit{};
        }},
+      {"--prometheus-address",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+           return kube::fail("--prometheus-address: must be an http:// or https:// URL, got \"" +
+                             value + "\"");
+         }
+         options.prometheus.address = value;
+         return kube::Unit{};
+       }},
+      {"--history-length",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         // VPA writes it as Prometheus does, in days ("8d"); Go's units work too ("192h").
+         std::size_t digits = 0;
+         while (digits < value.size() && value[digits] >= '0' && value[digits] <= '9') ++digits;
+         std::chrono::milliseconds days{0};
+         std::string rest = value;
+         if (digits > 0 && digits < 5 && digits < value.size() && value[digits] == 'd') {
+           days = std::chrono::hours(24) * std::stoi(value.substr(0, digits));
+           rest = value.substr(digits + 1);
+         }
+         std::chrono::milliseconds total = days;
+         if (!rest.empty() || days.count() == 0) {
+           auto parsed = parse_duration(rest);
+           if (!parsed.ok()) return kube::fail("--history-length: " + parsed.error());
+           total += *parsed;
+         }
+         if (total.count() <= 0) {
+           return kube::fail("--history-length: must be positive, got \"" + value + "\"");
+         }
+         options.prometheus.history_length = total;
+         return kube::Unit{};
+       }},
+      {"--history-resolution",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto step = parse_duration(value);
+         if (!step.ok()) return kube::fail("--history-resolution: " + step.error());
+         if (step->count() < 1'000 || step->count() % 1'000 != 0) {
+           return kube::fail("--history-resolution: must be whole seconds, at least 1s, got \"" +
+                             value + "\"");
+         }
+         options.prometheus.resolution = *step;
+         return kube::Unit{};
+       }},
+      {"--prometheus-cadvisor-job-name", text(options.prometheus.job)},
+      {"--container-pod-name-label",
+       label(options.prometheus.pod_label, "--container-pod-name-label")},
+      {"--container-name-label",
+       label(options.prometheus.container_label, "--container-name-label")},
+      {"--container-namespace-label",
+       label(options.prometheus.namespace_label, "--container-namespace-label")},
+      {"--prometheus-timeout", duration(options.prometheus.timeout, "--prometheus-timeout", false)},
+      {"--prometheus-ca-file", text(options.prometheus.ca_file)},
+      {"--prometheus-bearer-token-file", text(options.prometheus.bearer_token_file)},
       {"--log-level",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          if (value != "debug" && value != "info" && value != "warn" && value != "error") {

@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "base/time.h"
 #include "kube/quantity.h"
+#include "recommender/prometheus_history.h"
 
 namespace vscaler::cmd {
 
@@ -68,6 +69,9 @@ struct Options {
   /// recommended unless its scaler's maxAllowed says otherwise; unset: no such cap.
   std::optional<kube::Quantity> max_allowed_cpu;
   std::optional<kube::Quantity> max_allowed_memory;
+  /// --prometheus-address and the history flags (DESIGN.md "History from Prometheus"): a scaler
+  /// without a checkpoint starts from its target's history there; address "" = off.
+  recommender::PrometheusOptions prometheus;
   bool help = false;
   bool version = false;
 };

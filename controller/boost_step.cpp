@@ -199,8 +199,8 @@ bool BoostStep::watching(const api::Scaler& scaler) const {
   return boosted != nullptr && boosted->is_number_integer() && boosted->get<int64_t>() > 0;
 }
 
-BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& pods,
-                           bool may_write, recommender::TimePoint now) {
+BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& pods, bool may_write,
+                           recommender::TimePoint now) {
   BoostResult result;
   result.pods = plan_unboost(pods, now);
   const std::string key = scaler.key();
@@ -265,7 +265,8 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
   }
   memory.pods = std::move(states);
   std::erase_if(memory.sent, [&](const std::string& uid) { return !memory.pods.contains(uid); });
-  std::erase_if(memory.refused, [&](const auto& item) { return !memory.pods.contains(item.first); });
+  std::erase_if(memory.refused,
+                [&](const auto& item) { return !memory.pods.contains(item.first); });
   std::erase_if(memory.refusals,
                 [&](const auto& item) { return !memory.pods.contains(item.first); });
   result.ended = memory.ended;

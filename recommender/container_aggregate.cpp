@@ -67,6 +67,34 @@ SampleOutcome ContainerAggregate::add_sample(const AggregateOptions& options, st
   return SampleOutcome::kAdded;
 }
 
+SampleOutcome ContainerAggregate::add_history(const AggregateOptions& options, std::uint64_t pod,
+                                              TimePoint time, std::optional<double> cpu_cores,
+                                              std::optional<double> memory_bytes,
+                                              std::uint32_t count) {
+  const auto bad = [](const std::optional<double>& value) {
+    return value && (!std::isfinite(*value) || *value < 0);
+  };
+  if (bad(cpu_cores) || bad(memory_bytes) || count == 0 || (!cpu_cores && !memory_bytes)) {
+    return SampleOutcome::kInvalid;
+  }
+  const std::int64_t t = to_millis(time);
+  if (t <= restored_floor_ms_) return SampleOutcome::kStale;
+  PodState& state = pod_state(options, pod, t);
+  if (t <= state.last_ms) return SampleOutcome::kStale;
+  state.last_ms = t;
+  if (cpu_cores) {
+    state_.cpu.add_sample(options.cpu_config(), *cpu_cores,
+                          options.cpu_sample_weight * static_cast<double>(count), time);
+    if (state_.total_samples_count == 0 || time < state_.first_sample_start) {
+      state_.first_sample_start = time;
+    }
+    if (time > state_.last_sample_start) state_.last_sample_start = time;
+    state_.total_samples_count += count;
+  }
+  if (memory_bytes) add_memory_peak(options, state, *memory_bytes, time, false);
+  return SampleOutcome::kAdded;
+}
+
 void ContainerAggregate::add_memory_peak(const AggregateOptions& options, PodState& pod,
                                          double bytes, TimePoint time, bool oom) {
   const HistogramConfig config = options.memory_config();

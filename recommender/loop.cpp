@@ -198,6 +198,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   if (!was_leading_ || reload) forget_all();  // restore everything from the checkpoints first
   was_leading_ = true;
   summary.ran = true;
+  history_failure_.clear();
   const std::string now_text = base::rfc3339(now);
 
   auto scalers =
@@ -297,6 +298,56 @@ void RecommenderLoop::refresh_caps(PassSummary& summary) {
   caps_ready_ = true;
 }
 
+void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
+                                   PassSummary& summary) {
+  if (!history_failure_.empty()) {
+    tracked.history_note = "no history from Prometheus (" + history_failure_ +
+                           "); from live samples only, asked again when a replica next starts "
+                           "leading";
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto loaded = history_source_->load(
+      target_of(scaler), std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  if (!loaded.ok()) {
+    history_failure_ = loaded.error();
+    tracked.history_note = "no history from Prometheus (" + loaded.error() +
+                           "); from live samples only, asked again when a replica next starts "
+                           "leading";
+    log::warn(kLogger, "no history from Prometheus; the scaler starts from live samples",
+              {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error()}});
+    return;
+  }
+  summary.history_queries += loaded->queries;
+  // A point at resolution R stands for R / interval samples (VPA counts one: its
+  // Prometheus-seeded bounds stay ~8x wide at 1 h resolution).
+  const auto per_point = std::max<std::int64_t>(1, loaded->resolution / options_.interval);
+  auto recommended = [&scaler](std::string_view container) {
+    return is_recommended(scaler, container);
+  };
+  HistoryStats stats = tracked.history.seed(*loaded, options_.aggregate,
+                                            static_cast<std::uint32_t>(per_point), recommended);
+  if (stats.points == 0) {
+    tracked.history_note = "no history in Prometheus for the pods of " + scaler.target.ref();
+  } else {
+    const auto days = std::chrono::duration_cast<std::chrono::hours>(stats.last - stats.first);
+    tracked.history_note = "history from Prometheus: " + std::to_string(stats.points) +
+                           " points of " + std::to_string(stats.pods) + " pod(s) over " +
+                           std::to_string(days.count() / 24) + "d" +
+                           std::to_string(days.count() % 24) + "h";
+  }
+  log::info(kLogger, "history loaded from Prometheus",
+            {{"namespace", scaler.ns},
+             {"name", scaler.name},
+             {"points", std::to_string(stats.points)},
+             {"pods", std::to_string(stats.pods)},
+             {"dropped", std::to_string(loaded->dropped + stats.invalid)},
+             {"queries", std::to_string(loaded->queries)},
+             {"ms", std::to_string(took.count())}});
+}
+
 bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
                                   const std::string& now, PassSummary& summary) {
   if (!tracked.restored) {
@@ -317,6 +368,8 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
       log::info(
           kLogger, "history restored from the checkpoint",
           {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
+    } else if (history_source_ != nullptr) {
+      seed_history(scaler, tracked, summary);
     }
     tracked.restored = true;
   }
@@ -369,6 +422,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     publication.reason = ProvidedReason::kInsufficientHistory;
   }
   publication.message = describe(*inputs, stats, publication.reason, target);
+  if (!tracked.history_note.empty()) publication.message += "; " + tracked.history_note;
   if (publication.reason == ProvidedReason::kRecommended) {
     json list = json::array();
     for (const auto& rec : recs) list.push_back(to_json(rec));

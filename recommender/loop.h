@@ -25,6 +25,7 @@
 #include "api/scaler.h"
 #include "metrics/registry.h"
 #include "recommender/aggregate_options.h"
+#include "recommender/history_source.h"
 #include "recommender/provided_status.h"
 #include "recommender/recommendation.h"
 #include "recommender/recommendation_gauges.h"
@@ -81,12 +82,13 @@ struct LoopHooks {
 
 /// What one pass did (for tests, logs and the benchmark).
 struct PassSummary {
-  bool ran = false;           ///< false: not leading, nothing done
-  std::size_t scalers = 0;    ///< active scalers passed over
-  std::size_t samples = 0;    ///< container samples folded in
-  std::size_t published = 0;  ///< status writes made
-  std::size_t failed = 0;     ///< scalers skipped by an API failure (retried next pass)
-  std::size_t requests = 0;   ///< API requests made (list pages counted)
+  bool ran = false;                 ///< false: not leading, nothing done
+  std::size_t scalers = 0;          ///< active scalers passed over
+  std::size_t samples = 0;          ///< container samples folded in
+  std::size_t published = 0;        ///< status writes made
+  std::size_t failed = 0;           ///< scalers skipped by an API failure (retried next pass)
+  std::size_t requests = 0;         ///< API requests made (list pages counted)
+  std::size_t history_queries = 0;  ///< requests to the history source (Prometheus)
   /// Container aggregates with samples held after the pass, over every tracked scaler.
   std::size_t aggregates = 0;
   /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
@@ -110,6 +112,11 @@ class RecommenderLoop {
   ~RecommenderLoop();
   RecommenderLoop(const RecommenderLoop&) = delete;
   RecommenderLoop& operator=(const RecommenderLoop&) = delete;
+
+  /// Where a scaler without a checkpoint gets its history (DESIGN.md "History from
+  /// Prometheus"); nullptr (the default): it starts from live samples. Set before start(); must
+  /// outlive the loop.
+  void set_history_source(HistorySource* source) { history_source_ = source; }
 
   /// Starts the loop's thread (nothing when the interval is zero).
   void start();
@@ -141,6 +148,9 @@ class RecommenderLoop {
     ScalerHistory history;
     bool restored = false;  // the checkpoint was read (or found absent)
     bool gauges = false;    // vscaler_recommendation has series of this scaler
+    // What the history source gave when there was no checkpoint ("" without a source or with a
+    // checkpoint): said in RecommendationProvided's message.
+    std::string history_note;
     std::string_view ns() const { return std::string_view(key).substr(0, key.find('/')); }
     std::string_view name() const { return std::string_view(key).substr(key.find('/') + 1); }
   };
@@ -148,6 +158,8 @@ class RecommenderLoop {
   static ScalerId id_of(const std::string& uid, const Tracked& tracked);
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
+  // Seeds a scaler without a checkpoint from the history source (once; see history_note).
+  void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
   bool publish(const api::Scaler& scaler, const std::string& key, const Publication& publication,
                const std::string& now, std::size_t& requests);
   // Lists the nodes (once per pass) and sets caps_ from the largest and the flags.
@@ -161,6 +173,10 @@ class RecommenderLoop {
   bool still_leading(std::string_view write);
 
   RecommenderApi& api_;
+  HistorySource* history_source_ = nullptr;
+  // The history source failed earlier in this pass: the others of the pass are not asked (a
+  // Prometheus that times out must not hold a pass for a timeout per new scaler).
+  std::string history_failure_;
   LoopHooks hooks_;
   LoopOptions options_;
   metrics::HistogramFamily& pass_seconds_;

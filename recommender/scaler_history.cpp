@@ -31,6 +31,15 @@ kube::Result<ScalerHistory> ScalerHistory::restore(const nlohmann::json& checkpo
   return history;
 }
 
+HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOptions& options,
+                                 std::uint32_t count,
+                                 const std::function<bool(std::string_view)>& recommended) {
+  HistoryStats stats = fold_history(aggregates_, history, options, count, recommended);
+  if (stats.points > 0) full_pass_seen_ = true;
+  aggregates_.shrink_to_fit();
+  return stats;
+}
+
 PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::vector<PodInfo>& owned, const AggregateOptions& options,
                               const std::function<bool(std::string_view)>& recommended) {

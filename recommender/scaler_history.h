@@ -11,6 +11,7 @@
 
 #include "base/result.h"
 #include "recommender/checkpoint.h"
+#include "recommender/history_source.h"
 #include "recommender/oom_dedup.h"
 #include "recommender/pass.h"
 #include "recommender/recommendation.h"
@@ -44,6 +45,13 @@ class ScalerHistory {
   PassStats fold(const std::vector<PodUsage>& metrics, const std::vector<PodInfo>& owned,
                  const AggregateOptions& options,
                  const std::function<bool(std::string_view)>& recommended = {});
+
+  /// Folds a history source's points in (fold_history, each CPU point counting as `count`
+  /// samples); with points, the history counts as having had a full pass, as a restored
+  /// checkpoint does.
+  HistoryStats seed(const UsageHistory& history, const AggregateOptions& options,
+                    std::uint32_t count,
+                    const std::function<bool(std::string_view)>& recommended = {});
 
   /// The reason after the last fold (kInsufficientHistory before any).
   ProvidedReason reason() const { return reason_; }

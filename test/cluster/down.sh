@@ -10,7 +10,10 @@ if [ ! -d "$CLUSTER_DIR" ]; then
   echo "down.sh: no local cluster in $CLUSTER_DIR; nothing to stop"
   exit 0
 fi
-names=$(stop_all)
+# The cluster's Prometheus first, when prometheus.sh started one (it scrapes kwok).
+prometheus=""
+if stop_process prometheus 5; then prometheus="prometheus "; fi
+names=$prometheus$(stop_all)
 rm -rf "$CLUSTER_DIR"
 if [ -z "$names" ]; then
   echo "down.sh: nothing was running in $CLUSTER_DIR; removed its state"

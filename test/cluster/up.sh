@@ -9,6 +9,7 @@
 #   VSCALER_CLUSTER=minimal: etcd + kube-apiserver alone (RBAC, service-account signing key).
 # Extra flags: VSCALER_APISERVER_ARGS for kube-apiserver (e.g. --watch-cache=false), and
 # VSCALER_KUBE_CONTROLLER_MANAGER_ARGS, _KUBE_SCHEDULER_ARGS, _KWOK_ARGS, _METRICS_SERVER_ARGS.
+# VSCALER_PROMETHEUS=1 (full only): also the cluster's Prometheus, scraping kwok (prometheus.sh up).
 # When a component fails to start, one line names it (then its log's tail) and nothing started
 # is left running.
 set -euo pipefail
@@ -39,10 +40,12 @@ if cluster_running; then
   running=$(cat "$CLUSTER_DIR/mode" 2>/dev/null || echo minimal)
   echo "up.sh: a local cluster ($running) is already running in $CLUSTER_DIR (make cluster-down stops it)"
   [ "$running" = "$mode" ] || echo "up.sh: VSCALER_CLUSTER=$mode was asked for; it is left as it is"
+  if [ "${VSCALER_PROMETHEUS:-0}" = 1 ] && [ "$running" = full ]; then "$here/prometheus.sh" up; fi
   print_paths
   exit 0
 fi
-# Leftovers of a cluster that died: clear them so we start clean.
+# Leftovers of a cluster that died: clear them so we start clean (a Prometheus left running too).
+stop_process prometheus 3 || true
 rm -rf "$CLUSTER_DIR"
 mkdir -p "$CLUSTER_DIR"/{pki,bin,etcd-data,apiserver}
 chmod 700 "$CLUSTER_DIR/pki"
@@ -160,6 +163,7 @@ write_kubeconfig "$CLUSTER_DIR/kubeconfig" "https://127.0.0.1:$apiserver_port" "
 export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 if [ "$mode" = full ]; then
   start_full || exit 1
+  if [ "${VSCALER_PROMETHEUS:-0}" = 1 ]; then "$here/prometheus.sh" up || exit 1; fi
   what="etcd $ETCD_VERSION, kube-apiserver/controller-manager/scheduler $KUBE_VERSION, kwok $KWOK_VERSION ($VSCALER_NODES nodes), metrics-server $METRICS_SERVER_VERSION"
 else
   what="etcd $ETCD_VERSION, kube-apiserver $KUBE_VERSION"

@@ -178,3 +178,62 @@ TEST_CASE("rounding and cap flags: VPA's names, positive quantities, errors name
             .find("--container-recommendation-max-allowed-cpu: must be a positive") == 0);
   CHECK(parse_options({"--container-recommendation-max-allowed-cpu", "500m"})->max_allowed_cpu);
 }
+
+TEST_CASE("history from Prometheus: VPA's flag names and defaults, today's label names") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->prometheus.address.empty());
+  CHECK(defaults->prometheus.history_length == std::chrono::hours(24 * 8));
+  CHECK(defaults->prometheus.resolution == std::chrono::hours(1));
+  CHECK(defaults->prometheus.job == "kubernetes-cadvisor");
+  CHECK(defaults->prometheus.pod_label == "pod");
+  CHECK(defaults->prometheus.container_label == "container");
+  CHECK(defaults->prometheus.namespace_label == "namespace");
+  CHECK(defaults->prometheus.timeout == std::chrono::seconds(10));
+  auto set = parse_options({"--prometheus-address",
+                            "https://prometheus.monitoring:9090",
+                            "--history-length",
+                            "14d",
+                            "--history-resolution",
+                            "5m",
+                            "--prometheus-cadvisor-job-name",
+                            "cadvisor",
+                            "--container-pod-name-label",
+                            "pod_name",
+                            "--container-name-label",
+                            "name",
+                            "--container-namespace-label",
+                            "ns",
+                            "--prometheus-timeout",
+                            "3s",
+                            "--prometheus-ca-file",
+                            "/etc/ca.pem",
+                            "--prometheus-bearer-token-file",
+                            "/var/token"});
+  REQUIRE(set.ok());
+  CHECK(set->prometheus.address == "https://prometheus.monitoring:9090");
+  CHECK(set->prometheus.history_length == std::chrono::hours(24 * 14));
+  CHECK(set->prometheus.resolution == std::chrono::minutes(5));
+  CHECK(set->prometheus.job == "cadvisor");
+  CHECK(set->prometheus.pod_label == "pod_name");
+  CHECK(set->prometheus.container_label == "name");
+  CHECK(set->prometheus.namespace_label == "ns");
+  CHECK(set->prometheus.timeout == std::chrono::seconds(3));
+  CHECK(set->prometheus.ca_file == "/etc/ca.pem");
+  CHECK(set->prometheus.bearer_token_file == "/var/token");
+  CHECK(parse_options({"--history-length", "1d12h"})->prometheus.history_length ==
+        std::chrono::hours(36));
+  CHECK(parse_options({"--history-length", "48h"})->prometheus.history_length ==
+        std::chrono::hours(48));
+  CHECK(parse_options({"--prometheus-address", "prometheus:9090"}).error() ==
+        "--prometheus-address: must be an http:// or https:// URL, got \"prometheus:9090\"");
+  CHECK(parse_options({"--history-length", "0d"}).error().rfind("--history-length:", 0) == 0);
+  CHECK(parse_options({"--history-length", "soon"}).error().rfind("--history-length:", 0) == 0);
+  CHECK(
+      parse_options({"--history-resolution", "500ms"}).error().rfind("--history-resolution:", 0) ==
+      0);
+  CHECK(parse_options({"--container-name-label", "1bad"}).error() ==
+        "--container-name-label: \"1bad\" is not a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)");
+  CHECK(parse_options({"--prometheus-timeout", "0"}).error().rfind("--prometheus-timeout:", 0) ==
+        0);
+}

@@ -31,11 +31,11 @@ recommender::TimePoint at(const char* rfc3339) {
 /// A pod admitted boosted: app 250m/500m boosted to 500m/1, log not boosted; `ready_at` empty:
 /// not Ready.
 json boosted_pod(const std::string& name, const char* ready_at, int duration = 30) {
-  json record = {{"durationSeconds", duration},
-                 {"containers",
-                  json::array({{{"name", "app"},
-                                {"base", {{"requests", "250m"}, {"limits", "500m"}}},
-                                {"boosted", {{"requests", "500m"}, {"limits", "1"}}}}})}};
+  json record = {
+      {"durationSeconds", duration},
+      {"containers", json::array({{{"name", "app"},
+                                   {"base", {{"requests", "250m"}, {"limits", "500m"}}},
+                                   {"boosted", {{"requests", "500m"}, {"limits", "1"}}}}})}};
   json app = {{"requests", {{"cpu", "500m"}, {"memory", "64Mi"}}}, {"limits", {{"cpu", "1"}}}};
   json log = {{"requests", {{"cpu", "50m"}}}};
   json conditions = json::array();
@@ -187,12 +187,12 @@ TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent")
   CHECK(result.pods[0].state == BoostState::kInfeasible);
   CHECK(result.stuck == 1);
   CHECK(api.resized.size() == 1);
-  CHECK(result.status()["message"].get<std::string>().find("node too small") !=
-        std::string::npos);
+  CHECK(result.status()["message"].get<std::string>().find("node too small") != std::string::npos);
 }
 
-TEST_CASE("pods without the annotation, resized elsewhere since, or being deleted are not "
-          "boosted") {
+TEST_CASE(
+    "pods without the annotation, resized elsewhere since, or being deleted are not "
+    "boosted") {
   const auto now = at("2026-12-03T11:00:00Z");
   json plain = boosted_pod("plain", "2026-12-03T10:00:00Z");
   plain["metadata"].erase("annotations");
@@ -208,8 +208,9 @@ TEST_CASE("pods without the annotation, resized elsewhere since, or being delete
   CHECK(plan[0].state == BoostState::kEnded);
 }
 
-TEST_CASE("a pod just admitted boosted is looked for until it is listed; memory carries on "
-          "from status") {
+TEST_CASE(
+    "a pod just admitted boosted is looked for until it is listed; memory carries on "
+    "from status") {
   test::FakePodsApi api;
   Metrics metrics;
   controller::BoostStep step(api, metrics);

@@ -668,3 +668,100 @@ TEST_CASE("--recommender-interval 0: the loop never runs") {
   loop.stop();
   CHECK(f.api.calls.empty());
 }
+
+namespace {
+
+// A history source answering a fixed history (or an error), counting its loads.
+class FakeHistory final : public HistorySource {
+ public:
+  std::optional<std::string> error;
+  int loads = 0;
+  kube::Result<UsageHistory, std::string> load(const TargetWorkload& target,
+                                               TimePoint now) override {
+    ++loads;
+    if (error) return kube::fail(*error);
+    UsageHistory history;
+    history.queries = 2;
+    PodSeries cpu{target.name + "-7f9c5d8b4-abcde", "app", {}};
+    PodSeries memory = cpu;
+    // Eight days of hourly points before `now`: 300m, 400Mi.
+    for (int hour = 192; hour > 0; --hour) {
+      cpu.points.push_back({now - std::chrono::hours(hour), 0.3});
+      memory.points.push_back({now - std::chrono::hours(hour), 400 * kMi});
+    }
+    history.cpu = {cpu};
+    history.memory = {memory};
+    return history;
+  }
+};
+
+double upper_over_target(const json& recommendation) {
+  auto cores = [](const json& value) {
+    return vscaler::kube::Quantity::parse(value.get<std::string>())->to_double();
+  };
+  return cores(recommendation["upperBound"]["cpu"]) / cores(recommendation["target"]["cpu"]);
+}
+
+}  // namespace
+
+TEST_CASE("a scaler without a checkpoint starts from its history: narrow bounds at once") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.add_scaler(scaler_object("api", "u2"));
+  FakeHistory history;
+  LoopOptions options;
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.set_history_source(&history);
+  f.api.inputs["web"] = usage(3, 0);
+  f.api.inputs["api"] = usage(3, 0);
+  auto pass = loop.run_pass(std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(kT0.time_since_epoch())));
+  CHECK(history.loads == 2);
+  CHECK(pass.history_queries == 4);
+  const json& app =
+      f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"][0];
+  CAPTURE(app.dump());
+  CHECK(upper_over_target(app) <= 1.5);
+  CHECK(f.condition("web")["message"].get<std::string>().find(
+            "history from Prometheus: 192 points of 1 pod(s) over 7d23h") != std::string::npos);
+  // Loaded once: the next pass reads only live samples.
+  f.api.inputs["web"] = usage(3, 1);
+  loop.run_pass();
+  CHECK(history.loads == 2);
+}
+
+TEST_CASE("history unavailable: live samples, the reason in the message, one try per pass") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.add_scaler(scaler_object("api", "u2"));
+  FakeHistory history;
+  history.error = "Prometheus at http://prometheus:9090: connection refused";
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  loop.set_history_source(&history);
+  f.api.inputs["web"] = usage(3, 0);
+  f.api.inputs["api"] = usage(3, 0);
+  auto pass = loop.run_pass();
+  CHECK(pass.published == 2);
+  CHECK(history.loads == 1);  // the second scaler of the pass is not asked again
+  for (const char* name : {"web", "api"}) {
+    CAPTURE(name);
+    CHECK(f.condition(name)["reason"] == "Recommended");
+    CHECK(f.condition(name)["message"].get<std::string>().find(
+              "no history from Prometheus (Prometheus at http://prometheus:9090: connection "
+              "refused); from live samples only") != std::string::npos);
+    // Live samples alone: a young history's wide bounds.
+    CHECK(upper_over_target(f.api.scalers.at(
+              name)["status"]["recommendation"]["containerRecommendations"][0]) > 10);
+  }
+  // A checkpoint wins: a scaler restored from one never asks the source.
+  loop.save_checkpoints();
+  Fixture g;
+  g.api.checkpoints = f.api.checkpoints;
+  g.add_scaler(scaler_object("web", "u1"));
+  g.api.inputs["web"] = usage(3, 2);
+  FakeHistory unused;
+  RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
+  restarted.set_history_source(&unused);
+  restarted.run_pass();
+  CHECK(unused.loads == 0);
+}

@@ -23,7 +23,7 @@ class FakePodsApi : public controller::ReconcileApi {
   std::vector<std::string> resized;  // names, in order
   bool refuse = false;
   std::string refusal = "Node didn't have enough capacity: NodeCapacity";
-  std::string refusal_cause;  ///< a Status cause type of the refusal, if any
+  std::string refusal_cause;        ///< a Status cause type of the refusal, if any
   std::vector<std::string> events;  ///< "Warning reason" / "Normal reason", in order
 
   controller::ApiResult get_workload(const std::string&, const api::TargetRef&,

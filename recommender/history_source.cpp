@@ -1,0 +1,53 @@
+// fold_history: a source's series, joined per pod, container and time, into the aggregates.
+#include "recommender/history_source.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+namespace vscaler::recommender {
+
+HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& history,
+                          const AggregateOptions& options, std::uint32_t count,
+                          const std::function<bool(std::string_view)>& recommended) {
+  // (container, pod, time) -> cpu, memory: a point of both series at one time is one sample, as
+  // a live PodMetrics sample carries both.
+  struct Point {
+    std::optional<double> cpu;
+    std::optional<double> memory;
+  };
+  std::map<std::tuple<std::string_view, std::string_view, std::int64_t>, Point> joined;
+  auto take = [&](const std::vector<PodSeries>& series, bool cpu) {
+    for (const PodSeries& one : series) {
+      if (recommended && !recommended(one.container)) continue;
+      for (const UsagePoint& point : one.points) {
+        Point& slot = joined[{one.container, one.pod, to_millis(point.time)}];
+        (cpu ? slot.cpu : slot.memory) = point.value;
+      }
+    }
+  };
+  take(history.cpu, true);
+  take(history.memory, false);
+  HistoryStats stats;
+  std::set<std::string_view> pods;
+  // In time order per container and pod (the map's order): each pod's clock moves forward.
+  for (const auto& [key, point] : joined) {
+    const auto& [container, pod, millis] = key;
+    const TimePoint time = from_millis(millis);
+    SampleOutcome outcome = aggregates[container].add_history(options, pod_key(pod), time,
+                                                              point.cpu, point.memory, count);
+    if (outcome != SampleOutcome::kAdded) {
+      if (outcome == SampleOutcome::kInvalid) ++stats.invalid;
+      continue;
+    }
+    ++stats.points;
+    pods.insert(pod);
+    if (stats.first == TimePoint() || time < stats.first) stats.first = time;
+    if (time > stats.last) stats.last = time;
+  }
+  stats.pods = pods.size();
+  return stats;
+}
+
+}  // namespace vscaler::recommender

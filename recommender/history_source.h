@@ -1,0 +1,73 @@
+// HistorySource: where a scaler without a checkpoint gets the usage history of its target's pods
+// before its first live sample (DESIGN.md "History from Prometheus"), and how that history is
+// folded into its aggregates — each point with its own timestamp, so that decay and confidence
+// see real days, and counting as resolution / --recommender-interval samples. The Prometheus
+// implementation is recommender/prometheus_history.h; the loop only sees this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "recommender/aggregate_options.h"
+#include "recommender/container_aggregates.h"
+#include "recommender/metrics_source.h"
+#include "recommender/time.h"
+
+namespace vscaler::recommender {
+
+/// One value of a series at one time.
+struct UsagePoint {
+  TimePoint time;
+  double value = 0;
+};
+
+/// One container of one pod over the history: CPU in cores (a rate), memory in bytes (the peak
+/// of each resolution step).
+struct PodSeries {
+  std::string pod;
+  std::string container;
+  std::vector<UsagePoint> points;  ///< in time order
+};
+
+/// A target's history as a source returns it.
+struct UsageHistory {
+  std::vector<PodSeries> cpu;
+  std::vector<PodSeries> memory;
+  Duration resolution{std::chrono::hours(1)};  ///< the step between points
+  std::size_t queries = 0;  ///< requests the source made (pages counted)
+  std::size_t dropped = 0;  ///< points left out: NaN, infinite or negative values
+};
+
+/// Where histories come from. Implementations bound their time (a pass must never wait long).
+class HistorySource {
+ public:
+  virtual ~HistorySource() = default;
+  /// The history of `target`'s pods up to `now`; the error says why there is none, in words
+  /// fit for a condition message ("Prometheus at http://...: connection refused").
+  virtual kube::Result<UsageHistory, std::string> load(const TargetWorkload& target,
+                                                       TimePoint now) = 0;
+};
+
+/// What fold_history did.
+struct HistoryStats {
+  std::size_t points = 0;   ///< points folded in (CPU and memory of a time count as one)
+  std::size_t pods = 0;     ///< pods with a point
+  std::size_t invalid = 0;  ///< points refused (NaN, negative)
+  TimePoint first;          ///< earliest point folded (epoch: none)
+  TimePoint last;           ///< latest point folded
+};
+
+/// Folds `history` into `aggregates`: the points of the containers `recommended` accepts (all
+/// when empty), CPU and memory of the same pod, container and time as one sample, each CPU point
+/// counting as `count` samples. Pods are keyed by name (Prometheus knows no uid): a live sample
+/// of the same pod is a pod of its own, as in VPA's history provider.
+HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& history,
+                          const AggregateOptions& options, std::uint32_t count,
+                          const std::function<bool(std::string_view)>& recommended = {});
+
+}  // namespace vscaler::recommender

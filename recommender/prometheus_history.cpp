@@ -1,0 +1,218 @@
+// PrometheusHistory: query building, paged range queries, and the matrix answer parsed.
+#include "recommender/prometheus_history.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kube/client.h"
+
+namespace vscaler::recommender {
+namespace {
+
+using nlohmann::json;
+
+/// `text` with RE2's special characters escaped (a workload name may hold dots).
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view(".+*?()|[]{}^$\\").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+/// `text` as a PromQL string literal (double-quoted, backslashes and quotes escaped).
+std::string promql_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// "1h", "90s": a duration as PromQL writes it (whole seconds).
+std::string promql_duration(Duration d) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (seconds % 3600 == 0) return std::to_string(seconds / 3600) + "h";
+  if (seconds % 60 == 0) return std::to_string(seconds / 60) + "m";
+  return std::to_string(seconds) + "s";
+}
+
+/// The series selector shared by both queries.
+std::string selector(const PrometheusOptions& options, const TargetWorkload& target) {
+  return "{job=" + promql_string(options.job) + ", " + options.namespace_label + "=" +
+         promql_string(target.namespace_) + ", " + options.pod_label +
+         "=~" + promql_string(pod_name_pattern(target)) + ", " + options.container_label +
+         "!=\"POD\", " + options.container_label + "!=\"\"}";
+}
+
+std::string read_file(const std::string& path, std::string& error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot read " + path;
+    return {};
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+/// Seconds since the epoch with millisecond precision, as the HTTP API takes them (a step too,
+/// as a duration since the epoch).
+std::string unix_seconds(TimePoint t) {
+  const std::int64_t millis = to_millis(t);
+  std::string out = std::to_string(millis / 1000);
+  if (millis % 1000 != 0) {
+    std::string fraction = std::to_string(1000 + millis % 1000).substr(1);
+    out += "." + fraction;
+  }
+  return out;
+}
+
+/// The series of `pod`/`container` in `out`, added when absent.
+PodSeries& series_of(std::vector<PodSeries>& out, const std::string& pod,
+                     const std::string& container) {
+  for (PodSeries& series : out) {
+    if (series.pod == pod && series.container == container) return series;
+  }
+  out.push_back(PodSeries{pod, container, {}});
+  return out.back();
+}
+
+}  // namespace
+
+std::string pod_name_pattern(const TargetWorkload& target) {
+  const std::string name = regex_escape(target.name);
+  if (target.kind == "StatefulSet") return name + "-[0-9]+";
+  if (target.kind == "DaemonSet") return name + "-[a-z0-9]{5}";
+  // A Deployment's ReplicaSet is "<name>-<pod-template-hash>" (6 to 10 characters), its pods
+  // "<replicaset>-<5>": "web-api-..." is not a pod of "web".
+  return name + "-[a-z0-9]{6,10}-[a-z0-9]{5}";
+}
+
+std::string cpu_query(const PrometheusOptions& options, const TargetWorkload& target) {
+  return "rate(container_cpu_usage_seconds_total" + selector(options, target) + "[" +
+         promql_duration(options.resolution) + "])";
+}
+
+std::string memory_query(const PrometheusOptions& options, const TargetWorkload& target) {
+  return "max_over_time(container_memory_working_set_bytes" + selector(options, target) + "[" +
+         promql_duration(options.resolution) + "])";
+}
+
+kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_view body,
+                                                        const PrometheusOptions& options,
+                                                        std::vector<PodSeries>& out,
+                                                        std::size_t& dropped) {
+  json answer = json::parse(body, nullptr, false);
+  if (answer.is_discarded() || !answer.is_object()) {
+    return kube::fail("HTTP " + std::to_string(status) + ", not a Prometheus API answer (" +
+                      std::string(body.substr(0, 80)) + ")");
+  }
+  if (answer.value("status", "") != "success") {
+    return kube::fail("HTTP " + std::to_string(status) + ", " + answer.value("errorType", "error") +
+                      ": " + answer.value("error", "no error message"));
+  }
+  const json* data = answer.contains("data") ? &answer["data"] : nullptr;
+  if (data == nullptr || !data->is_object() || data->value("resultType", "") != "matrix" ||
+      !data->contains("result") || !(*data)["result"].is_array()) {
+    return kube::fail(std::string("the answer is not a matrix (data.resultType, data.result)"));
+  }
+  for (const json& series : (*data)["result"]) {
+    const json* metric = series.contains("metric") ? &series["metric"] : nullptr;
+    if (metric == nullptr || !metric->is_object()) continue;
+    const std::string pod = metric->value(options.pod_label, "");
+    const std::string container = metric->value(options.container_label, "");
+    if (pod.empty() || container.empty()) continue;
+    auto values = series.find("values");
+    if (values == series.end() || !values->is_array()) {
+      return kube::fail("series " + pod + "/" + container + ": no values list");
+    }
+    PodSeries& into = series_of(out, pod, container);
+    for (const json& point : *values) {
+      // [<unix seconds, a number>, "<value, a string>"]
+      if (!point.is_array() || point.size() != 2 || !point[0].is_number() ||
+          !point[1].is_string()) {
+        return kube::fail("series " + pod + "/" + container + ": a malformed point " +
+                          point.dump().substr(0, 60));
+      }
+      const std::string& text = point[1].get_ref<const std::string&>();
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < 0) {
+        ++dropped;  // "NaN", "+Inf", a negative rate after a counter reset: nothing folded
+        continue;
+      }
+      const auto millis = static_cast<std::int64_t>(std::llround(point[0].get<double>() * 1000));
+      into.points.push_back(UsagePoint{from_millis(millis), value});
+    }
+  }
+  return kube::Unit{};
+}
+
+kube::Result<std::unique_ptr<PrometheusHistory>> PrometheusHistory::create(
+    PrometheusOptions options) {
+  kube::ClientConfig config;
+  config.server = options.address;
+  config.source = "--prometheus-address";
+  if (!options.ca_file.empty()) {
+    std::string error;
+    config.ca_pem = read_file(options.ca_file, error);
+    if (!error.empty()) return kube::fail("--prometheus-ca-file: " + error);
+  }
+  config.token_file = options.bearer_token_file;
+  config.connect_timeout = options.timeout;
+  config.request_timeout = options.timeout;
+  config.max_connections = 2;
+  auto transport = kube::Transport::create(config);
+  if (!transport.ok()) return kube::fail("--prometheus-address: " + transport.error());
+  return std::unique_ptr<PrometheusHistory>(
+      new PrometheusHistory(std::move(options), std::move(*transport)));
+}
+
+kube::Result<kube::Unit, std::string> PrometheusHistory::range(const std::string& query,
+                                                               TimePoint start, TimePoint end,
+                                                               std::vector<PodSeries>& out,
+                                                               UsageHistory& history) {
+  // Pages of at most kMaxPointsPerSeries points (an 8-day history at a 63 s step fits one).
+  const Duration page = options_.resolution * static_cast<int64_t>(kMaxPointsPerSeries - 1);
+  for (TimePoint from = start; from <= end; from += page + options_.resolution) {
+    const TimePoint to = std::min(end, from + page);
+    kube::HttpRequest request;
+    request.target = "/api/v1/query_range?query=" + kube::url_encode(query) +
+                     "&start=" + unix_seconds(from) + "&end=" + unix_seconds(to) + "&step=" + unix_seconds(from_millis(options_.resolution.count())) +
+                     "&timeout=" + std::to_string(options_.timeout.count() / 1000 + 1) + "s";
+    request.timeout = options_.timeout;
+    ++history.queries;
+    auto answer = transport_->send(request);
+    if (!answer.ok()) {
+      return kube::fail("Prometheus at " + options_.address + ": " + answer.error().to_string());
+    }
+    auto parsed = parse_query_range(answer->status, answer->body, options_, out, history.dropped);
+    if (!parsed.ok()) return kube::fail("Prometheus at " + options_.address + ": " + parsed.error());
+  }
+  return kube::Unit{};
+}
+
+kube::Result<UsageHistory, std::string> PrometheusHistory::load(const TargetWorkload& target,
+                                                                TimePoint now) {
+  UsageHistory history;
+  history.resolution = options_.resolution;
+  // Whole steps, so that two scalers' queries hit the same points (and Prometheus' cache).
+  const auto step = options_.resolution.count();
+  const TimePoint end = from_millis(to_millis(now) / step * step);
+  const TimePoint start = end - options_.history_length;
+  if (auto cpu = range(cpu_query(options_, target), start, end, history.cpu, history); !cpu.ok()) {
+    return kube::fail(cpu.error());
+  }
+  if (auto memory = range(memory_query(options_, target), start, end, history.memory, history);
+      !memory.ok()) {
+    return kube::fail(memory.error());
+  }
+  return history;
+}
+
+}  // namespace vscaler::recommender

@@ -1,0 +1,217 @@
+// History from Prometheus: the queries (VPA's CPU rate, the memory peak per step, pods by their
+// controller's naming), the matrix answer parsed (bad values dropped, bad answers named), the
+// points folded with their own timestamps and their weight, and the HTTP side against a local
+// stand-in: paging under 11,000 points, the bearer token, errors and a timeout as values.
+#include "recommender/prometheus_history.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "recommender/recommendation.h"
+#include "recommender/scaler_history.h"
+#include "test/unit/support/local_http_server.h"
+
+using nlohmann::json;
+using namespace vscaler::recommender;
+
+namespace {
+
+const TargetWorkload kWeb{"shop", "Deployment", "web"};
+
+TimePoint at_hour(int hour) {
+  return from_millis(std::int64_t(1'790'000'000'000) / 3'600'000 * 3'600'000 +
+                     std::int64_t(hour) * 3'600'000);
+}
+
+/// A query_range answer with one series per (pod, container, values).
+std::string matrix(const std::vector<std::tuple<std::string, std::string, json>>& series) {
+  json result = json::array();
+  for (const auto& [pod, container, values] : series) {
+    result.push_back({{"metric", {{"pod", pod}, {"container", container}, {"job", "k"}}},
+                      {"values", values}});
+  }
+  return json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
+      .dump();
+}
+
+}  // namespace
+
+TEST_CASE("the queries: VPA's CPU rate and the memory peak per step, pods by controller naming") {
+  PrometheusOptions options;
+  CHECK(cpu_query(options, kWeb) ==
+        "rate(container_cpu_usage_seconds_total{job=\"kubernetes-cadvisor\", "
+        "namespace=\"shop\", pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", container!=\"POD\", "
+        "container!=\"\"}[1h])");
+  options.resolution = std::chrono::minutes(5);
+  options.pod_label = "pod_name";
+  options.container_label = "name";
+  CHECK(memory_query(options, {"a", "StatefulSet", "db.main"}) ==
+        "max_over_time(container_memory_working_set_bytes{job=\"kubernetes-cadvisor\", "
+        "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m])");
+  CHECK(pod_name_pattern({"a", "DaemonSet", "agent"}) == "agent-[a-z0-9]{5}");
+}
+
+TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad answers named") {
+  PrometheusOptions options;
+  std::vector<PodSeries> out;
+  std::size_t dropped = 0;
+  auto parsed = parse_query_range(
+      200,
+      matrix({{"web-7f9c5d8b4-abcde", "app",
+               json::parse(R"([[1790000000, "0.25"], [1790003600, "NaN"],
+                               [1790007200, "-0.1"], [1790010800.5, "0.5"]])")},
+              {"web-7f9c5d8b4-abcde", "", json::array()}}),
+      options, out, dropped);
+  REQUIRE(parsed.ok());
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].pod == "web-7f9c5d8b4-abcde");
+  REQUIRE(out[0].points.size() == 2);
+  CHECK(out[0].points[0].value == 0.25);
+  CHECK(to_millis(out[0].points[1].time) == 1'790'010'800'500);
+  CHECK(dropped == 2);
+
+  auto error = parse_query_range(
+      400, R"({"status":"error","errorType":"bad_data","error":"parse error at char 5"})",
+      options, out, dropped);
+  REQUIRE_FALSE(error.ok());
+  CHECK(error.error() == "HTTP 400, bad_data: parse error at char 5");
+  CHECK_FALSE(parse_query_range(200, "<html>not prometheus</html>", options, out, dropped).ok());
+  CHECK(parse_query_range(200, R"({"status":"success","data":{"resultType":"vector",
+      "result":[]}})", options, out, dropped)
+            .error()
+            .find("not a matrix") != std::string::npos);
+  CHECK(parse_query_range(200, matrix({{"p", "c", json::parse(R"([["x", "1"]])")}}), options, out,
+                          dropped)
+            .error()
+            .find("a malformed point") != std::string::npos);
+}
+
+TEST_CASE("history points keep their time and count as resolution / interval samples") {
+  AggregateOptions options;
+  UsageHistory history;
+  PodSeries cpu{"web-7f9c5d8b4-abcde", "app", {}};
+  PodSeries memory{"web-7f9c5d8b4-abcde", "app", {}};
+  PodSeries sidecar{"web-7f9c5d8b4-abcde", "proxy", {{at_hour(0), 0.1}}};
+  for (int hour = 0; hour < 192; ++hour) {
+    cpu.points.push_back({at_hour(hour), 0.3});
+    memory.points.push_back({at_hour(hour), 400.0 * 1024 * 1024});
+  }
+  memory.points.push_back({at_hour(192), 500.0 * 1024 * 1024});  // memory alone at that time
+  history.cpu = {cpu, sidecar};
+  history.memory = {memory};
+  ScalerHistory seeded;
+  HistoryStats stats = seeded.seed(history, options, 60,
+                                   [](std::string_view container) { return container == "app"; });
+  CHECK(stats.points == 193);
+  CHECK(stats.pods == 1);
+  CHECK(stats.first == at_hour(0));
+  CHECK(stats.last == at_hour(192));
+  REQUIRE(seeded.aggregates().size() == 1);  // the sidecar is not recommended: no history
+  const AggregateState& state = seeded.aggregates().at("app").state();
+  CHECK(state.total_samples_count == 192 * 60);
+  CHECK(state.first_sample_start == at_hour(0));
+  CHECK(state.last_sample_start == at_hour(191));
+
+  // Eight days of points counted as an hour of samples each give bounds as narrow as eight days
+  // fed live; counted as one each (VPA's way) they stay wide.
+  ScalerHistory as_vpa;
+  as_vpa.seed(history, options, 1, [](std::string_view c) { return c == "app"; });
+  RecommendationOptions rec_options;
+  auto narrow = seeded.recommendations(options, rec_options);
+  auto wide = as_vpa.recommendations(options, rec_options);
+  REQUIRE(narrow.size() == 1);
+  REQUIRE(wide.size() == 1);
+  auto cores = [](const ResourceMap& map) { return map.at(kCpu).to_double(); };
+  const double narrow_ratio = cores(narrow[0].upper_bound) / cores(narrow[0].target);
+  const double wide_ratio = cores(wide[0].upper_bound) / cores(wide[0].target);
+  CAPTURE(narrow_ratio);
+  CAPTURE(wide_ratio);
+  CHECK(narrow_ratio <= 1.5);
+  CHECK(wide_ratio >= 4 * narrow_ratio);
+  CHECK(cores(narrow[0].target) == cores(wide[0].target));  // the same histogram shape
+}
+
+TEST_CASE("Prometheus over HTTP: two range queries, paged, with the bearer token") {
+  vscaler::testing::LocalHttpServer server;
+  std::atomic<int> queries{0};
+  std::string token_seen;
+  std::vector<std::string> steps;
+  server.server().Get("/api/v1/query_range", [&](const httplib::Request& request,
+                                                 httplib::Response& response) {
+    ++queries;
+    token_seen = request.get_header_value("Authorization");
+    steps.push_back(request.get_param_value("step"));
+    const bool cpu = request.get_param_value("query").rfind("rate(", 0) == 0;
+    const double start = std::stod(request.get_param_value("start"));
+    response.set_content(
+        matrix({{"web-7f9c5d8b4-abcde", "app",
+                 json::array({json::array({start, cpu ? "0.2" : "104857600"})})}}),
+        "application/json");
+  });
+  server.start();
+  const std::string token_file = "/tmp/vscaler-prometheus-token-test";
+  std::ofstream(token_file) << "s3cret\n";
+  PrometheusOptions options;
+  options.address = server.config().server;
+  options.bearer_token_file = token_file;
+  options.resolution = std::chrono::seconds(60);
+  options.history_length = std::chrono::hours(24 * 8);  // 11,521 steps: two pages per query
+  auto source = PrometheusHistory::create(options);
+  REQUIRE(source.ok());
+  auto loaded = (*source)->load(kWeb, at_hour(1000));
+  REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error()));
+  CHECK(queries == 4);
+  CHECK(loaded->queries == 4);
+  CHECK(token_seen == "Bearer s3cret");
+  CHECK(steps.front() == "60");
+  REQUIRE(loaded->cpu.size() == 1);
+  CHECK(loaded->cpu[0].points.size() == 2);  // one point per page from the stand-in
+  CHECK(loaded->memory[0].points[0].value == 104857600);
+  std::remove(token_file.c_str());
+}
+
+TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the timeout") {
+  PrometheusOptions options;
+  options.address = "http://127.0.0.1:1";  // nothing listens
+  options.timeout = std::chrono::milliseconds(500);
+  auto down = PrometheusHistory::create(options);
+  REQUIRE(down.ok());
+  auto refused = (*down)->load(kWeb, at_hour(0));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().find("Prometheus at http://127.0.0.1:1: ") == 0);
+
+  vscaler::testing::LocalHttpServer server;
+  std::atomic<bool> slow{false};
+  server.server().Get("/api/v1/query_range",
+                      [&](const httplib::Request&, httplib::Response& response) {
+                        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                        response.status = 503;
+                        response.set_content(
+                            R"({"status":"error","errorType":"unavailable","error":"TSDB not ready"})",
+                            "application/json");
+                      });
+  server.start();
+  options.address = server.config().server;
+  auto source = PrometheusHistory::create(options);
+  REQUIRE(source.ok());
+  auto unavailable = (*source)->load(kWeb, at_hour(0));
+  REQUIRE_FALSE(unavailable.ok());
+  CHECK(unavailable.error().find("HTTP 503, unavailable: TSDB not ready") != std::string::npos);
+  slow = true;
+  const auto started = std::chrono::steady_clock::now();
+  auto timed_out = (*source)->load(kWeb, at_hour(0));
+  CHECK_FALSE(timed_out.ok());
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(1400));
+
+  options.address = "prometheus:9090";
+  CHECK_FALSE(PrometheusHistory::create(options).ok());
+  options.address = "http://prometheus:9090";
+  options.ca_file = "/nonexistent/ca.pem";
+  auto no_ca = PrometheusHistory::create(options);
+  REQUIRE_FALSE(no_ca.ok());
+  CHECK(no_ca.error().find("--prometheus-ca-file") == 0);
+}
