@@ -39,7 +39,7 @@ struct UsageHistory {
   std::vector<PodSeries> cpu;
   std::vector<PodSeries> memory;
   Duration resolution{std::chrono::hours(1)};  ///< the step between points
-  std::size_t queries = 0;  ///< requests the source made (pages counted)
+  std::size_t queries = 0;                     ///< requests the source made (pages counted)
   std::size_t dropped = 0;  ///< points left out: NaN, infinite or negative values
 };
 

@@ -44,9 +44,9 @@ std::string promql_duration(Duration d) {
 /// The series selector shared by both queries.
 std::string selector(const PrometheusOptions& options, const TargetWorkload& target) {
   return "{job=" + promql_string(options.job) + ", " + options.namespace_label + "=" +
-         promql_string(target.namespace_) + ", " + options.pod_label +
-         "=~" + promql_string(pod_name_pattern(target)) + ", " + options.container_label +
-         "!=\"POD\", " + options.container_label + "!=\"\"}";
+         promql_string(target.namespace_) + ", " + options.pod_label + "=~" +
+         promql_string(pod_name_pattern(target)) + ", " + options.container_label + "!=\"POD\", " +
+         options.container_label + "!=\"\"}";
 }
 
 std::string read_file(const std::string& path, std::string& error) {
@@ -183,7 +183,8 @@ kube::Result<kube::Unit, std::string> PrometheusHistory::range(const std::string
     const TimePoint to = std::min(end, from + page);
     kube::HttpRequest request;
     request.target = "/api/v1/query_range?query=" + kube::url_encode(query) +
-                     "&start=" + unix_seconds(from) + "&end=" + unix_seconds(to) + "&step=" + unix_seconds(from_millis(options_.resolution.count())) +
+                     "&start=" + unix_seconds(from) + "&end=" + unix_seconds(to) +
+                     "&step=" + unix_seconds(from_millis(options_.resolution.count())) +
                      "&timeout=" + std::to_string(options_.timeout.count() / 1000 + 1) + "s";
     request.timeout = options_.timeout;
     ++history.queries;
@@ -192,7 +193,8 @@ kube::Result<kube::Unit, std::string> PrometheusHistory::range(const std::string
       return kube::fail("Prometheus at " + options_.address + ": " + answer.error().to_string());
     }
     auto parsed = parse_query_range(answer->status, answer->body, options_, out, history.dropped);
-    if (!parsed.ok()) return kube::fail("Prometheus at " + options_.address + ": " + parsed.error());
+    if (!parsed.ok())
+      return kube::fail("Prometheus at " + options_.address + ": " + parsed.error());
   }
   return kube::Unit{};
 }

@@ -29,7 +29,10 @@ Usage:
   history.py --namespace NS --pods web-a,web-b [--container app] [--cpu-mean 0.3]
       [--cpu-amplitude 0.1] [--memory-mean-mib 400] [--memory-amplitude-mib 50] [--days 8]
       [--step 60] [--end UNIX_SECONDS] [--instance kwok-node-0] [--jitter 0.05]
-      [--seed vscaler-history] [--print-expected]
+      [--seed vscaler-history] [--print-expected | --print-samples]
+
+--print-samples prints, as JSON, each step's CPU rate and memory sample per pod: the samples a
+live sampler at that step would have read (bench/tools/history_fidelity feeds them live).
 """
 import argparse
 import hashlib
@@ -69,6 +72,9 @@ def parse_args(argv):
     p.add_argument("--seed", default="vscaler-history")
     p.add_argument("--print-expected", action="store_true",
                    help="print the per-hour CPU rate and memory max (JSON) instead of the samples")
+    p.add_argument("--print-samples", action="store_true",
+                   help="print every step's CPU rate and memory (JSON): what a live sampler at "
+                        "that step would have read")
     a = p.parse_args(argv)
     a.pods = [x for x in a.pods.split(",") if x]
     if not a.pods:
@@ -155,10 +161,27 @@ def expected(a, traces):
             "pods": result}
 
 
+def samples(a, traces):
+    """Per pod [[t, cpu rate of the step ending at t, memory bytes at t], ...], oldest first."""
+    result = {}
+    for pod in a.pods:
+        previous = 0.0
+        rows = []
+        for t, counter, memory in traces[pod]:
+            rows.append([t, (counter - previous) / a.step, memory])
+            previous = counter
+        result[pod] = rows
+    return {"namespace": a.namespace, "container": a.container, "step": a.step,
+            "start": a.end - a.days * DAY, "end": a.end, "pods": result}
+
+
 def main(argv):
     a = parse_args(argv)
     traces = {pod: trace(a, pod) for pod in a.pods}
-    if a.print_expected:
+    if a.print_samples:
+        json.dump(samples(a, traces), sys.stdout, sort_keys=True)
+        sys.stdout.write("\n")
+    elif a.print_expected:
         json.dump(expected(a, traces), sys.stdout, sort_keys=True)
         sys.stdout.write("\n")
     else:

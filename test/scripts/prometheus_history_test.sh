@@ -8,7 +8,10 @@
 #      192 points each;
 #   3. rate(container_cpu_usage_seconds_total[1h]) at each hour is within 2 % of the mean rate
 #      history.py --print-expected says it generated for that hour, and max_over_time of
-#      container_memory_working_set_bytes[1h] is exactly its largest sample.
+#      container_memory_working_set_bytes[1h] is exactly its largest sample;
+#   4. vscaler's own source (bench/tools/history_fidelity: PrometheusHistory and the seed the
+#      operator runs) gives a recommendation within --tolerance of the one the same per-minute
+#      samples give fed live (the pods are a StatefulSet's, web-0 and web-1).
 # prometheus and promtool come from Debian's prometheus package (scripts/deps.sh test).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +40,7 @@ trap cleanup EXIT
 # 1. Generate, twice: the same bytes.
 ns=history-test
 end=$(($(date +%s) / 60 * 60))
-gen=(python3 "$root/test/cluster/history.py" --namespace "$ns" --pods web-a,web-b --container app
+gen=(python3 "$root/test/cluster/history.py" --namespace "$ns" --pods web-0,web-1 --container app
   --cpu-mean 0.3 --cpu-amplitude 0.1 --memory-mean-mib 400 --memory-amplitude-mib 50 --days 8
   --step 60 --end "$end")
 "${gen[@]}" > "$work/history.om"
@@ -130,9 +133,9 @@ for pod, hours in sorted(expected["pods"].items()):
         if memory[pod][t] != h["memory_max_bytes"]:
             problems.append(f"pod {pod}, hour ending {t}: memory max {memory[pod][t]:.0f} vs {h['memory_max_bytes']} generated")
 # One known hour, named: the one ending 36 h before the end.
-pod, h = "web-a", expected["pods"]["web-a"][191 - 36]
+pod, h = "web-0", expected["pods"]["web-0"][191 - 36]
 if pod in cpu and h["end"] in cpu[pod]:
-    print(f"ok: web-a, hour ending {h['end']}: CPU rate {cpu[pod][h['end']]:.6f} read, {h['cpu_rate']:.6f} generated; "
+    print(f"ok: web-0, hour ending {h['end']}: CPU rate {cpu[pod][h['end']]:.6f} read, {h['cpu_rate']:.6f} generated; "
           f"memory max {memory[pod][h['end']]:.0f} read, {h['memory_max_bytes']} generated")
 for p in problems[:20]:
     print("  " + p, file=sys.stderr)
@@ -141,4 +144,12 @@ if problems:
 print(f"ok: {len(expected['pods'])} pods x 192 points each; largest CPU difference {worst[0]:.2e} ({worst[1]}); "
       "every memory max exact")
 PY
+# 4. The operator's code: history from Prometheus against the same samples fed live.
+fidelity=$root/build/release/bench/tools/history_fidelity
+[ -x "$fidelity" ] || fail "$fidelity is missing (make build builds it)"
+"${gen[@]}" --print-samples > "$work/samples.json"
+"$fidelity" --samples "$work/samples.json" --prometheus-address "$url" --kind StatefulSet \
+  --name web --tolerance "${VSCALER_HISTORY_TOLERANCE:-0.02}" > "$work/fidelity.json" ||
+  fail "history from Prometheus and the same samples fed live differ: $(cat "$work/fidelity.json")"
+ok "history from Prometheus vs the same samples fed live: $(cat "$work/fidelity.json")"
 echo "prometheus_history_test: passed in $((SECONDS - begin))s"

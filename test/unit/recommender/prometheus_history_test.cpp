@@ -31,8 +31,8 @@ TimePoint at_hour(int hour) {
 std::string matrix(const std::vector<std::tuple<std::string, std::string, json>>& series) {
   json result = json::array();
   for (const auto& [pod, container, values] : series) {
-    result.push_back({{"metric", {{"pod", pod}, {"container", container}, {"job", "k"}}},
-                      {"values", values}});
+    result.push_back(
+        {{"metric", {{"pod", pod}, {"container", container}, {"job", "k"}}}, {"values", values}});
   }
   return json{{"status", "success"}, {"data", {{"resultType", "matrix"}, {"result", result}}}}
       .dump();
@@ -61,10 +61,10 @@ TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad 
   std::size_t dropped = 0;
   auto parsed = parse_query_range(
       200,
-      matrix({{"web-7f9c5d8b4-abcde", "app",
-               json::parse(R"([[1790000000, "0.25"], [1790003600, "NaN"],
+      matrix(
+          {{"web-7f9c5d8b4-abcde", "app", json::parse(R"([[1790000000, "0.25"], [1790003600, "NaN"],
                                [1790007200, "-0.1"], [1790010800.5, "0.5"]])")},
-              {"web-7f9c5d8b4-abcde", "", json::array()}}),
+           {"web-7f9c5d8b4-abcde", "", json::array()}}),
       options, out, dropped);
   REQUIRE(parsed.ok());
   REQUIRE(out.size() == 1);
@@ -75,13 +75,14 @@ TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad 
   CHECK(dropped == 2);
 
   auto error = parse_query_range(
-      400, R"({"status":"error","errorType":"bad_data","error":"parse error at char 5"})",
-      options, out, dropped);
+      400, R"({"status":"error","errorType":"bad_data","error":"parse error at char 5"})", options,
+      out, dropped);
   REQUIRE_FALSE(error.ok());
   CHECK(error.error() == "HTTP 400, bad_data: parse error at char 5");
   CHECK_FALSE(parse_query_range(200, "<html>not prometheus</html>", options, out, dropped).ok());
   CHECK(parse_query_range(200, R"({"status":"success","data":{"resultType":"vector",
-      "result":[]}})", options, out, dropped)
+      "result":[]}})",
+                          options, out, dropped)
             .error()
             .find("not a matrix") != std::string::npos);
   CHECK(parse_query_range(200, matrix({{"p", "c", json::parse(R"([["x", "1"]])")}}), options, out,
@@ -147,10 +148,9 @@ TEST_CASE("Prometheus over HTTP: two range queries, paged, with the bearer token
     steps.push_back(request.get_param_value("step"));
     const bool cpu = request.get_param_value("query").rfind("rate(", 0) == 0;
     const double start = std::stod(request.get_param_value("start"));
-    response.set_content(
-        matrix({{"web-7f9c5d8b4-abcde", "app",
-                 json::array({json::array({start, cpu ? "0.2" : "104857600"})})}}),
-        "application/json");
+    response.set_content(matrix({{"web-7f9c5d8b4-abcde", "app",
+                                  json::array({json::array({start, cpu ? "0.2" : "104857600"})})}}),
+                         "application/json");
   });
   server.start();
   const std::string token_file = "/tmp/vscaler-prometheus-token-test";
@@ -186,14 +186,13 @@ TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the t
 
   vscaler::testing::LocalHttpServer server;
   std::atomic<bool> slow{false};
-  server.server().Get("/api/v1/query_range",
-                      [&](const httplib::Request&, httplib::Response& response) {
-                        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-                        response.status = 503;
-                        response.set_content(
-                            R"({"status":"error","errorType":"unavailable","error":"TSDB not ready"})",
-                            "application/json");
-                      });
+  server.server().Get("/api/v1/query_range", [&](const httplib::Request&,
+                                                 httplib::Response& response) {
+    if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    response.status = 503;
+    response.set_content(R"({"status":"error","errorType":"unavailable","error":"TSDB not ready"})",
+                         "application/json");
+  });
   server.start();
   options.address = server.config().server;
   auto source = PrometheusHistory::create(options);
