@@ -75,17 +75,6 @@ std::map<std::string, kube::Quantity> pod_level(const json& spec, const char* se
   return out;
 }
 
-/// The resources a container of the pod will carry: the plan's merged ones for a matched
-/// container, else its own.
-const json& resources_after(const ResourcePlan& plan, const json& container, std::size_t index) {
-  static const json kNone = json::object();
-  for (const auto& item : plan.containers) {
-    if (item.index == index) return item.merged;
-  }
-  auto resources = container.find("resources");
-  return resources != container.end() && resources->is_object() ? *resources : kNone;
-}
-
 /// A quantity of resources[section][resource]; nullopt when absent or unparsable.
 std::optional<kube::Quantity> quantity_at(const json& resources, const char* section,
                                           const std::string& resource) {
@@ -169,6 +158,15 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
 }
 
 }  // namespace
+
+const json& resources_after(const ResourcePlan& plan, const json& container, std::size_t index) {
+  static const json kNone = json::object();
+  for (const auto& item : plan.containers) {
+    if (item.index == index) return item.merged;
+  }
+  auto resources = container.find("resources");
+  return resources != container.end() && resources->is_object() ? *resources : kNone;
+}
 
 const json* pod_spec_of(const json& object) {
   if (!object.is_object()) return nullptr;

@@ -79,6 +79,12 @@ struct ResourcePlan {
   bool changed() const;
 };
 
+/// The resources container `container` (at `index` of the pod spec's containers) carries once
+/// `plan` is written: the plan's merged ones for a matched container, else its own ({} when it
+/// has none).
+const nlohmann::json& resources_after(const ResourcePlan& plan, const nlohmann::json& container,
+                                      std::size_t index);
+
 /// Computes the plan for `object` (a workload or a Pod; only its pod spec is read, see
 /// pod_spec_of). Init containers and containers of a mode "Off" entry are never matched.
 /// `desired` (may be null) gives the values of the containers it names, in place of their

@@ -30,16 +30,6 @@ std::optional<kube::Quantity> cpu_in(const json& resources, const char* section)
   return *parsed;
 }
 
-/// The resources a container of the pod carries once `plan` is written.
-const json& resources_after(const ResourcePlan& plan, const json& container, std::size_t index) {
-  static const json kNone = json::object();
-  for (const auto& item : plan.containers) {
-    if (item.index == index) return item.merged;
-  }
-  auto resources = container.find("resources");
-  return resources != container.end() && resources->is_object() ? *resources : kNone;
-}
-
 /// The pod-level CPU request left for the containers to grow into, and the pod-level CPU limit
 /// (each nullopt when the pod sets none): Kubernetes wants the containers' and sidecars' requests
 /// summed at most the pod's, and no container limit above the pod's.

@@ -13,14 +13,21 @@ namespace {
 
 using nlohmann::json;
 
-/// The kubelet's resize conditions of a pod.
+/// The kubelet's resize conditions of a pod, and whether it has seen the pod's last spec.
 struct ResizeConditions {
   const json* pending = nullptr;      ///< PodResizePending
   const json* in_progress = nullptr;  ///< PodResizeInProgress
+  std::string in_progress_reason;     ///< its reason ("Error" when the runtime failed it)
+  /// metadata.generation ahead of status.observedGeneration: the kubelet has not looked yet.
+  bool unseen = false;
 };
 
 ResizeConditions resize_conditions(const json& pod) {
   ResizeConditions out;
+  const int64_t generation = kube::meta_generation(pod);
+  const json* observed = kube::find_path(pod, {"status", "observedGeneration"});
+  out.unseen = generation > 0 && observed != nullptr && observed->is_number_integer() &&
+               observed->get<int64_t>() < generation;
   const json* conditions = kube::find_path(pod, {"status", "conditions"});
   if (conditions == nullptr || !conditions->is_array()) return out;
   for (const json& condition : *conditions) {
@@ -28,6 +35,9 @@ ResizeConditions resize_conditions(const json& pod) {
     const std::string type = kube::string_at(condition, {"type"});
     if (type == "PodResizePending") out.pending = &condition;
     if (type == "PodResizeInProgress") out.in_progress = &condition;
+  }
+  if (out.in_progress != nullptr) {
+    out.in_progress_reason = kube::string_at(*out.in_progress, {"reason"});
   }
   return out;
 }
@@ -185,12 +195,8 @@ std::string_view to_string(PodResizeState state) {
 ResizeProgress resize_progress(const json& pod, const std::vector<std::string>& containers) {
   ResizeProgress out;
   ResizeConditions conditions = resize_conditions(pod);
-  const int64_t generation = kube::meta_generation(pod);
-  const json* observed = kube::find_path(pod, {"status", "observedGeneration"});
-  const bool unseen = generation > 0 && observed != nullptr && observed->is_number_integer() &&
-                      observed->get<int64_t>() < generation;
-  const std::string in_progress_reason =
-      conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
+  const bool unseen = conditions.unseen;
+  const std::string& in_progress_reason = conditions.in_progress_reason;
   if (conditions.pending != nullptr && !unseen) {
     out.since = transition_time(*conditions.pending);
     out.state = kube::string_at(*conditions.pending, {"reason"}) == "Infeasible"
@@ -283,12 +289,8 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         api::plan_resources(scaler, pod, recommendation_due ? &recommended.desired : nullptr);
 
     ResizeConditions conditions = resize_conditions(pod);
-    const int64_t generation = kube::meta_generation(pod);
-    const json* observed = kube::find_path(pod, {"status", "observedGeneration"});
-    const bool unseen = generation > 0 && observed != nullptr && observed->is_number_integer() &&
-                        observed->get<int64_t>() < generation;
-    const std::string in_progress_reason =
-        conditions.in_progress ? kube::string_at(*conditions.in_progress, {"reason"}) : "";
+    const bool unseen = conditions.unseen;
+    const std::string& in_progress_reason = conditions.in_progress_reason;
     if (!plan.invalid.empty()) {
       decision.state = PodResizeState::kInvalid;
       decision.message = plan.invalid;

@@ -57,8 +57,16 @@ echo "   as user system:serviceaccount:vscaler-system:vscaler ($operator_kubecon
 # webhook then serves it and no one else.
 client_ca=()
 [ -f "$cluster_dir/admission.yaml" ] && client_ca=(--webhook-client-ca-file "$cluster_dir/pki/webhook-client-ca.crt")
+# The full cluster's Prometheus (kwok's cAdvisor series; step 9b seeds it with days of history):
+# vscaler reads the history of a scaler without a checkpoint from it.
+history=()
+if [ "$(cat "$cluster_dir/mode" 2>/dev/null)" = full ] && [ -x /usr/bin/prometheus ]; then
+  "$root/test/cluster/prometheus.sh" up >/dev/null
+  history=(--prometheus-address "$(cat "$cluster_dir/prometheus.url")")
+  echo "   with history from the cluster's Prometheus (${history[1]})"
+fi
 : > "$demo_dir/vscaler.log"
-PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" "${client_ca[@]}" \
+PROCESS_DETACH=1 process_spawn "$demo_dir/vscaler.log" "$root/build/vscaler" "${client_ca[@]}" "${history[@]}" \
   --kubeconfig "$operator_kubeconfig" --webhook-port "$port" --cert-dir "$demo_dir/certs" \
   --metrics-addr 127.0.0.1:18080 --health-addr 127.0.0.1:18081 --dashboard-addr 127.0.0.1:18082 \
   --resync-period 30s \
@@ -181,6 +189,49 @@ YAML
     fi
   fi
   k -n shop get vsc | sed 's/^/   /'
+
+  if [ ${#history[@]} -gt 0 ]; then
+    step "9b. a workload with 8 days in Prometheus: narrow bounds in its first recommendation"
+    # 8 days of its pod's usage (300m, 400Mi, a daily wave), as Prometheus would have scraped
+    # them, loaded with promtool (test/cluster/history.py; prometheus.sh seed restarts it).
+    python3 "$root/test/cluster/history.py" --namespace shop --pods ledger-0 --container app \
+      --cpu-mean 0.3 --cpu-amplitude 0.03 --memory-mean-mib 400 --memory-amplitude-mib 20 \
+      --days 8 --step 300 --end $(($(date +%s) / 300 * 300)) > "$demo_dir/ledger.om"
+    seed_begin=$SECONDS
+    "$root/test/cluster/prometheus.sh" seed "$demo_dir/ledger.om" >/dev/null
+    echo "   seeded 8 days of ledger-0 into Prometheus ($((SECONDS - seed_begin)) s)"
+    usage=$(k get clusterresourceusage vscaler-usage -o json | python3 "$root/test/cluster/usage.py" set shop ledger app 300m 400Mi)
+    k replace -f - >/dev/null <<<"$usage"
+    k -n shop apply -f - <<'YAML' | sed 's/^/   /'
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: ledger}
+spec:
+  replicas: 1
+  serviceName: ledger
+  selector: {matchLabels: {app: ledger}}
+  template:
+    metadata: {labels: {app: ledger}}
+    spec:
+      containers:
+      - name: app
+        image: registry.k8s.io/pause:3.10
+        resources: {requests: {cpu: 10m, memory: 32Mi}}
+---
+apiVersion: scaling.vscaler.dev/v1beta1
+kind: VerticalScaler
+metadata: {name: ledger}
+spec:
+  targetRef: {apiVersion: apps/v1, kind: StatefulSet, name: ledger}
+YAML
+    if wait_for 60 "ledger's first recommendation" condition_true ledger RecommendationProvided; then
+      echo "   ledger's first recommendation beside api's (no history, a minute of samples):"
+      for scaler in api ledger; do
+        k -n shop get vsc "$scaler" -o jsonpath='{range .status.recommendation.containerRecommendations[*]}     {.containerName}: target {.target}, lowerBound {.lowerBound}, upperBound {.upperBound}{"\n"}{end}' | sed "s/^     /     $scaler /"
+      done
+      echo "   ledger: $(k -n shop get vsc ledger -o jsonpath='{.status.conditions[?(@.type=="RecommendationProvided")].message}')"
+    fi
+  fi
 
   step "10. the same usage, updateMode InPlaceOrRecreate: the running pods are resized, none restarts"
   cart_pods() {

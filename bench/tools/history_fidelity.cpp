@@ -100,16 +100,16 @@ int main(int argc, char** argv) {
   options.resolution = std::chrono::seconds(args.contains("--history-resolution-seconds")
                                                 ? std::stoi(args["--history-resolution-seconds"])
                                                 : 3600);
-  options.history_length =
-      std::chrono::duration_cast<Duration>(end - from_millis(samples.at("start").get<std::int64_t>() * 1000));
+  options.history_length = std::chrono::duration_cast<Duration>(
+      end - from_millis(samples.at("start").get<std::int64_t>() * 1000));
   auto source = PrometheusHistory::create(options);
   if (!source.ok()) return usage(source.error());
   auto loaded = (*source)->load({ns, args["--kind"], args["--name"]}, end);
   if (!loaded.ok()) return usage(loaded.error());
   ScalerHistory seeded;
   const auto count = static_cast<std::uint32_t>(std::max<std::int64_t>(
-      1, std::chrono::duration_cast<std::chrono::seconds>(options.resolution).count() /
-             step.count()));
+      1,
+      std::chrono::duration_cast<std::chrono::seconds>(options.resolution).count() / step.count()));
   HistoryStats stats = seeded.seed(*loaded, aggregate, count);
 
   auto live_recs = live.recommendations(aggregate, recommendation);
@@ -126,10 +126,9 @@ int main(int argc, char** argv) {
                  {"resolution_seconds", options.resolution.count() / 1000},
                  {"weight", count}};
   double worst = 0;
-  for (const auto& [name, pick] :
-       {std::pair{"target", &ContainerRecommendation::target},
-        {"lowerBound", &ContainerRecommendation::lower_bound},
-        {"upperBound", &ContainerRecommendation::upper_bound}}) {
+  for (const auto& [name, pick] : {std::pair{"target", &ContainerRecommendation::target},
+                                   {"lowerBound", &ContainerRecommendation::lower_bound},
+                                   {"upperBound", &ContainerRecommendation::upper_bound}}) {
     for (const char* resource : {kCpu, kMemory}) {
       const double a = (live_recs[0].*pick).at(resource).to_double();
       const double b = (seeded_recs[0].*pick).at(resource).to_double();
