@@ -111,6 +111,15 @@ undeploy:
 	@KUBECTL=$(KUBECTL) certs/install.sh --uninstall
 	$(KUBECTL) delete -k manifests/ --ignore-not-found
 
+.PHONY: install
+PREFIX ?= /usr/local
+## install: build/vscaler into $(PREFIX)/bin, and the kubectl-vscaler link beside it, so that
+## `kubectl vscaler report` works (PREFIX=/usr/local by default; PREFIX=$$HOME/.local works too)
+install: build-vscaler
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 build/vscaler $(DESTDIR)$(PREFIX)/bin/vscaler
+	ln -sf vscaler $(DESTDIR)$(PREFIX)/bin/kubectl-vscaler
+
 .PHONY: bench
 ## bench: benchmarks next to their peers; writes bench/RESULTS.md
 bench: build cluster-build vpa-build

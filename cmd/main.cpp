@@ -10,12 +10,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "base/log.h"
 #include "cmd/leadership.h"
 #include "cmd/options.h"
+#include "cmd/report.h"
 #include "controller/boost_step.h"
 #include "controller/kube_api.h"
 #include "controller/manager.h"
@@ -349,6 +351,14 @@ int run(const cmd::Options& options) {
 int main(int argc, char** argv) {
   // Two arenas for a 2-core default: each thread's allocations otherwise get arenas of their own
   // whose free memory stays in RSS (see controller/memory_trim.h).
+  // `vscaler report ...`, or `kubectl vscaler report ...` through the kubectl-vscaler link.
+  if (argc >= 2 && std::string_view(argv[1]) == "report") {
+    return cmd::run_report(std::vector<std::string>(argv + 2, argv + argc));
+  }
+  if (std::string_view(argv[0]).ends_with("kubectl-vscaler")) {
+    std::fputs(cmd::kReportUsage, argc >= 2 ? stderr : stdout);
+    return argc >= 2 ? 2 : 0;
+  }
   vscaler::controller::limit_malloc_arenas(2);
   auto options = cmd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!options.ok()) {

@@ -1,0 +1,104 @@
+// vscaler report: rows from the scalers' status (requests beside the recommendation), the four
+// formats with totals, and the errors (an unknown format, a kubeconfig that does not work).
+#include "cmd/report.h"
+
+#include <doctest/doctest.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <sstream>
+
+using nlohmann::json;
+using vscaler::cmd::render_report;
+using vscaler::cmd::report_rows;
+using vscaler::cmd::run_report;
+
+namespace {
+
+std::vector<json> cluster() {
+  return {json::parse(R"({"metadata": {"name": "web", "namespace": "shop"},
+      "spec": {"deploymentName": "web"},
+      "status": {"target": {"ref": "Deployment/web"},
+        "containers": [{"name": "app", "requests": {"cpu": "500m", "memory": "512Mi"}},
+                       {"name": "proxy", "requests": {"cpu": "100m"}}],
+        "recommendation": {"containerRecommendations": [
+          {"containerName": "app", "target": {"cpu": "352m", "memory": "489Mi"},
+           "lowerBound": {"cpu": "300m", "memory": "400Mi"},
+           "upperBound": {"cpu": "1", "memory": "1Gi"}}]}}})"),
+          json::parse(R"({"metadata": {"name": "db", "namespace": "data"},
+      "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+               "updateMode": "Off"},
+      "status": {"containers": [{"name": "pg", "requests": {"cpu": "1", "memory": "1Gi"}}],
+        "recommendation": {"containerRecommendations": [
+          {"containerName": "pg", "target": {"cpu": "1500m", "memory": "768Mi"}}]}}})")};
+}
+
+}  // namespace
+
+TEST_CASE("report rows: one per container, requests beside the recommendation, sorted") {
+  auto rows = report_rows(cluster());
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].ns == "data");
+  CHECK(rows[0].target == "StatefulSet/db");
+  CHECK(rows[0].mode == "Off");
+  CHECK(rows[0].cpu_target->to_string() == "1500m");
+  CHECK(rows[1].scaler == "web");
+  CHECK(rows[1].container == "app");
+  CHECK(rows[1].mode == "Auto");
+  CHECK(rows[1].memory_upper->to_string() == "1Gi");
+  CHECK(rows[2].container == "proxy");
+  CHECK_FALSE(rows[2].cpu_target);
+}
+
+TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same rows") {
+  auto rows = report_rows(cluster());
+  std::string table = *render_report(rows, "table");
+  CAPTURE(table);
+  // Each line's fields, split on runs of spaces.
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream in(table);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string word; words >> word;) fields.push_back(word);
+    lines.push_back(fields);
+  }
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0][0] == "NAMESPACE");
+  CHECK(lines[2] == std::vector<std::string>{"shop", "web", "Deployment/web", "Auto", "app",
+                                             "500m", "352m", "300m..1", "+148m", "512Mi", "489Mi",
+                                             "400Mi..1Gi", "+23Mi"});
+  CHECK(lines[1] == std::vector<std::string>{"data", "db", "StatefulSet/db", "Off", "pg", "1",
+                                             "1.5", "-", "-500m", "1Gi", "768Mi", "-", "+256Mi"});
+  // Totals over the containers with both values: 1.5 requested, 1.85 recommended.
+  CHECK(lines[4] == std::vector<std::string>{"TOTAL", "3", "containers", "1.5", "1.85", "-352m",
+                                             "1.5Gi", "1.23Gi", "+279Mi"});
+
+  json parsed = json::parse(*render_report(rows, "json"));
+  REQUIRE(parsed["containers"].size() == 3);
+  CHECK(parsed["containers"][1]["requests"]["cpu"] == "500m");
+  CHECK(parsed["containers"][1]["recommendation"]["target"]["memory"] == "489Mi");
+  CHECK(parsed["containers"][1]["difference"]["memory"] == "+23Mi");
+  CHECK(parsed["containers"][2]["recommendation"]["target"]["cpu"].is_null());
+  CHECK(parsed["totals"]["difference"]["cpu"] == "-352m");
+
+  YAML::Node yaml = YAML::Load(*render_report(rows, "yaml"));
+  CHECK(yaml["containers"].size() == 3);
+  CHECK(yaml["containers"][0]["recommendation"]["target"]["cpu"].as<std::string>() == "1500m");
+  CHECK(yaml["totals"]["requests"]["cpu"].as<std::string>() == "1.5");
+
+  std::string csv = *render_report(rows, "csv");
+  CHECK(csv.find("namespace,scaler,target,mode,container,cpu_request,cpu_target,") == 0);
+  CHECK(csv.find("\nshop,web,Deployment/web,Auto,app,500m,352m,300m,1,512Mi,489Mi,400Mi,1Gi\n") !=
+        std::string::npos);
+  CHECK(csv.find("\nshop,web,Deployment/web,Auto,proxy,100m,,,,,,,\n") != std::string::npos);
+}
+
+TEST_CASE("report errors name the problem") {
+  CHECK(render_report({}, "xml").error() ==
+        "--output: \"xml\" is not one of table, json, yaml, csv");
+  CHECK(run_report({"--output", "xml"}) == 2);
+  CHECK(run_report({"--bogus"}) == 2);
+  CHECK(run_report({"--namespace"}) == 2);
+  CHECK(run_report({"--kubeconfig", "/nonexistent/kubeconfig"}) == 1);
+}
