@@ -99,15 +99,15 @@ json report_json(const std::vector<ReportRow>& rows) {
          {"target", row.target},
          {"mode", row.mode},
          {"container", row.container},
-         {"requests", {{"cpu", quantity_json(row.cpu_request)},
-                       {"memory", quantity_json(row.memory_request)}}},
+         {"requests",
+          {{"cpu", quantity_json(row.cpu_request)}, {"memory", quantity_json(row.memory_request)}}},
          {"recommendation",
-          {{"target", {{"cpu", quantity_json(row.cpu_target)},
-                       {"memory", quantity_json(row.memory_target)}}},
-           {"lowerBound", {{"cpu", quantity_json(row.cpu_lower)},
-                           {"memory", quantity_json(row.memory_lower)}}},
-           {"upperBound", {{"cpu", quantity_json(row.cpu_upper)},
-                           {"memory", quantity_json(row.memory_upper)}}}}},
+          {{"target",
+            {{"cpu", quantity_json(row.cpu_target)}, {"memory", quantity_json(row.memory_target)}}},
+           {"lowerBound",
+            {{"cpu", quantity_json(row.cpu_lower)}, {"memory", quantity_json(row.memory_lower)}}},
+           {"upperBound",
+            {{"cpu", quantity_json(row.cpu_upper)}, {"memory", quantity_json(row.memory_upper)}}}}},
          {"difference",
           {{"cpu", cpu_difference ? json(dashboard::format_signed_cpu(*cpu_difference)) : json()},
            {"memory", memory_difference ? json(dashboard::format_signed_memory(*memory_difference))
@@ -116,10 +116,12 @@ json report_json(const std::vector<ReportRow>& rows) {
   const Totals totals = totals_of(rows);
   return {{"containers", std::move(containers)},
           {"totals",
-           {{"requests", {{"cpu", dashboard::format_cpu(totals.cpu_request)},
-                          {"memory", dashboard::format_memory(totals.memory_request)}}},
-            {"recommended", {{"cpu", dashboard::format_cpu(totals.cpu_target)},
-                             {"memory", dashboard::format_memory(totals.memory_target)}}},
+           {{"requests",
+             {{"cpu", dashboard::format_cpu(totals.cpu_request)},
+              {"memory", dashboard::format_memory(totals.memory_request)}}},
+            {"recommended",
+             {{"cpu", dashboard::format_cpu(totals.cpu_target)},
+              {"memory", dashboard::format_memory(totals.memory_target)}}},
             {"difference",
              {{"cpu", dashboard::format_signed_cpu(totals.cpu_request - totals.cpu_target)},
               {"memory",
@@ -161,14 +163,13 @@ std::string bounds(const std::string& lower, const std::string& upper) {
 }
 
 std::string table(const std::vector<ReportRow>& rows) {
-  std::vector<std::vector<std::string>> cells = {
-      {"NAMESPACE", "SCALER", "TARGET", "MODE", "CONTAINER", "CPU REQUEST", "CPU TARGET",
-       "CPU BOUNDS", "CPU DIFF", "MEMORY REQUEST", "MEMORY TARGET", "MEMORY BOUNDS",
-       "MEMORY DIFF"}};
+  std::vector<std::vector<std::string>> cells = {{"NAMESPACE", "SCALER", "TARGET", "MODE",
+                                                  "CONTAINER", "CPU REQUEST", "CPU TARGET",
+                                                  "CPU BOUNDS", "CPU DIFF", "MEMORY REQUEST",
+                                                  "MEMORY TARGET", "MEMORY BOUNDS", "MEMORY DIFF"}};
   for (const ReportRow& row : rows) {
-    cells.push_back({row.ns, row.scaler, row.target, row.mode, row.container,
-                     cpu(row.cpu_request), cpu(row.cpu_target),
-                     bounds(cpu(row.cpu_lower), cpu(row.cpu_upper)),
+    cells.push_back({row.ns, row.scaler, row.target, row.mode, row.container, cpu(row.cpu_request),
+                     cpu(row.cpu_target), bounds(cpu(row.cpu_lower), cpu(row.cpu_upper)),
                      signed_cpu(difference(row.cpu_request, row.cpu_target)),
                      memory(row.memory_request), memory(row.memory_target),
                      bounds(memory(row.memory_lower), memory(row.memory_upper)),
@@ -231,7 +232,8 @@ kube::Result<kube::ClientConfig> report_config(const std::string& flag) {
 
 }  // namespace
 
-const char* const kReportUsage = R"(Usage: vscaler report [flags]   (or: kubectl vscaler report [flags])
+const char* const kReportUsage =
+    R"(Usage: vscaler report [flags]   (or: kubectl vscaler report [flags])
 
 What each VerticalScaler's containers request beside the recommendation, one line per
 container, with totals.

@@ -3,7 +3,6 @@
 #include "cmd/report.h"
 
 #include <doctest/doctest.h>
-
 #include <yaml-cpp/yaml.h>
 
 #include <sstream>
@@ -65,8 +64,8 @@ TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same r
   }
   REQUIRE(lines.size() == 5);
   CHECK(lines[0][0] == "NAMESPACE");
-  CHECK(lines[2] == std::vector<std::string>{"shop", "web", "Deployment/web", "Auto", "app",
-                                             "500m", "352m", "300m..1", "+148m", "512Mi", "489Mi",
+  CHECK(lines[2] == std::vector<std::string>{"shop", "web", "Deployment/web", "Auto", "app", "500m",
+                                             "352m", "300m..1", "+148m", "512Mi", "489Mi",
                                              "400Mi..1Gi", "+23Mi"});
   CHECK(lines[1] == std::vector<std::string>{"data", "db", "StatefulSet/db", "Off", "pg", "1",
                                              "1.5", "-", "-500m", "1Gi", "768Mi", "-", "+256Mi"});
