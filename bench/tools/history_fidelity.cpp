@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
       const double difference = a > 0 ? std::abs(b - a) / a : 0;
       report["difference"][name][resource] = std::round(difference * 10000) / 10000;
       worst = std::max(worst, difference);
-      within = within && difference <= (std::string(name) == "lowerBound" ? lower_tolerance
-                                                                          : tolerance);
+      within =
+          within && difference <= (std::string(name) == "lowerBound" ? lower_tolerance : tolerance);
     }
   }
   report["worst"] = std::round(worst * 10000) / 10000;
