@@ -93,14 +93,45 @@ std::string pod_name_pattern(const TargetWorkload& target) {
   return name + "-[a-z0-9]{6,10}-[a-z0-9]{5}";
 }
 
+std::string owner_pattern(const TargetWorkload& target) {
+  const std::string name = regex_escape(target.name);
+  if (target.kind == "StatefulSet" || target.kind == "DaemonSet") return name;
+  return name + "-[a-z0-9]{6,10}";  // the Deployment's ReplicaSets
+}
+
+static std::string owner_kind(const TargetWorkload& target) {
+  return target.kind == "StatefulSet" || target.kind == "DaemonSet" ? target.kind : "ReplicaSet";
+}
+
+std::string not_owned_by_target(const PrometheusOptions& options, const TargetWorkload& target) {
+  // kube-state-metrics labels its series namespace / pod; the cAdvisor series may use other
+  // names (--container-namespace-label, --container-pod-name-label): label_replace copies them.
+  auto owners = [&](const std::string& matcher) {
+    std::string series = "kube_pod_owner{namespace=" + promql_string(target.namespace_) +
+                         ", pod=~" + promql_string(pod_name_pattern(target)) + ", " + matcher + "}";
+    if (options.pod_label != "pod") {
+      series = "label_replace(" + series + ", " + promql_string(options.pod_label) +
+               ", \"$1\", \"pod\", \"(.*)\")";
+    }
+    if (options.namespace_label != "namespace") {
+      series = "label_replace(" + series + ", " + promql_string(options.namespace_label) +
+               ", \"$1\", \"namespace\", \"(.*)\")";
+    }
+    return " unless on(" + options.namespace_label + ", " + options.pod_label + ") " + series;
+  };
+  // A pod kube-state-metrics says another controller owns: another kind, or another name.
+  return owners("owner_kind!=" + promql_string(owner_kind(target))) +
+         owners("owner_name!~" + promql_string(owner_pattern(target)));
+}
+
 std::string cpu_query(const PrometheusOptions& options, const TargetWorkload& target) {
   return "rate(container_cpu_usage_seconds_total" + selector(options, target) + "[" +
-         promql_duration(options.resolution) + "])";
+         promql_duration(options.resolution) + "])" + not_owned_by_target(options, target);
 }
 
 std::string memory_query(const PrometheusOptions& options, const TargetWorkload& target) {
   return "max_over_time(container_memory_working_set_bytes" + selector(options, target) + "[" +
-         promql_duration(options.resolution) + "])";
+         promql_duration(options.resolution) + "])" + not_owned_by_target(options, target);
 }
 
 kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_view body,

@@ -1,7 +1,8 @@
 // History from Prometheus (DESIGN.md "History from Prometheus"): the cAdvisor series a cluster's
 // Prometheus already holds, read with two range queries per scaler — VPA's CPU query (a rate
 // over each resolution step) and the memory working set's max_over_time (the peak of each step;
-// VPA reads the bare gauge) — for the pods of the target by name, paged under Prometheus' 11,000
+// VPA reads the bare gauge) — for the pods of the target by name and, where kube-state-metrics'
+// kube_pod_owner series exist, by owner, paged under Prometheus' 11,000
 // points per series. VPA's flag names where VPA has them (--history-length, --history-resolution,
 // --prometheus-cadvisor-job-name, --container-pod-name-label, --container-name-label,
 // --container-namespace-label), today's cAdvisor label names as defaults. Every failure is an
@@ -50,8 +51,19 @@ inline constexpr std::size_t kMaxPointsPerSeries = 11'000;
 /// "<deployment>-<pod-template-hash>-<5>", "<statefulset>-<ordinal>", "<daemonset>-<5>".
 std::string pod_name_pattern(const TargetWorkload& target);
 
+/// The RE2 pattern of the name of the object that owns the target's pods: the StatefulSet or
+/// DaemonSet itself, a Deployment's ReplicaSets "<deployment>-<pod-template-hash>".
+std::string owner_pattern(const TargetWorkload& target);
+
+/// "unless" clauses that take out of a query's series the pods kube-state-metrics'
+/// kube_pod_owner says another controller owns (another owner_kind or owner_name): a Job "web"
+/// has pods "web-24567", a StatefulSet "web-abc" pods "web-abc-0", both named like pods of other
+/// workloads. Without kube-state-metrics (no kube_pod_owner series) the name alone selects.
+std::string not_owned_by_target(const PrometheusOptions& options, const TargetWorkload& target);
+
 /// The CPU query: the rate of container_cpu_usage_seconds_total over each resolution step, per
-/// pod and container of `target` (the pause container "POD" and pod-level series left out).
+/// pod and container of `target` (the pause container "POD" and pod-level series left out; pods
+/// named like the target's but owned by another controller left out, not_owned_by_target).
 std::string cpu_query(const PrometheusOptions& options, const TargetWorkload& target);
 /// The memory query: max_over_time of container_memory_working_set_bytes over each step.
 std::string memory_query(const PrometheusOptions& options, const TargetWorkload& target);

@@ -29,7 +29,15 @@ Usage:
   history.py --namespace NS --pods web-a,web-b [--container app] [--cpu-mean 0.3]
       [--cpu-amplitude 0.1] [--memory-mean-mib 400] [--memory-amplitude-mib 50] [--days 8]
       [--step 60] [--end UNIX_SECONDS] [--instance kwok-node-0] [--jitter 0.05]
-      [--seed vscaler-history] [--print-expected | --print-samples]
+      [--seed vscaler-history] [--owner KIND/NAME] [--pod-labels k=v,...]
+      [--print-expected | --print-samples]
+
+--owner KIND/NAME adds kube-state-metrics' kube_pod_owner{namespace, pod, owner_kind,
+owner_name, owner_is_controller} gauge (1) per pod at every step, as job kube-state-metrics
+scrapes it (vscaler leaves out pods another controller owns); --pod-labels k=v,... adds the
+series VerticalPodAutoscaler's Prometheus history links pods to its objects by,
+up{job="kubernetes-pods", kubernetes_namespace, kubernetes_pod_name, pod_label_<k>="v"} (1), as
+a scrape job of annotated pods with labelmap(__meta_kubernetes_pod_label_*) writes it.
 
 --print-samples prints, as JSON, each step's CPU rate and memory sample per pod: the samples a
 live sampler at that step would have read (bench/tools/history_fidelity feeds them live).
@@ -70,6 +78,9 @@ def parse_args(argv):
     p.add_argument("--end", type=int, help="unix seconds (default: now, rounded down to the step)")
     p.add_argument("--jitter", type=float, default=0.05, help="fraction of the mean")
     p.add_argument("--seed", default="vscaler-history")
+    p.add_argument("--owner", help="KIND/NAME: a kube_pod_owner series per pod")
+    p.add_argument("--pod-labels", default="",
+                   help="k=v,...: an up{job=\"kubernetes-pods\"} series per pod (VPA's pod labels)")
     p.add_argument("--print-expected", action="store_true",
                    help="print the per-hour CPU rate and memory max (JSON) instead of the samples")
     p.add_argument("--print-samples", action="store_true",
@@ -83,6 +94,15 @@ def parse_args(argv):
         fail(f"--step must divide 3600 seconds, not {a.step}")
     if a.days <= 0:
         fail(f"--days must be positive, not {a.days}")
+    if a.owner is not None:
+        kind, _, name = a.owner.partition("/")
+        if not kind or not name:
+            fail(f"--owner must be KIND/NAME (StatefulSet/web), not {a.owner!r}")
+        a.owner = (kind, name)
+    pairs = [x for x in a.pod_labels.split(",") if x]
+    if any("=" not in x or not x.split("=", 1)[0] for x in pairs):
+        fail(f"--pod-labels must be k=v pairs separated by commas, not {a.pod_labels!r}")
+    a.pod_labels = [tuple(x.split("=", 1)) for x in pairs]
     if a.end is None:
         a.end = int(time.time()) // a.step * a.step
     if a.end % a.step:
@@ -118,12 +138,22 @@ def trace(a, pod):
     return out
 
 
-def labels(a, pod):
+def label_set(pairs):
     def esc(v):
         return v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    pairs = (("job", JOB), ("instance", a.instance), ("namespace", a.namespace), ("pod", pod),
-             ("container", a.container))
     return "{" + ",".join(f'{k}="{esc(v)}"' for k, v in pairs) + "}"
+
+
+def labels(a, pod):
+    return label_set((("job", JOB), ("instance", a.instance), ("namespace", a.namespace),
+                      ("pod", pod), ("container", a.container)))
+
+
+def write_gauge_ones(name, help_text, series, times, out):
+    """A gauge family of value 1 at every time, one series per label set."""
+    out.write(f"# HELP {name} {help_text}\n# TYPE {name} gauge\n")
+    for ls in series:
+        out.write("".join(f"{name}{ls} 1 {t}\n" for t in times))
 
 
 def write_openmetrics(a, traces, out):
@@ -138,6 +168,19 @@ def write_openmetrics(a, traces, out):
     for pod in a.pods:
         ls = labels(a, pod)
         out.write("".join(f"{MEMORY}{ls} {m} {t}\n" for t, _, m in traces[pod]))
+    times = [t for t, _, _ in traces[a.pods[0]]]
+    if a.owner:
+        kind, name = a.owner
+        write_gauge_ones("kube_pod_owner", "Information about the Pod's owner.", [
+            label_set((("job", "kube-state-metrics"), ("namespace", a.namespace), ("pod", pod),
+                       ("owner_kind", kind), ("owner_name", name), ("owner_is_controller", "true")))
+            for pod in a.pods], times, out)
+    if a.pod_labels:
+        write_gauge_ones("up", "The scrape target is up.", [
+            label_set((("job", "kubernetes-pods"), ("kubernetes_namespace", a.namespace),
+                       ("kubernetes_pod_name", pod))
+                      + tuple((f"pod_label_{k}", v) for k, v in a.pod_labels))
+            for pod in a.pods], times, out)
     out.write("# EOF\n")
 
 

@@ -14,7 +14,10 @@
 #      give fed live for the target and upperBound, within 10 % for the lowerBound (the p50 of a
 #      daily sine sits where it spends least time: an hour's averaging moves it across the 5 %
 #      histogram buckets; measured 0-8.6 % depending on the phase) (the pods are a StatefulSet's,
-#      web-0 and web-1).
+#      web-0 and web-1);
+#   5. a pod named like theirs but owned by a Job "web" (web-24567, ten times their CPU and
+#      memory: kube-state-metrics' kube_pod_owner says so) is in the name query's answer and left
+#      out of vscaler's: step 4's recommendation is the two pods' alone.
 # prometheus and promtool come from Debian's prometheus package (scripts/deps.sh test).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,8 +51,13 @@ end=${VSCALER_HISTORY_END:-1779926400}
 gen=(python3 "$root/test/cluster/history.py" --namespace "$ns" --pods web-0,web-1 --container app
   --cpu-mean 0.3 --cpu-amplitude 0.1 --memory-mean-mib 400 --memory-amplitude-mib 50 --days 8
   --step 60 --end "$end")
-"${gen[@]}" > "$work/history.om"
-"${gen[@]}" | cmp -s - "$work/history.om" || fail "history.py gave different bytes for the same arguments"
+"${gen[@]}" --owner StatefulSet/web > "$work/history.om"
+"${gen[@]}" --owner StatefulSet/web | cmp -s - "$work/history.om" ||
+  fail "history.py gave different bytes for the same arguments"
+# The decoy: a Job's pod whose name matches a StatefulSet's pod pattern (web-[0-9]+).
+python3 "$root/test/cluster/history.py" --namespace "$ns" --pods web-24567 --container app \
+  --cpu-mean 3 --cpu-amplitude 0.1 --memory-mean-mib 4000 --memory-amplitude-mib 50 --days 8 \
+  --step 60 --end "$end" --owner Job/web > "$work/decoy.om"
 "${gen[@]}" --print-expected > "$work/expected.json"
 [ "$(tail -n1 "$work/history.om")" = "# EOF" ] || fail "the OpenMetrics text does not end with # EOF"
 ok "history.py: $(wc -l < "$work/history.om") lines, the same bytes twice"
@@ -57,8 +65,10 @@ ok "history.py: $(wc -l < "$work/history.om") lines, the same bytes twice"
 # 2. Blocks (24 h each: one a day instead of 2 h ones, 10 times faster), then Prometheus on them.
 mkdir -p "$work/data"
 t=$SECONDS
-promtool tsdb create-blocks-from openmetrics --max-block-duration=24h -q "$work/history.om" \
-  "$work/data" > "$work/promtool.log" 2>&1 || fail "promtool failed: $(tail -n 20 "$work/promtool.log")"
+for file in history decoy; do
+  promtool tsdb create-blocks-from openmetrics --max-block-duration=24h -q "$work/$file.om" \
+    "$work/data" > "$work/promtool.log" 2>&1 || fail "promtool failed: $(tail -n 20 "$work/promtool.log")"
+done
 ok "promtool wrote $(find "$work/data" -mindepth 1 -maxdepth 1 -type d | wc -l) blocks in $((SECONDS - t))s"
 
 printf 'global:\n  scrape_interval: 15s\nscrape_configs: []\n' > "$work/prometheus.yml"
@@ -116,6 +126,10 @@ def by_pod(result, what):
 
 
 cpu, memory = by_pod(cpu, "cpu"), by_pod(memory, "memory")
+for what, got in (("cpu", cpu), ("memory", memory)):
+    if "web-24567" not in got:
+        problems.append(f"{what}: the decoy pod web-24567 is not in the name query's answer")
+    got.pop("web-24567", None)
 worst = (0.0, None)
 for pod, hours in sorted(expected["pods"].items()):
     for what, got in (("cpu", cpu), ("memory", memory)):
@@ -146,7 +160,7 @@ for p in problems[:20]:
     print("  " + p, file=sys.stderr)
 if problems:
     sys.exit(1)
-print(f"ok: {len(expected['pods'])} pods x 192 points each; largest CPU difference {worst[0]:.2e} ({worst[1]}); "
+print(f"ok: {len(expected['pods'])} pods (and the decoy) x 192 points each; largest CPU difference {worst[0]:.2e} ({worst[1]}); "
       "every memory max exact")
 PY
 # 4. The operator's code: history from Prometheus against the same samples fed live.
@@ -157,5 +171,5 @@ fidelity=$root/build/release/bench/tools/history_fidelity
   --name web --tolerance "${VSCALER_HISTORY_TOLERANCE:-0.02}" \
   --lower-bound-tolerance "${VSCALER_HISTORY_LOWER_TOLERANCE:-0.10}" > "$work/fidelity.json" ||
   fail "history from Prometheus and the same samples fed live differ: $(cat "$work/fidelity.json")"
-ok "history from Prometheus vs the same samples fed live: $(cat "$work/fidelity.json")"
+ok "history from Prometheus (the Job's pod web-24567 left out) vs the same samples fed live: $(cat "$work/fidelity.json")"
 echo "prometheus_history_test: passed in $((SECONDS - begin))s"

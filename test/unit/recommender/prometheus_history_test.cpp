@@ -45,14 +45,37 @@ TEST_CASE("the queries: VPA's CPU rate and the memory peak per step, pods by con
   CHECK(cpu_query(options, kWeb) ==
         "rate(container_cpu_usage_seconds_total{job=\"kubernetes-cadvisor\", "
         "namespace=\"shop\", pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", container!=\"POD\", "
-        "container!=\"\"}[1h])");
+        "container!=\"\"}[1h])" +
+            not_owned_by_target(options, kWeb));
   options.resolution = std::chrono::minutes(5);
   options.pod_label = "pod_name";
   options.container_label = "name";
   CHECK(memory_query(options, {"a", "StatefulSet", "db.main"}) ==
         "max_over_time(container_memory_working_set_bytes{job=\"kubernetes-cadvisor\", "
-        "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m])");
+        "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m])" +
+            not_owned_by_target(options, {"a", "StatefulSet", "db.main"}));
   CHECK(pod_name_pattern({"a", "DaemonSet", "agent"}) == "agent-[a-z0-9]{5}");
+}
+
+TEST_CASE("pods named like the target's but owned by another controller are left out") {
+  PrometheusOptions options;
+  // A Deployment's pods belong to its ReplicaSets; kube_pod_owner names another kind or name.
+  CHECK(owner_pattern(kWeb) == "web-[a-z0-9]{6,10}");
+  CHECK(owner_pattern({"a", "StatefulSet", "db.main"}) == "db\\.main");
+  CHECK(not_owned_by_target(options, kWeb) ==
+        " unless on(namespace, pod) kube_pod_owner{namespace=\"shop\", "
+        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_kind!=\"ReplicaSet\"}"
+        " unless on(namespace, pod) kube_pod_owner{namespace=\"shop\", "
+        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_name!~\"web-[a-z0-9]{6,10}\"}");
+  // Other cAdvisor label names: kube-state-metrics' pod / namespace copied to them to join.
+  options.pod_label = "pod_name";
+  options.namespace_label = "kubernetes_namespace";
+  const std::string clause = not_owned_by_target(options, {"a", "DaemonSet", "agent"});
+  CHECK(clause.find(" unless on(kubernetes_namespace, pod_name) label_replace(label_replace("
+                    "kube_pod_owner{namespace=\"a\", pod=~\"agent-[a-z0-9]{5}\", "
+                    "owner_kind!=\"DaemonSet\"}, \"pod_name\", \"$1\", \"pod\", \"(.*)\"), "
+                    "\"kubernetes_namespace\", \"$1\", \"namespace\", \"(.*)\")") == 0);
+  CHECK(clause.find("owner_name!~\"agent\"}") != std::string::npos);
 }
 
 TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad answers named") {
