@@ -35,7 +35,10 @@ HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOpt
                                  std::uint32_t count,
                                  const std::function<bool(std::string_view)>& recommended) {
   HistoryStats stats = fold_history(aggregates_, history, options, count, recommended);
-  if (stats.points > 0) full_pass_seen_ = true;
+  if (stats.points > 0) {
+    full_pass_seen_ = true;
+    seeded_before_metrics_ = true;
+  }
   aggregates_.shrink_to_fit();
   return stats;
 }
@@ -54,15 +57,22 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
   if (stats.pods == 0) {
     reason_ = ProvidedReason::kNoPodsMatched;
   } else if (stats.pods_with_metrics == 0) {
-    reason_ = ProvidedReason::kNoMetrics;
+    // Days of the workload's history are worth publishing before the metrics API has its new
+    // pods (a minute after they start); once live metrics came, their absence means an outage.
+    reason_ = seeded_before_metrics_ && has_samples() ? ProvidedReason::kRecommended
+                                                      : ProvidedReason::kNoMetrics;
   } else {
+    seeded_before_metrics_ = false;
     if (stats.pods_with_metrics == stats.pods) full_pass_seen_ = true;
-    bool has_samples = std::any_of(aggregates_.begin(), aggregates_.end(),
-                                   [](const auto& entry) { return !entry.second.empty(); });
-    reason_ = full_pass_seen_ && has_samples ? ProvidedReason::kRecommended
-                                             : ProvidedReason::kInsufficientHistory;
+    reason_ = full_pass_seen_ && has_samples() ? ProvidedReason::kRecommended
+                                               : ProvidedReason::kInsufficientHistory;
   }
   return stats;
+}
+
+bool ScalerHistory::has_samples() const {
+  return std::any_of(aggregates_.begin(), aggregates_.end(),
+                     [](const auto& entry) { return !entry.second.empty(); });
 }
 
 std::vector<ContainerRecommendation> ScalerHistory::recommendations(

@@ -48,7 +48,8 @@ class ScalerHistory {
 
   /// Folds a history source's points in (fold_history, each CPU point counting as `count`
   /// samples); with points, the history counts as having had a full pass, as a restored
-  /// checkpoint does.
+  /// checkpoint does; until the first pass with live metrics, it is recommended from even
+  /// while the metrics API has none of the pods yet (NoMetrics otherwise).
   HistoryStats seed(const UsageHistory& history, const AggregateOptions& options,
                     std::uint32_t count,
                     const std::function<bool(std::string_view)>& recommended = {});
@@ -77,9 +78,14 @@ class ScalerHistory {
   std::size_t memory_bytes() const;
 
  private:
+  /// Whether any aggregate holds usage (an OOM kill alone is none).
+  bool has_samples() const;
+
   ContainerAggregates aggregates_;
   OomDedup oom_dedup_;
   bool full_pass_seen_ = false;
+  /// Seeded from a history source, and no pass has had live metrics since.
+  bool seeded_before_metrics_ = false;
   int containers_per_pod_ = 1;
   ProvidedReason reason_ = ProvidedReason::kInsufficientHistory;
 };

@@ -51,6 +51,32 @@ TEST_CASE("the RecommendationProvided reason follows what the passes saw") {
   CHECK(history.aggregates().at("app").state().total_samples_count == 5);
 }
 
+TEST_CASE("a history seeded from Prometheus is recommended before the pods have metrics") {
+  AggregateOptions options;
+  const std::vector<PodInfo> pods = {pod("web-1", 1)};
+  ScalerHistory unseeded;
+  (void)unseeded.fold({}, pods, options);
+  CHECK(unseeded.reason() == ProvidedReason::kNoMetrics);
+
+  UsageHistory days;
+  days.cpu.push_back({"web-0", "app", {{kT0, 0.3}, {kT0 + minutes(60), 0.3}}});
+  days.memory.push_back({"web-0", "app", {{kT0, 400 * kMi}, {kT0 + minutes(60), 400 * kMi}}});
+  ScalerHistory seeded;
+  CHECK(seeded.seed(days, options, 60).points == 2);
+  (void)seeded.fold({}, pods, options);
+  CHECK(seeded.reason() == ProvidedReason::kRecommended);
+  // Live metrics came once: their absence afterwards is an outage, said as such.
+  (void)seeded.fold({usage("web-1", 120, 0.3)}, pods, options);
+  CHECK(seeded.reason() == ProvidedReason::kRecommended);
+  (void)seeded.fold({}, pods, options);
+  CHECK(seeded.reason() == ProvidedReason::kNoMetrics);
+  // An empty history (a workload Prometheus never saw) changes nothing.
+  ScalerHistory empty;
+  CHECK(empty.seed(UsageHistory{}, options, 60).points == 0);
+  (void)empty.fold({}, pods, options);
+  CHECK(empty.reason() == ProvidedReason::kNoMetrics);
+}
+
 TEST_CASE("recommendations share the per-pod minimums among the pod's containers") {
   AggregateOptions options;
   ScalerHistory history;
