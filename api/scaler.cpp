@@ -3,6 +3,7 @@
 #include <set>
 #include <tuple>
 
+#include "api/namespace_scalers.h"
 #include "api/packed_text.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
@@ -503,8 +504,10 @@ const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& sc
   const Scaler* active = nullptr;
   for (const auto& candidate : scalers) {
     if (!candidate) continue;
-    if (active == nullptr || std::tie(candidate->creation_timestamp, candidate->name) <
-                                 std::tie(active->creation_timestamp, active->name)) {
+    // A person's scaler before a made one, whatever their ages; then the oldest.
+    if (active == nullptr ||
+        std::tie(candidate->made_for_namespace, candidate->creation_timestamp, candidate->name) <
+            std::tie(active->made_for_namespace, active->creation_timestamp, active->name)) {
       active = candidate.get();
     }
   }
@@ -525,6 +528,7 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   scaler.resource_version = kube::meta_string(object, "resourceVersion");
   scaler.creation_timestamp = kube::meta_string(object, "creationTimestamp");
   scaler.generation = kube::meta_generation(object);
+  scaler.made_for_namespace = is_made_scaler(object);
   std::vector<std::string> errors;
   auto spec = object.find("spec");
   ParsedSpec parsed = parse_spec(spec == object.end() ? json() : *spec, errors);

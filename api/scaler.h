@@ -119,6 +119,9 @@ struct Scaler {
   std::string resource_version;
   std::string creation_timestamp;  ///< RFC 3339, as stored (compares lexically by time)
   int64_t generation = 0;
+  /// Made by vscaler for a namespace that asks for recommendations (api/namespace_scalers.h):
+  /// a person's scaler of the same workload is always the active one.
+  bool made_for_namespace = false;
   /// The target workload: spec.targetRef, or spec.deploymentName (a Deployment).
   TargetRef target;
   UpdateMode update_mode = UpdateMode::kAuto;
@@ -163,8 +166,9 @@ kube::Result<Scaler> parse_scaler(const nlohmann::json& object);
 /// the same rules again for defence in depth). Returns every problem, each naming its field.
 std::vector<std::string> validate_scaler_spec(const nlohmann::json& spec);
 
-/// Of the scalers targeting one workload, the one that is active (one scaler per workload): the
-/// oldest by creationTimestamp, then by name. nullptr for an empty list.
+/// Of the scalers targeting one workload, the one that is active (one scaler per workload): a
+/// person's before one made for its namespace, then the oldest by creationTimestamp, then by
+/// name. nullptr for an empty list.
 const Scaler* select_active(const std::vector<std::shared_ptr<const Scaler>>& scalers);
 
 }  // namespace vscaler::api

@@ -3,10 +3,12 @@
 
 #include <chrono>
 
+#include "api/namespace_scalers.h"
 #include "api/startup_boost.h"
 #include "base/log.h"
 #include "controller/status.h"
 #include "controller/workload_meta_list.h"
+#include "kube/object_meta.h"
 #include "kube/workloads.h"
 
 namespace vscaler::controller {
@@ -189,6 +191,41 @@ kube::Result<WorkloadMeta, kube::ApiError> KubeResyncApi::get_workload(const std
   auto object = client_.call(request);
   if (!object.ok()) return kube::fail(std::move(object).error());
   return meta_of(*object);
+}
+
+}  // namespace vscaler::controller
+
+namespace vscaler::controller {
+
+kube::Result<std::vector<std::string>, kube::ApiError> KubeOptInApi::labelled_namespaces() {
+  kube::ListOptions options;
+  options.label_selector = std::string(api::kRecommendLabel) + "=true";
+  auto list = client_.list_metadata(kube::resources::kNamespaces, "", options);
+  if (!list.ok()) return kube::fail(std::move(list).error());
+  std::vector<std::string> names;
+  for (const auto& item : list->items) {
+    std::string name = kube::meta_string(item, "name");
+    if (!name.empty()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+kube::Result<kube::Unit, kube::ApiError> KubeOptInApi::create_scaler(const nlohmann::json& object) {
+  kube::WriteOptions options;
+  options.field_manager = kFieldManager;
+  auto created = client_.create(kube::resources::kVerticalScalers, "", object, options);
+  if (!created.ok()) return kube::fail(std::move(created).error());
+  return kube::Unit{};
+}
+
+kube::Result<kube::Unit, kube::ApiError> KubeOptInApi::delete_scaler(const std::string& ns,
+                                                                     const std::string& name,
+                                                                     const std::string& uid) {
+  kube::DeleteOptions options;
+  options.precondition_uid = uid;
+  auto removed = client_.remove(kube::resources::kVerticalScalers, ns, name, options);
+  if (!removed.ok()) return kube::fail(std::move(removed).error());
+  return kube::Unit{};
 }
 
 }  // namespace vscaler::controller

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "controller/event_recorder.h"
+#include "controller/namespace_opt_in.h"
 #include "controller/reconcile_api.h"
 #include "controller/resync.h"
 #include "kube/client.h"
@@ -51,6 +52,32 @@ class KubeResyncApi : public ResyncApi {
 
  private:
   kube::Client client_;
+};
+
+/// OptInApi over the API server: the labelled namespaces' names (metadata only), the workload
+/// lists of KubeResyncApi, and made scalers created and deleted (field manager vscaler).
+class KubeOptInApi : public OptInApi {
+ public:
+  explicit KubeOptInApi(kube::Client client) : client_(client), lists_(std::move(client)) {}
+  kube::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
+                                                                         const std::string& kind,
+                                                                         int& calls) override {
+    return lists_.list_workloads(ns, kind, calls);
+  }
+  kube::Result<WorkloadMeta, kube::ApiError> get_workload(const std::string& ns,
+                                                          const std::string& kind,
+                                                          const std::string& name) override {
+    return lists_.get_workload(ns, kind, name);
+  }
+  kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() override;
+  kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) override;
+  kube::Result<kube::Unit, kube::ApiError> delete_scaler(const std::string& ns,
+                                                         const std::string& name,
+                                                         const std::string& uid) override;
+
+ private:
+  kube::Client client_;
+  KubeResyncApi lists_;
 };
 
 }  // namespace vscaler::controller

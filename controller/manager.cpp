@@ -127,7 +127,8 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
       event_writer_(client),
       events_(event_writer_),
       reconcile_api_(client, &events_),
-      resync_api_(client) {
+      resync_api_(client),
+      opt_in_api_(client) {
   WorkQueueOptions queue_options;
   // The queue calls its observer; the manager owns it and outlives the queue.
   queue_options.metrics = std::shared_ptr<QueueMetrics>(metrics_.get(), [](QueueMetrics*) {});
@@ -152,6 +153,8 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   // Three namespace reads at once: each mostly waits on the API server.
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
                                          /*concurrency=*/3);
+  // Namespaces are cluster-scoped: with --namespace vscaler lists none, so no opt-in.
+  if (options_.ns.empty()) opt_in_ = std::make_unique<NamespaceOptIn>(opt_in_api_, store_);
 
   kube::InformerOptions informer_options;
   informer_options.type = kube::resources::kVerticalScalers;
@@ -224,7 +227,13 @@ void Manager::start() {
       if (stopped_.load()) return;
     }
     // Every replica keeps its informer and reconciles hints; only the leader resyncs.
-    resyncer_->run(options_.resync_period, [this] { return leader_steps_->begin("resync"); });
+    // The namespace opt-in rides on the same leader pass: its scalers then reach the store
+    // through the informer, and the pass after judges them.
+    resyncer_->run(options_.resync_period, [this] {
+      if (!leader_steps_->begin("resync")) return false;
+      if (opt_in_) (void)opt_in_->run_once();
+      return true;
+    });
   });
 }
 

@@ -18,6 +18,7 @@
 #include "controller/limit_range_cache.h"
 #include "controller/list_poller.h"
 #include "controller/memory_trim.h"
+#include "controller/namespace_opt_in.h"
 #include "controller/quota_cache.h"
 #include "controller/reconciler.h"
 #include "controller/resync.h"
@@ -80,6 +81,8 @@ class Manager {
   void on_started_leading() { resyncer_->wake(); }
   /// Runs one resync pass now, leader or not (tests and benchmarks).
   ResyncStats resync_once() { return resyncer_->run_once(); }
+  /// One namespace opt-in pass now (tests); nothing when the manager watches one namespace.
+  OptInStats opt_in_once() { return opt_in_ ? opt_in_->run_once() : OptInStats{}; }
 
  private:
   class Metrics;
@@ -104,8 +107,11 @@ class Manager {
   EventRecorder events_;
   KubeReconcileApi reconcile_api_;
   KubeResyncApi resync_api_;
+  KubeOptInApi opt_in_api_;
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<Resyncer> resyncer_;
+  /// Made scalers for namespaces that ask (null with --namespace: vscaler reads no namespace).
+  std::unique_ptr<NamespaceOptIn> opt_in_;
   std::unique_ptr<kube::Informer> informer_;
   LimitRangeCache limit_ranges_;
   /// Lists LimitRanges (in options_.ns) into limit_ranges_ every options_.limit_range_period.

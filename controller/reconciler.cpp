@@ -182,7 +182,8 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     return {};
   }
 
-  // One scaler per workload: the oldest is active, the others report Conflict and write nothing.
+  // One scaler per workload: a person's before a made one, then the oldest, is active; the
+  // others report Conflict and write nothing.
   const api::Scaler* active = nullptr;
   auto rivals = store_.targeting(scaler->ns, scaler->target);
   active = api::select_active(rivals);

@@ -301,8 +301,10 @@ done
 expect_can "$ns" no patch deployments.apps/scale
 expect_can "$ns" no patch statefulsets.apps/scale
 expect_can "$ns" no patch replicasets.apps  # read by the recommender (owner chains), never written
-for verb in get list watch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev; done
-for verb in create update patch delete; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev; done
+# create and delete: the scalers it makes for namespaces that ask (the policy
+# vscaler-made-scalers-only keeps both to those); never update or patch a scaler's spec.
+for verb in get list watch create delete; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev; done
+for verb in update patch deletecollection; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in get update patch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev/status; done
 for verb in create patch; do expect_can "$ns" yes "$verb" events; done
 expect_can "$ns" yes create events.events.k8s.io
@@ -340,6 +342,10 @@ expect_can "$ns" no get resourcequotas
 can_nodes() { k auth can-i "$1" nodes --as="$SA" 2>/dev/null || true; }
 expect_eq "can-i list nodes" "$(can_nodes list)" yes
 for verb in get watch patch update; do expect_eq "can-i $verb nodes" "$(can_nodes "$verb")" no; done
+# Namespaces: which are labelled vscaler.dev/recommend=true (list, watch); nothing else.
+can_namespaces() { k auth can-i "$1" namespaces --as="$SA" 2>/dev/null || true; }
+for verb in list watch; do expect_eq "can-i $verb namespaces" "$(can_namespaces "$verb")" yes; done
+for verb in get create patch update delete; do expect_eq "can-i $verb namespaces" "$(can_namespaces "$verb")" no; done
 # The checkpoint CRD was applied a moment ago: kubectl's discovery may not know it yet, the
 # authorizer does.
 for verb in get list create update delete; do
@@ -377,7 +383,8 @@ pods/resize                                     []                              
 pods.metrics.k8s.io                             []                                     []               [list]
 replicasets.apps                                []                                     []               [get list]
 verticalscalercheckpoints.scaling.vscaler.dev   []                                     []               [get list create update delete]
-verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch]
+verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch create delete]
+namespaces                                      []                                     []               [list watch]
 statefulsets.apps                               []                                     []               [get list patch]
 verticalscalers.scaling.vscaler.dev/status      []                                     []               [get update patch]
 tokenreviews.authentication.k8s.io              []                                     []               [create]
@@ -386,7 +393,7 @@ EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers list, verticalscalers get/list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers list, verticalscalers get/list/watch/create/delete, namespaces list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]

@@ -1,0 +1,90 @@
+// Namespaces that ask for recommendations (DESIGN.md, Goldilocks-style): the leader lists the
+// namespaces labelled vscaler.dev/recommend=true and their workloads' metadata each resync,
+// creates a VerticalScaler in mode "Off" (api/namespace_scalers.h) for every workload no scaler
+// targets, and deletes its own when the workload goes, the label goes, or a person's scaler
+// targets the same workload. What to do is decided by plan_opt_in, a pure function of what was
+// read; NamespaceOptIn reads, plans and writes. Scalers a person wrote are never written: only
+// made ones (by their label) are created or deleted, each delete preconditioned on its uid.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/scaler.h"
+#include "controller/resync.h"
+#include "controller/scaler_store.h"
+#include "kube/errors.h"
+
+namespace vscaler::controller {
+
+/// One labelled namespace as read this pass.
+struct OptInNamespace {
+  std::string name;
+  /// Every workload read, as (kind, name).
+  std::vector<std::pair<std::string, std::string>> workloads;
+  /// False when a workload list failed: absent workloads then prove nothing (nothing deleted).
+  bool complete = true;
+};
+
+/// A made scaler to delete, and why (for the log).
+struct OptInDelete {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string reason;
+};
+
+/// What one pass must write.
+struct OptInPlan {
+  /// Made scalers to create: (namespace, kind, workload).
+  struct Create {
+    std::string ns;
+    std::string kind;
+    std::string workload;
+  };
+  std::vector<Create> creates;
+  std::vector<OptInDelete> deletes;
+};
+
+/// Decides the pass: `labelled` are the namespaces asking (all of them, when `labels_complete`;
+/// else the namespace list failed and no made scaler is deleted for its label); `scalers` every
+/// scaler the operator knows. Made scalers are those with made_for_namespace.
+OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_complete,
+                      const std::vector<std::shared_ptr<const api::Scaler>>& scalers);
+
+/// The reads and writes of the opt-in; KubeOptInApi implements them on the API server.
+class OptInApi : public ResyncApi {
+ public:
+  /// The names of the namespaces labelled vscaler.dev/recommend=true.
+  virtual kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() = 0;
+  /// Creates `object` (a made scaler). AlreadyExists is an error the caller ignores.
+  virtual kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) = 0;
+  /// Deletes the scaler ns/name if its uid is still `uid`.
+  virtual kube::Result<kube::Unit, kube::ApiError> delete_scaler(const std::string& ns,
+                                                                 const std::string& name,
+                                                                 const std::string& uid) = 0;
+};
+
+/// What one pass did.
+struct OptInStats {
+  std::size_t namespaces = 0;  ///< labelled namespaces read
+  std::size_t created = 0;
+  std::size_t deleted = 0;
+  std::size_t failed = 0;  ///< reads or writes that failed (retried next pass)
+};
+
+/// Reads, plans and writes one pass at a time (the manager's resync thread, leader only).
+class NamespaceOptIn {
+ public:
+  NamespaceOptIn(OptInApi& api, const ScalerStore& store) : api_(api), store_(store) {}
+  /// One pass. Failures are logged and counted; the next pass tries again.
+  OptInStats run_once();
+
+ private:
+  OptInApi& api_;
+  const ScalerStore& store_;
+};
+
+}  // namespace vscaler::controller
