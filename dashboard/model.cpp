@@ -239,4 +239,31 @@ Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers
   return model;
 }
 
+namespace {
+
+/// "resources:" with the requests and limits blocks (a resource without a value left out).
+std::string resources_yaml(const Resources& requests, const Resources& limits) {
+  std::string out = "resources:\n";
+  for (const auto& [name, values] : {std::pair{"requests", &requests}, {"limits", &limits}}) {
+    if (values->empty()) continue;
+    out += std::string("  ") + name + ":\n";
+    if (values->cpu) out += "    cpu: " + values->cpu->to_string() + "\n";
+    if (values->memory) out += "    memory: " + values->memory->to_string() + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+CopySuggestions copy_suggestions(const ContainerView& container) {
+  if (container.target.empty()) return {};
+  CopySuggestions out;
+  out.guaranteed = resources_yaml(container.target, container.target);
+  // Without bounds (a fixed value), the target for both sides.
+  const Resources& low = container.lower_bound.empty() ? container.target : container.lower_bound;
+  const Resources& high = container.upper_bound.empty() ? container.target : container.upper_bound;
+  out.burstable = resources_yaml(low, high);
+  return out;
+}
+
 }  // namespace vscaler::dashboard

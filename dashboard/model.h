@@ -37,6 +37,16 @@ struct ContainerView {
   std::vector<HistoryPoint> history;  ///< recommended targets over the last hours, oldest first
 };
 
+/// Goldilocks' two suggestions for a container, as the `resources:` YAML a person pastes into
+/// the container: Guaranteed QoS (requests = limits = target) and Burstable (requests =
+/// lowerBound, limits = upperBound), with the published (rounded) values. Empty strings when
+/// the container has no recommendation.
+struct CopySuggestions {
+  std::string guaranteed;
+  std::string burstable;
+};
+CopySuggestions copy_suggestions(const ContainerView& container);
+
 /// A condition that is not healthy (status not True, a deferral aside).
 struct ConditionView {
   std::string type;

@@ -27,6 +27,8 @@ table.c th{font-size:12px;color:#475467;font-weight:600}
 .pos{color:#067647}.neg{color:#b42318}.warn{color:#b54708}.problem{color:#b42318}
 svg .bg{fill:#f2f4f7}svg .cpu{stroke:#1d4ed8}svg .mem{stroke:#c11574}svg path{fill:none;stroke-width:1.5}svg circle.cpu{fill:#1d4ed8}svg circle.mem{fill:#c11574}
 .legend-cpu{color:#1d4ed8}.legend-mem{color:#c11574}
+.copy{display:flex;gap:12px;margin-top:6px}.copy figure{margin:0}.copy figcaption{font-size:12px;color:#475467}
+.copy pre{margin:2px 0 0;padding:6px 10px;background:#f2f4f7;border:1px solid #e4e7ec;border-radius:4px;font-size:12px;user-select:all}
 )";
 
 // Appends markup (raw), escaped text and numbers to one string.
@@ -144,7 +146,18 @@ void scaler_html(Html& html, std::string& out, const ScalerView& scaler, std::in
   }
   if (scaler.containers.empty())
     html.raw("<tr><td colspan=\"9\">no container reported yet</td></tr>");
-  html.raw("</table></div>");
+  html.raw("</table>");
+  // The request/limit pairs a person would copy into the container, Goldilocks' two.
+  for (const auto& container : scaler.containers) {
+    const CopySuggestions copy = copy_suggestions(container);
+    if (copy.guaranteed.empty()) continue;
+    html.raw("<div class=\"copy\"><figure><figcaption>").text(container.name);
+    html.raw(": <b>Guaranteed</b> (requests = limits = target)</figcaption><pre>");
+    html.text(copy.guaranteed).raw("</pre></figure><figure><figcaption>").text(container.name);
+    html.raw(": <b>Burstable</b> (requests = lowerBound, limits = upperBound)</figcaption><pre>");
+    html.text(copy.burstable).raw("</pre></figure></div>");
+  }
+  html.raw("</div>");
 }
 
 }  // namespace

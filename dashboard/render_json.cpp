@@ -55,6 +55,10 @@ json render_json(const Model& model, const std::string& only_namespace) {
           history.push_back(json::array({p.time, p.cpu ? json(millicores(*p.cpu)) : json(nullptr),
                                          p.memory ? json(bytes(*p.memory)) : json(nullptr)}));
         }
+        const CopySuggestions copy = copy_suggestions(c);
+        json suggestions = copy.guaranteed.empty() ? json(nullptr)
+                                                   : json{{"guaranteed", copy.guaranteed},
+                                                          {"burstable", copy.burstable}};
         containers.push_back({{"name", c.name},
                               {"values", c.policy},
                               {"requests", resources_json(c.requests)},
@@ -63,6 +67,7 @@ json render_json(const Model& model, const std::string& only_namespace) {
                               {"lowerBound", resources_json(c.lower_bound)},
                               {"upperBound", resources_json(c.upper_bound)},
                               {"uncappedTarget", resources_json(c.uncapped_target)},
+                              {"copy", std::move(suggestions)},
                               {"history", std::move(history)}});
       }
       json problems = json::array();

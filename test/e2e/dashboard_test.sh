@@ -3,8 +3,9 @@
 # (Debian's chromium):
 # the demo's scaler (fixed values) and two scalers whose recommendations are written into status
 # by hand (one over-, one under-provisioned), the values beside the recommendation, the signed
-# totals per namespace, an HTML-bearing message shown escaped; and a screenshot of the namespace,
-# kept in build/artifacts/dashboard_test.png.
+# totals per namespace, the Guaranteed and Burstable resources YAML to copy per container, an
+# HTML-bearing message shown escaped; and a screenshot of the namespace, kept in
+# build/artifacts/dashboard_test.png (docs/dashboard.png is one).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 artifact=$ROOT/build/artifacts/dashboard_test.png
@@ -90,6 +91,10 @@ has "savings CPU 0, memory 0"                                  # web: fixed valu
 # web's fixed values, api's and db's targets; savings signed.
 has "CPU 860m 760m +100m"
 has "Memory 912Mi 784Mi +128Mi"
+# The request/limit pairs to copy (Goldilocks' two): api's target, and its bounds.
+has "app: Guaranteed (requests = limits = target) resources: requests: cpu: 200m memory: 256Mi limits: cpu: 200m memory: 256Mi"
+has "app: Burstable (requests = lowerBound, limits = upperBound) resources: requests: cpu: 150m memory: 200Mi limits: cpu: 600m memory: 600Mi"
+has "db: Guaranteed (requests = limits = target) resources: requests: cpu: 300m memory: 256Mi"
 has "Reviewed=False Pending: <b>evil</b> & <i>co</i>"            # as text...
 grep -qF '&lt;b&gt;evil&lt;/b&gt; &amp; &lt;i&gt;co&lt;/i&gt;' "$dom" || fail "the HTML in the message is not escaped"
 grep -qF '<b>evil</b>' "$dom" && fail "the message's HTML became markup"

@@ -145,3 +145,28 @@ TEST_CASE("dashboard model: the view cache reuses a view until the scaler or its
   build_model({}, history, "now", &cache);  // the scaler is gone
   CHECK(cache.size() == 0);
 }
+
+TEST_CASE("dashboard model: the Guaranteed and Burstable YAML a person copies") {
+  json status = status_with("app", {{"cpu", "500m"}, {"memory", "512Mi"}},
+                            {{"cpu", "250m"}, {"memory", "489Mi"}});
+  auto& rec = status["recommendation"]["containerRecommendations"][0];
+  rec["lowerBound"] = {{"cpu", "180m"}, {"memory", "400Mi"}};
+  rec["upperBound"] = {{"cpu", "1200m"}, {"memory", "1Gi"}};
+  auto model =
+      build_model({scaler("shop", "web", {{"deploymentName", "web"}}, status)}, History(), "t");
+  const auto& app = model.namespaces[0].scalers[0]->containers[0];
+  const auto copy = vscaler::dashboard::copy_suggestions(app);
+  CHECK(copy.guaranteed ==
+        "resources:\n  requests:\n    cpu: 250m\n    memory: 489Mi\n"
+        "  limits:\n    cpu: 250m\n    memory: 489Mi\n");
+  CHECK(copy.burstable ==
+        "resources:\n  requests:\n    cpu: 180m\n    memory: 400Mi\n"
+        "  limits:\n    cpu: 1200m\n    memory: 1Gi\n");
+
+  // Only cpu recommended: no memory key; no recommendation: nothing to copy.
+  vscaler::dashboard::ContainerView cpu_only;
+  cpu_only.target.cpu = vscaler::kube::Quantity::parse("100m").value();
+  CHECK(vscaler::dashboard::copy_suggestions(cpu_only).guaranteed ==
+        "resources:\n  requests:\n    cpu: 100m\n  limits:\n    cpu: 100m\n");
+  CHECK(vscaler::dashboard::copy_suggestions({}).guaranteed.empty());
+}

@@ -101,7 +101,15 @@ TEST_CASE("dashboard json: the same content, totals signed and in base units") {
   CHECK(api["containers"][0]["requests"]["memory"] == "128Mi");
   CHECK(api["deferral"]["until"] == "2026-12-01T12:10:00Z");
   CHECK(api["conditions"].empty());
+  CHECK(api["containers"][0]["copy"]["guaranteed"] ==
+        "resources:\n  requests:\n    cpu: 300m\n    memory: 128Mi\n"
+        "  limits:\n    cpu: 300m\n    memory: 128Mi\n");
   CHECK(render_json(model, "other")["namespaces"].empty());
+  // The page shows both snippets under the table.
+  const std::string html = render_html(model, "", 0, 3600);
+  CHECK(html.find("<b>Guaranteed</b>") != std::string::npos);
+  CHECK(html.find("<b>Burstable</b>") != std::string::npos);
+  CHECK(html.find("<pre>resources:\n  requests:\n    cpu: 300m") != std::string::npos);
 }
 
 TEST_CASE("dashboard chart: a step line per resource up to now, nothing without points") {
