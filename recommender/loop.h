@@ -133,8 +133,11 @@ class RecommenderLoop {
   /// One pass now; `now` stamps condition transitions.
   PassSummary run_pass(std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
                        PassScope scope = PassScope::kAll);
-  /// Writes every history's checkpoint now (when leading); returns how many were written.
-  std::size_t save_checkpoints();
+  /// Writes the checkpoint of every history that changed since its last write (when leading);
+  /// returns how many were written. With `slices` > 1, only the scalers of slice `slice` (by a
+  /// hash of the uid): the loop writes one slice per tick, so 10,000 checkpoints are spread over
+  /// --checkpoint-interval instead of sent in one burst.
+  std::size_t save_checkpoints(unsigned slice = 0, unsigned slices = 1);
 
   /// The in-memory history of the scaler `uid`, nullptr when none (tests, the benchmark).
   const ScalerHistory* history(const std::string& uid) const;
@@ -147,7 +150,9 @@ class RecommenderLoop {
     std::string key;  // "namespace/name", what on_published is given
     ScalerHistory history;
     bool restored = false;  // the checkpoint was read (or found absent)
-    bool gauges = false;    // vscaler_recommendation has series of this scaler
+    // history.revision() when the checkpoint was last written or read: equal, nothing to write.
+    std::uint64_t saved_revision = 0;
+    bool gauges = false;  // vscaler_recommendation has series of this scaler
     // What the history source gave when there was no checkpoint ("" without a source or with a
     // checkpoint): said in RecommendationProvided's message.
     std::string history_note;

@@ -36,6 +36,7 @@ HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOpt
                                  const std::function<bool(std::string_view)>& recommended) {
   HistoryStats stats = fold_history(aggregates_, history, options, count, recommended);
   if (stats.points > 0) {
+    ++revision_;
     full_pass_seen_ = true;
     seeded_before_metrics_ = true;
   }
@@ -47,6 +48,7 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::vector<PodInfo>& owned, const AggregateOptions& options,
                               const std::function<bool(std::string_view)>& recommended) {
   PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
+  if (stats.samples_added > 0 || stats.oom_kills_counted > 0) ++revision_;
   // The pods' current spec decides the share; it only changes with the pods.
   if (!owned.empty()) {
     containers_per_pod_ = 1;

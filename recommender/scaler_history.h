@@ -54,6 +54,10 @@ class ScalerHistory {
                     std::uint32_t count,
                     const std::function<bool(std::string_view)>& recommended = {});
 
+  /// Counts the folds and seeds that changed the aggregates (samples or OOM kills added): a
+  /// checkpoint written at one revision need not be written again until it moves.
+  std::uint64_t revision() const { return revision_; }
+
   /// The reason after the last fold (kInsufficientHistory before any).
   ProvidedReason reason() const { return reason_; }
 
@@ -83,6 +87,7 @@ class ScalerHistory {
 
   ContainerAggregates aggregates_;
   OomDedup oom_dedup_;
+  std::uint64_t revision_ = 0;
   bool full_pass_seen_ = false;
   /// Seeded from a history source, and no pass has had live metrics since.
   bool seeded_before_metrics_ = false;

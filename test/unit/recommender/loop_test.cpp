@@ -536,6 +536,31 @@ TEST_CASE("not leading: nothing is read or written, and leading again restores f
   CHECK(f.api.count("load") == 2);
 }
 
+TEST_CASE("checkpoints: only histories that changed, one slice of the scalers at a time") {
+  Fixture f;
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "s" + std::to_string(i);
+    f.add_scaler(scaler_object(name, "u" + std::to_string(i)));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  (void)loop.run_pass();
+  // Every slice once: each scaler written exactly once.
+  std::size_t written = 0;
+  for (unsigned slice = 0; slice < 5; ++slice) written += loop.save_checkpoints(slice, 5);
+  CHECK(written == 10);
+  CHECK(f.api.count("save") == 10);
+  // Nothing changed since: nothing to write, in slices or all at once.
+  CHECK(loop.save_checkpoints() == 0);
+  // New samples for two scalers: only theirs are written.
+  for (auto& [name, in] : f.api.inputs) in = usage(0, 1);
+  f.api.inputs["s3"] = usage(1, 1);
+  f.api.inputs["s7"] = usage(1, 1);
+  (void)loop.run_pass();
+  CHECK(loop.save_checkpoints() == 2);
+  CHECK(f.api.count("save") == 12);
+}
+
 TEST_CASE("a leader that stops leading mid-pass writes no more status and no checkpoint") {
   Fixture f;
   for (const char* name : {"a", "b", "c", "d"}) {
