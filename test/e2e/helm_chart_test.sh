@@ -74,6 +74,9 @@ for obj in serviceaccount/vscaler role/vscaler-leader-election rolebinding/vscal
   service/vscaler-webhook poddisruptionbudget/vscaler networkpolicy/vscaler secret/vscaler-webhook-tls; do
   k -n $ns get "$obj" >/dev/null || fail "$ns/$obj is missing after helm install"
 done
+# Every object the chart renders (whatever manifests/ adds later) exists.
+got=$(k get -f "$work/rendered.yaml" -o name 2>&1) || fail "objects of the chart are missing after helm install: $got"
+expect_eq "objects of the chart found" "$(grep -c . <<<"$got")" "$(grep -c '^kind:' "$work/rendered.yaml")"
 expect_eq "managed-by label of deployment/vscaler" "$(jp $ns deployment/vscaler '{.metadata.labels.app\.kubernetes\.io/managed-by}')" Helm
 echo "ok: CRDs, RBAC, policies, webhook configurations, Deployment, Service, PDB, NetworkPolicy, Secret exist"
 
