@@ -43,7 +43,7 @@ build-tsan: deps
 .PHONY: test unit
 ## test: install, build, and run every test: unit (normal, ASan+UBSan, TSan), fuzz corpus
 ## replay, integration and end-to-end against a private local control plane
-test: deps-test build build-asan build-tsan cluster-build
+test: deps-test build build-asan build-tsan cluster-build helm-build
 	@test/run.sh all
 ## unit: the unit tests of the release build only (fast)
 unit: build
@@ -60,7 +60,7 @@ fuzz: deps-test
 soak: deps-test build cluster-build
 	@test/soak.sh
 
-.PHONY: cluster-build cluster-up cluster-down vpa-build
+.PHONY: cluster-build cluster-up cluster-down vpa-build helm-build
 ## cluster-build: build (once, cached by version in ~/.cache/vscaler) etcd, kube-apiserver,
 ## kubectl, kube-controller-manager, kube-scheduler, kwok and metrics-server; prints progress
 cluster-build: deps-test
@@ -74,6 +74,10 @@ cluster-up: cluster-build
 ## admission-controller, the benchmarks' peers
 vpa-build: deps-test
 	@test/cluster/build.sh vpa >/dev/null
+## helm-build: build (once, cached by version in ~/.cache/vscaler) helm from helm.sh/helm/v4, which
+## the chart tests (test/scripts/helm_chart_test.sh, test/e2e/helm_chart_test.sh) run
+helm-build: deps-test
+	@test/cluster/build.sh helm >/dev/null
 ## cluster-down: stop what cluster-up started and remove its state
 cluster-down:
 	@test/cluster/down.sh

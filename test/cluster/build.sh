@@ -2,11 +2,12 @@
 # Builds the local cluster's binaries from Go modules (through the Go module proxy) and caches
 # them outside the repository, keyed by version (test/cluster/versions.sh). A second run finds
 # them and returns at once, silently.
-# Usage: test/cluster/build.sh [cluster|vpa]
+# Usage: test/cluster/build.sh [cluster|vpa|helm]
 #   cluster (default): etcd, kube-apiserver, kubectl, kube-controller-manager, kube-scheduler,
 #                      kwok (and its manifests) and metrics-server; prints their directories
 #   vpa:               VerticalPodAutoscaler's recommender, updater and admission-controller (the
 #                      benchmarks' peers; `make bench` builds them on first use); prints the directory
+#   helm:              the helm CLI (helm.sh/helm/v4), which the chart tests run; prints the directory
 # Progress goes to stderr: one line per component as it starts and ends (n of m, elapsed) and a
 # line every 30 s while a long build runs, instead of minutes of silence.
 set -euo pipefail
@@ -29,7 +30,7 @@ ms_ldflags+=" -X k8s.io/client-go/pkg/version.buildDate=1970-01-01T00:00:00Z"
 # One line per binary: DIR MODULE_DIR NAME PACKAGE LDFLAGS (LDFLAGS is the rest of the line).
 # The wrapper modules: etcd/ (etcd's own), kubernetes/ (one k8s.io/kubernetes module for every
 # control-plane binary, so they share their compile), addons/ (kwok and metrics-server, with
-# k8s.io/* pinned to the control plane's version), vpa/.
+# k8s.io/* pinned to the control plane's version), vpa/, helm/.
 case "$what" in
   cluster)
     specs="$ETCD_BIN_DIR etcd etcd go.etcd.io/etcd/server/v3 -s -w
@@ -47,8 +48,12 @@ $METRICS_SERVER_BIN_DIR addons metrics-server sigs.k8s.io/metrics-server/cmd/met
 $VPA_BIN_DIR vpa vpa-updater $vpa/updater -s -w
 $VPA_BIN_DIR vpa vpa-admission-controller $vpa/admission-controller -s -w"
     ;;
+  helm)
+    # helm version reports the module version (as its Makefile stamps it), not "v4.3".
+    specs="$HELM_BIN_DIR helm helm helm.sh/helm/v4/cmd/helm -s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+    ;;
   *)
-    echo "usage: test/cluster/build.sh [cluster|vpa]" >&2
+    echo "usage: test/cluster/build.sh [cluster|vpa|helm]" >&2
     exit 2
     ;;
 esac
@@ -135,4 +140,5 @@ if [ "$what" = cluster ] && kwok_share_missing; then install_kwok_share; fi
 case "$what" in
   cluster) printf '%s\n' "$ETCD_BIN_DIR" "$KUBE_BIN_DIR" "$KWOK_BIN_DIR" "$METRICS_SERVER_BIN_DIR" ;;
   vpa) echo "$VPA_BIN_DIR" ;;
+  helm) echo "$HELM_BIN_DIR" ;;
 esac

@@ -18,6 +18,7 @@ ETCD_VERSION=$(module_version "$_versions_here/etcd/go.mod" go.etcd.io/etcd/serv
 KWOK_VERSION=$(module_version "$_versions_here/addons/go.mod" sigs.k8s.io/kwok)
 METRICS_SERVER_VERSION=$(module_version "$_versions_here/addons/go.mod" sigs.k8s.io/metrics-server)
 VPA_VERSION=$(module_version "$_versions_here/vpa/go.mod" k8s.io/autoscaler/vertical-pod-autoscaler)
+HELM_VERSION=$(module_version "$_versions_here/helm/go.mod" helm.sh/helm/v4)
 VSCALER_CACHE_DIR=${VSCALER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/vscaler}
 # kube-apiserver, kubectl, kube-controller-manager, kube-scheduler
 KUBE_BIN_DIR=$VSCALER_CACHE_DIR/k8s-$KUBE_VERSION
@@ -28,4 +29,6 @@ KWOK_BIN_DIR=$VSCALER_CACHE_DIR/kwok-$KWOK_VERSION
 METRICS_SERVER_BIN_DIR=$VSCALER_CACHE_DIR/metrics-server-$METRICS_SERVER_VERSION
 # vpa-recommender, vpa-updater, vpa-admission-controller (built by `make bench`, not `make test`)
 VPA_BIN_DIR=$VSCALER_CACHE_DIR/vpa-$VPA_VERSION
+# helm (built by `make helm-build`, a dependency of `make test`: the chart tests use it)
+HELM_BIN_DIR=$VSCALER_CACHE_DIR/helm-$HELM_VERSION
 unset _versions_here
