@@ -50,6 +50,10 @@ done
 # only when this test made it. Any object the chart would create that already exists is named.
 made_ns=1
 k get namespace $ns >/dev/null 2>&1 && made_ns=0
+# The tests that run vscaler as its ServiceAccount apply manifests/rbac.yaml and leave it
+# (test/cluster/operator-kubeconfig.sh applies it again each time): those objects are the
+# chart's too, so they are removed here, and the next such test applies them again.
+k delete -f "$ROOT/manifests/rbac.yaml" --ignore-not-found >/dev/null 2>&1 || true
 h template vscaler "$ROOT/charts/vscaler" -n $ns >"$work/rendered.yaml" 2>"$work/template.log" ||
   fail "helm template failed: $(cat "$work/template.log")"
 existing=$(k get -f "$work/rendered.yaml" --ignore-not-found -o name 2>&1) || fail "kubectl get of the chart's objects failed: $existing"
