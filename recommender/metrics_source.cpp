@@ -6,6 +6,7 @@
 #include <string_view>
 #include <utility>
 
+#include "kube/object_meta.h"
 #include "recommender/limit_range.h"
 
 namespace vscaler::recommender {
@@ -72,20 +73,39 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   }
   const std::string& ns = target.namespace_;
   ScalerInputs inputs;
-  const std::string workload_what = "get " + type->display() + " " + ns + "/" + target.name;
-  auto object = client_.get(*type, ns, target.name);
-  ++inputs.requests;
-  if (!object.ok()) {
-    if (kube::is_not_found(object.error())) {
-      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
-                                    workload_what + ": " + object.error().to_string(),
-                                    object.error()});
+  if (pass != nullptr && pass->shared(ns)) {
+    // The namespace's workloads of this kind, listed once per pass.
+    const auto* index = pass->find_workloads(ns, target.kind);
+    if (index == nullptr) {
+      index = &pass->keep_workloads(ns, target.kind, list_workloads(ns, *type, target.kind));
+      if (index->ok()) inputs.requests += (*index)->requests;
     }
-    return kube::fail(api_failure(workload_what, object.error()));
+    if (!index->ok()) return kube::fail(index->error());
+    const std::string workload_what = type->display() + " " + ns + "/" + target.name;
+    auto found = (*index)->by_name.find(target.name);
+    if (found == (*index)->by_name.end()) {
+      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
+                                    workload_what + ": not in the namespace's list (NotFound)",
+                                    std::nullopt});
+    }
+    if (!found->second.ok()) return kube::fail(invalid(workload_what, found->second.error()));
+    inputs.workload = found->second.value();
+  } else {
+    const std::string workload_what = "get " + type->display() + " " + ns + "/" + target.name;
+    auto object = client_.get(*type, ns, target.name);
+    ++inputs.requests;
+    if (!object.ok()) {
+      if (kube::is_not_found(object.error())) {
+        return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
+                                      workload_what + ": " + object.error().to_string(),
+                                      object.error()});
+      }
+      return kube::fail(api_failure(workload_what, object.error()));
+    }
+    auto workload = parse_workload(*object, target.kind);
+    if (!workload.ok()) return kube::fail(invalid(workload_what, workload.error()));
+    inputs.workload = std::move(workload).value();
   }
-  auto workload = parse_workload(*object, target.kind);
-  if (!workload.ok()) return kube::fail(invalid(workload_what, workload.error()));
-  inputs.workload = std::move(workload).value();
 
   if (pass == nullptr || !pass->shared(ns)) {
     auto lists = read_lists(ns, inputs.workload.selector, target.kind == "Deployment");
@@ -126,6 +146,27 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   inputs.metrics_error = lists.metrics_error;
   inputs.limit_range = lists.limit_range;
   return inputs;
+}
+
+kube::Result<WorkloadIndex, SourceError> MetricsSource::list_workloads(
+    const std::string& ns, const kube::ResourceType& type, const std::string& kind) const {
+  WorkloadIndex index;
+  kube::ListOptions options;
+  options.limit = options_.page_limit;
+  int attempt = 0;
+  options.on_item = [&index, &kind, &attempt](json& item, int restart) {
+    if (restart != attempt) {  // the list started over: forget the abandoned attempt's items
+      index.by_name.clear();
+      attempt = restart;
+    }
+    const std::string name = kube::meta_string(item, "name");
+    if (!name.empty()) index.by_name.insert_or_assign(name, parse_workload(item, kind));
+  };
+  auto list = client_.list(type, ns, options);
+  if (!list.ok())
+    return kube::fail(api_failure("list " + type.display() + " in " + ns, list.error()));
+  index.requests = list->pages;
+  return index;
 }
 
 kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::string& ns,

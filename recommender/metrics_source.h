@@ -5,8 +5,9 @@
 // owner chain leads to the target. Five requests per Deployment scaler (one page each), four for
 // a StatefulSet or DaemonSet: the cost grows with the scalers, never with the cluster.
 // In a namespace holding several scalers, a pass instead lists the namespace's pods, ReplicaSets,
-// PodMetrics and LimitRanges once (PassReads) and matches each scaler's selector here: one GET
-// per scaler plus four lists per such namespace, instead of five requests per scaler.
+// PodMetrics and LimitRanges once (PassReads) and matches each scaler's selector here, and finds
+// each scaler's workload in one list per kind of the namespace (each item parsed as it arrives,
+// none kept): a few lists per such namespace and pass, whatever its scalers (issue 34).
 #pragma once
 
 #include <cstddef>
@@ -92,6 +93,13 @@ struct WorkloadLists {
   int requests = 0;                  ///< API requests the lists took
 };
 
+/// One kind's workloads of a namespace, each parsed as its item arrived (the objects are not
+/// kept): name -> WorkloadInfo, or the parse error naming the field.
+struct WorkloadIndex {
+  std::map<std::string, kube::Result<WorkloadInfo>, std::less<>> by_name;
+  int requests = 0;  ///< API requests (pages) the list took
+};
+
 /// One pass's namespace-wide lists: for the namespaces named at construction (those holding
 /// several scalers), the first scaler's read lists the namespace and later reads of the pass
 /// reuse it (a failure too: the namespace's other scalers fail alike, without asking again).
@@ -113,10 +121,23 @@ class PassReads {
                                                        kube::Result<WorkloadLists, SourceError> r) {
     return lists_.insert_or_assign(ns, std::move(r)).first->second;
   }
+  /// The workloads of `kind` in `ns` listed so far in this pass, or nullptr: a shared
+  /// namespace's scalers find their workload there instead of one GET each.
+  const kube::Result<WorkloadIndex, SourceError>* find_workloads(const std::string& ns,
+                                                                 const std::string& kind) const {
+    auto it = workloads_.find(ns + "/" + kind);
+    return it == workloads_.end() ? nullptr : &it->second;
+  }
+  /// Keeps what a list of `kind` in `ns` gave.
+  const kube::Result<WorkloadIndex, SourceError>& keep_workloads(
+      const std::string& ns, const std::string& kind, kube::Result<WorkloadIndex, SourceError> r) {
+    return workloads_.insert_or_assign(ns + "/" + kind, std::move(r)).first->second;
+  }
 
  private:
   std::set<std::string> shared_;
   std::map<std::string, kube::Result<WorkloadLists, SourceError>> lists_;
+  std::map<std::string, kube::Result<WorkloadIndex, SourceError>> workloads_;  // "ns/kind"
 };
 
 /// Settings of a MetricsSource.
@@ -144,6 +165,10 @@ class MetricsSource {
   kube::Result<WorkloadLists, SourceError> read_lists(const std::string& ns,
                                                       const std::string& selector,
                                                       bool replica_sets) const;
+  /// Every workload of `kind` in `ns`, parsed item by item.
+  kube::Result<WorkloadIndex, SourceError> list_workloads(const std::string& ns,
+                                                          const kube::ResourceType& type,
+                                                          const std::string& kind) const;
 
   kube::Client client_;
   MetricsSourceOptions options_;

@@ -32,27 +32,9 @@ source bench/lib.sh
 build=${VSCALER_BUILD_DIR:-build/release}
 observe=${VSCALER_BENCH_HISTORY_OBSERVE:-120}
 
-cmake --build "$build" --target vscaler >&2
-test/cluster/build.sh vpa >/dev/null
-# shellcheck source=test/cluster/versions.sh
-. test/cluster/versions.sh
-export VSCALER_BIN=$root/$build/vscaler
-vpa_deploy=$(go env GOMODCACHE)/k8s.io/autoscaler/vertical-pod-autoscaler@$VPA_VERSION/deploy
-[ -f "$vpa_deploy/vpa-v1-crd-gen.yaml" ] ||
-  (cd test/cluster/vpa && go mod download k8s.io/autoscaler/vertical-pod-autoscaler) >&2
-
-own_cluster=0
-if [ -z "${KUBECONFIG:-}" ] || [ -z "${VSCALER_CLUSTER_DIR:-}" ]; then
-  export VSCALER_CLUSTER=full VSCALER_CLUSTER_DIR=/tmp/vscaler-bench-history
-  test/cluster/up.sh >&2
-  own_cluster=1
-fi
-export KUBECONFIG=$VSCALER_CLUSTER_DIR/kubeconfig KUBECTL=$VSCALER_CLUSTER_DIR/bin/kubectl
-# shellcheck source=test/e2e/lib.sh
-. test/e2e/lib.sh
-# shellcheck source=test/e2e/usage_lib.sh
-. test/e2e/usage_lib.sh
-exec 3>&1 1>&2 # only table rows go to stdout (fd 3)
+# shellcheck source=bench/tools/vpa_plane.sh
+source bench/tools/vpa_plane.sh
+vpa_plane /tmp/vscaler-bench-history
 
 tmp=$(mktemp -d /tmp/vscaler-bench-history.XXXXXX)
 ns="" vpa_pid=""

@@ -34,27 +34,9 @@ observe=${VSCALER_BENCH_VPA_OBSERVE:-300}
 # lifetime is 30 s, its 10 min OOM threshold and vscaler's 10 min min-update-interval 10 s).
 interval=10s half_life=1m aggregation=30s
 
-cmake --build "$build" --target vscaler >&2
-test/cluster/build.sh vpa >/dev/null
-# shellcheck source=test/cluster/versions.sh
-. test/cluster/versions.sh
-export VSCALER_BIN=$root/$build/vscaler
-vpa_deploy=$(go env GOMODCACHE)/k8s.io/autoscaler/vertical-pod-autoscaler@$VPA_VERSION/deploy
-[ -f "$vpa_deploy/vpa-v1-crd-gen.yaml" ] ||
-  (cd test/cluster/vpa && go mod download k8s.io/autoscaler/vertical-pod-autoscaler) >&2
-
-own_cluster=0
-if [ -z "${KUBECONFIG:-}" ] || [ -z "${VSCALER_CLUSTER_DIR:-}" ]; then
-  export VSCALER_CLUSTER=full VSCALER_CLUSTER_DIR=/tmp/vscaler-bench-vpa
-  test/cluster/up.sh >&2
-  own_cluster=1
-fi
-export KUBECONFIG=$VSCALER_CLUSTER_DIR/kubeconfig KUBECTL=$VSCALER_CLUSTER_DIR/bin/kubectl
-# shellcheck source=test/e2e/lib.sh
-. test/e2e/lib.sh
-# shellcheck source=test/e2e/usage_lib.sh
-. test/e2e/usage_lib.sh
-exec 3>&1 1>&2 # only table rows go to stdout (fd 3)
+# shellcheck source=bench/tools/vpa_plane.sh
+source bench/tools/vpa_plane.sh
+vpa_plane /tmp/vscaler-bench-vpa
 
 tmp=$(mktemp -d /tmp/vscaler-bench-vpa.XXXXXX)
 pids=() namespaces=()

@@ -167,7 +167,8 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   MESSAGE("pods and metrics ready after " << seconds_since(start) << " s");
   // 1b. A pass that shares the namespace (PassReads): the same pods from one namespace-wide
   //     list of each kind, each scaler's selector matched here, and only the owned pods' metrics;
-  //     the pass's second read costs one GET.
+  //     the workloads from one list of the kind: the pass's second read costs nothing, and a
+  //     workload not in that list is NotFound.
   {
     PassReads pass({ns.name});
     auto shared = source.read(target, &pass);
@@ -175,13 +176,21 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
     CHECK(shared->owned_pods.size() == 3);
     CHECK(shared->pods_listed == 4);
     CHECK(shared->metrics.size() == 3);
-    CHECK(shared->requests == 5);  // GET deployment, then the namespace's four lists
+    CHECK(shared->requests == 5);  // list deployments, then the namespace's four lists
+    CHECK(shared->workload.ref.uid == uid_of(*web));
+    CHECK(shared->workload.selector == "app=web");
     auto canary_read = source.read(TargetWorkload{ns.name, "Deployment", "web-canary"}, &pass);
     REQUIRE_MESSAGE(canary_read.ok(), describe(canary_read));
     CHECK(canary_read->owned_pods.size() == 1);
     CHECK(canary_read->pods_listed == 1);  // app=web,track=canary
     CHECK(canary_read->metrics.size() == 1);
-    CHECK(canary_read->requests == 1);  // its GET only
+    CHECK(canary_read->requests == 0);  // everything from the pass's lists
+    auto missing = source.read(TargetWorkload{ns.name, "Deployment", "not-there"}, &pass);
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.error().kind == SourceErrorKind::kWorkloadNotFound);
+    auto statefulset = source.read(TargetWorkload{ns.name, "StatefulSet", "web"}, &pass);
+    REQUIRE_FALSE(statefulset.ok());  // a kind of its own list: no StatefulSet web here
+    CHECK(statefulset.error().kind == SourceErrorKind::kWorkloadNotFound);
   }
   ScalerInputs inputs = std::move(*last).value();
   CHECK(inputs.workload.ref.uid == uid_of(*web));
