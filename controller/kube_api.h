@@ -54,21 +54,11 @@ class KubeResyncApi : public ResyncApi {
   kube::Client client_;
 };
 
-/// OptInApi over the API server: the labelled namespaces' names (metadata only), the workload
-/// lists of KubeResyncApi, and made scalers created and deleted (field manager vscaler).
+/// OptInApi over the API server: the labelled namespaces' names (metadata only), and made
+/// scalers created and deleted (field manager vscaler).
 class KubeOptInApi : public OptInApi {
  public:
-  explicit KubeOptInApi(kube::Client client) : client_(client), lists_(std::move(client)) {}
-  kube::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
-                                                                         const std::string& kind,
-                                                                         int& calls) override {
-    return lists_.list_workloads(ns, kind, calls);
-  }
-  kube::Result<WorkloadMeta, kube::ApiError> get_workload(const std::string& ns,
-                                                          const std::string& kind,
-                                                          const std::string& name) override {
-    return lists_.get_workload(ns, kind, name);
-  }
+  explicit KubeOptInApi(kube::Client client) : client_(std::move(client)) {}
   kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() override;
   kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) override;
   kube::Result<kube::Unit, kube::ApiError> delete_scaler(const std::string& ns,
@@ -77,7 +67,6 @@ class KubeOptInApi : public OptInApi {
 
  private:
   kube::Client client_;
-  KubeResyncApi lists_;
 };
 
 }  // namespace vscaler::controller

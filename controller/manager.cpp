@@ -154,7 +154,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
                                          /*concurrency=*/3);
   // Namespaces are cluster-scoped: with --namespace vscaler lists none, so no opt-in.
-  if (options_.ns.empty()) opt_in_ = std::make_unique<NamespaceOptIn>(opt_in_api_, store_);
+  if (options_.ns.empty()) {
+    opt_in_ = std::make_unique<NamespaceOptIn>(resync_api_, opt_in_api_, store_);
+  }
 
   kube::InformerOptions informer_options;
   informer_options.type = kube::resources::kVerticalScalers;
@@ -229,11 +231,11 @@ void Manager::start() {
     // Every replica keeps its informer and reconciles hints; only the leader resyncs.
     // The namespace opt-in rides on the same leader pass: its scalers then reach the store
     // through the informer, and the pass after judges them.
-    resyncer_->run(options_.resync_period, [this] {
-      if (!leader_steps_->begin("resync")) return false;
-      if (opt_in_) (void)opt_in_->run_once();
-      return true;
-    });
+    resyncer_->run(
+        options_.resync_period, [this] { return leader_steps_->begin("resync"); },
+        [this] {
+          if (opt_in_) (void)opt_in_->run_once();
+        });
   });
 }
 

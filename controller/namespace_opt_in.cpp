@@ -82,7 +82,7 @@ OptInStats NamespaceOptIn::run_once() {
       OptInNamespace ns{name, {}, true};
       for (const char* kind : kKinds) {
         int calls = 0;
-        auto list = api_.list_workloads(name, kind, calls);
+        auto list = lists_.list_workloads(name, kind, calls);
         if (!list.ok()) {
           ns.complete = false;
           ++stats.failed;

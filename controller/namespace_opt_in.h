@@ -54,9 +54,11 @@ struct OptInPlan {
 OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_complete,
                       const std::vector<std::shared_ptr<const api::Scaler>>& scalers);
 
-/// The reads and writes of the opt-in; KubeOptInApi implements them on the API server.
-class OptInApi : public ResyncApi {
+/// The opt-in's own calls (the workload lists are the resync's, ResyncApi); KubeOptInApi
+/// implements them on the API server.
+class OptInApi {
  public:
+  virtual ~OptInApi() = default;
   /// The names of the namespaces labelled vscaler.dev/recommend=true.
   virtual kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() = 0;
   /// Creates `object` (a made scaler). AlreadyExists is an error the caller ignores.
@@ -78,11 +80,15 @@ struct OptInStats {
 /// Reads, plans and writes one pass at a time (the manager's resync thread, leader only).
 class NamespaceOptIn {
  public:
-  NamespaceOptIn(OptInApi& api, const ScalerStore& store) : api_(api), store_(store) {}
+  /// `lists` reads the labelled namespaces' workloads (the resync's metadata lists), `api` the
+  /// rest; both must outlive this.
+  NamespaceOptIn(ResyncApi& lists, OptInApi& api, const ScalerStore& store)
+      : lists_(lists), api_(api), store_(store) {}
   /// One pass. Failures are logged and counted; the next pass tries again.
   OptInStats run_once();
 
  private:
+  ResyncApi& lists_;
   OptInApi& api_;
   const ScalerStore& store_;
 };

@@ -140,7 +140,8 @@ ResyncStats Resyncer::run_once() {
   return stats;
 }
 
-void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>& may_start) {
+void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>& may_start,
+                   const std::function<void()>& before_pass) {
   std::mt19937_64 random(std::random_device{}());
   std::uniform_real_distribution<double> jitter(0.9, 1.1);
   while (true) {
@@ -152,7 +153,9 @@ void Resyncer::run(std::chrono::milliseconds period, const std::function<bool()>
       if (stopping_) return;
       woken_ = false;
     }
-    if (!may_start || may_start()) run_once();
+    if (may_start && !may_start()) continue;
+    if (before_pass) before_pass();
+    run_once();
   }
 }
 

@@ -74,7 +74,9 @@ class Resyncer {
   ResyncStats run_once();
   /// Calls run_once() every `period` (jittered by up to +-10%) until stop(). When `may_start`
   /// is set, each pass asks it first and is skipped when it says no (not the leader now).
-  void run(std::chrono::milliseconds period, const std::function<bool()>& may_start = {});
+  /// `before_pass`, when set, runs first in each pass that starts (the namespace opt-in).
+  void run(std::chrono::milliseconds period, const std::function<bool()>& may_start = {},
+           const std::function<void()>& before_pass = {});
   /// Makes run() return (from any thread).
   void stop();
   /// Ends run()'s current wait early, so the next pass starts now (a replica that just became

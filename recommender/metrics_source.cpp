@@ -73,39 +73,9 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   }
   const std::string& ns = target.namespace_;
   ScalerInputs inputs;
-  if (pass != nullptr && pass->shared(ns)) {
-    // The namespace's workloads of this kind, listed once per pass.
-    const auto* index = pass->find_workloads(ns, target.kind);
-    if (index == nullptr) {
-      index = &pass->keep_workloads(ns, target.kind, list_workloads(ns, *type, target.kind));
-      if (index->ok()) inputs.requests += (*index)->requests;
-    }
-    if (!index->ok()) return kube::fail(index->error());
-    const std::string workload_what = type->display() + " " + ns + "/" + target.name;
-    auto found = (*index)->by_name.find(target.name);
-    if (found == (*index)->by_name.end()) {
-      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
-                                    workload_what + ": not in the namespace's list (NotFound)",
-                                    std::nullopt});
-    }
-    if (!found->second.ok()) return kube::fail(invalid(workload_what, found->second.error()));
-    inputs.workload = found->second.value();
-  } else {
-    const std::string workload_what = "get " + type->display() + " " + ns + "/" + target.name;
-    auto object = client_.get(*type, ns, target.name);
-    ++inputs.requests;
-    if (!object.ok()) {
-      if (kube::is_not_found(object.error())) {
-        return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
-                                      workload_what + ": " + object.error().to_string(),
-                                      object.error()});
-      }
-      return kube::fail(api_failure(workload_what, object.error()));
-    }
-    auto workload = parse_workload(*object, target.kind);
-    if (!workload.ok()) return kube::fail(invalid(workload_what, workload.error()));
-    inputs.workload = std::move(workload).value();
-  }
+  auto workload = read_workload(target, *type, pass, inputs.requests);
+  if (!workload.ok()) return kube::fail(std::move(workload).error());
+  inputs.workload = std::move(workload).value();
 
   if (pass == nullptr || !pass->shared(ns)) {
     auto lists = read_lists(ns, inputs.workload.selector, target.kind == "Deployment");
@@ -146,6 +116,44 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
   inputs.metrics_error = lists.metrics_error;
   inputs.limit_range = lists.limit_range;
   return inputs;
+}
+
+kube::Result<WorkloadInfo, SourceError> MetricsSource::read_workload(const TargetWorkload& target,
+                                                                     const kube::ResourceType& type,
+                                                                     PassReads* pass,
+                                                                     int& requests) const {
+  const std::string& ns = target.namespace_;
+  if (pass != nullptr && pass->shared(ns)) {
+    // The namespace's workloads of this kind, listed once per pass.
+    const auto* index = pass->find_workloads(ns, target.kind);
+    if (index == nullptr) {
+      index = &pass->keep_workloads(ns, target.kind, list_workloads(ns, type, target.kind));
+      if (index->ok()) requests += (*index)->requests;
+    }
+    if (!index->ok()) return kube::fail(index->error());
+    const std::string what = type.display() + " " + ns + "/" + target.name;
+    auto found = (*index)->by_name.find(target.name);
+    if (found == (*index)->by_name.end()) {
+      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
+                                    what + ": not in the namespace's list (NotFound)",
+                                    std::nullopt});
+    }
+    if (!found->second.ok()) return kube::fail(invalid(what, found->second.error()));
+    return found->second.value();
+  }
+  const std::string what = "get " + type.display() + " " + ns + "/" + target.name;
+  auto object = client_.get(type, ns, target.name);
+  ++requests;
+  if (!object.ok()) {
+    if (kube::is_not_found(object.error())) {
+      return kube::fail(SourceError{SourceErrorKind::kWorkloadNotFound,
+                                    what + ": " + object.error().to_string(), object.error()});
+    }
+    return kube::fail(api_failure(what, object.error()));
+  }
+  auto workload = parse_workload(*object, target.kind);
+  if (!workload.ok()) return kube::fail(invalid(what, workload.error()));
+  return std::move(workload).value();
 }
 
 kube::Result<WorkloadIndex, SourceError> MetricsSource::list_workloads(

@@ -165,6 +165,11 @@ class MetricsSource {
   kube::Result<WorkloadLists, SourceError> read_lists(const std::string& ns,
                                                       const std::string& selector,
                                                       bool replica_sets) const;
+  /// The target's workload: from the pass's list of its kind in a shared namespace, else one
+  /// GET; `requests` counts what it took.
+  kube::Result<WorkloadInfo, SourceError> read_workload(const TargetWorkload& target,
+                                                        const kube::ResourceType& type,
+                                                        PassReads* pass, int& requests) const;
   /// Every workload of `kind` in `ns`, parsed item by item.
   kube::Result<WorkloadIndex, SourceError> list_workloads(const std::string& ns,
                                                           const kube::ResourceType& type,

@@ -33,7 +33,7 @@ std::shared_ptr<const api::Scaler> made(const std::string& ns, const std::string
 }
 
 /// Labelled namespaces and their workloads in memory; records the writes.
-class FakeOptInApi final : public OptInApi {
+class FakeOptInApi final : public ResyncApi, public OptInApi {
  public:
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> namespaces;
   bool fail_namespaces = false;
@@ -126,7 +126,7 @@ TEST_CASE("a pass creates and deletes through the API; a person's scaler is neve
   store.upsert(person);
   auto stale = std::make_shared<api::Scaler>(*made("shop", "StatefulSet", "old"));
   store.upsert(stale);
-  NamespaceOptIn opt_in(api, store);
+  NamespaceOptIn opt_in(api, api, store);
   OptInStats stats = opt_in.run_once();
   CHECK(stats.namespaces == 1);
   CHECK(stats.created == 1);
