@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/worker_pool.h"
 #include "net/connection.h"
 #include "net/connection_limiter.h"
 #include "net/front_end.h"
-#include "net/worker_pool.h"
 
 namespace vscaler::net {
 
@@ -37,7 +37,7 @@ struct LoopShared {
   FrontEnd::Refused refused;
   FrontEnd::Quick quick;
   int listen_fd = -1;
-  std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<base::WorkerPool> pool;
 
   metrics::Gauge* open = nullptr;
   metrics::CounterFamily* errors = nullptr;

@@ -153,7 +153,7 @@ base::Result<int> FrontEnd::start() {
     loops_.push_back(std::move(loop));
   }
   // One request per connection at a time: the queue never holds more than the connections.
-  shared.pool = std::make_unique<WorkerPool>(options.workers, total);
+  shared.pool = std::make_unique<base::WorkerPool>(options.workers, total);
   for (auto& loop : loops_) loop->start();
   log::info(shared.logger, "serving",
             {{"port", std::to_string(port)},

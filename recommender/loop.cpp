@@ -82,7 +82,15 @@ RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptio
                          .counter("vscaler_leader_writes_fenced_total",
                                   "Status and checkpoint writes dropped because this replica "
                                   "stopped leading in the middle of a pass")
-                         .get()) {}
+                         .get()),
+      write_rate_(options_.write_qps, options_.write_burst) {
+  if (options_.status_writers > 0) {
+    // Room for a few writes per writer: the pass computes ahead of the writes by that much, no
+    // more (each waiting write holds its status patch).
+    writers_ =
+        std::make_unique<base::WorkerPool>(options_.status_writers, 4 * options_.status_writers);
+  }
+}
 
 RecommenderLoop::~RecommenderLoop() {
   stop();
@@ -104,10 +112,11 @@ void RecommenderLoop::stop() {
   }
   wake_.notify_all();
   if (!thread_.joinable()) return;
-  thread_.join();
+  thread_.join();  // its last pass waited for its writes
   // Best effort, and only while still leading (the fencing check of every leader step): a
   // replica that lost the Lease has nothing it may write.
   if (was_leading_) save_checkpoints();
+  if (writers_) writers_->stop();
 }
 
 void RecommenderLoop::on_started_leading() {
@@ -190,7 +199,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     }
   }
   PassSummary summary;
-  fenced_logged_ = false;
+  fenced_logged_.store(false);
   const bool leading = !hooks_.begin_step || hooks_.begin_step("recommender");
   if (!leading) {
     if (was_leading_) {
@@ -250,6 +259,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     passed.insert(active->uid);
     if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
   }
+  finish_writes(summary);
   api_.end_pass();
   // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
   for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
@@ -437,11 +447,33 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
     export_gauges(tracked, recs);
   }
-  if (publish(scaler, tracked.key, publication, now, summary.requests)) {
-    ++summary.published;
-    if (hooks_.on_published) hooks_.on_published(tracked.key);
-  }
+  write_status(scaler, tracked.key, std::move(publication), now);
   return true;
+}
+
+void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string& key,
+                                   Publication publication, const std::string& now) {
+  auto write = [this, &scaler, key, publication = std::move(publication), &now] {
+    std::size_t requests = 0;
+    const bool published = publish(scaler, key, publication, now, requests);
+    written_requests_ += requests;
+    if (!published) return;
+    ++written_published_;
+    if (hooks_.on_published) hooks_.on_published(key);
+  };
+  if (!writers_) {
+    write();
+  } else if (!writers_->submit_waiting(std::move(write))) {
+    // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
+    log::warn(kLogger, "status writers stopped; the recommendation waits for the next pass",
+              {{"scaler", key}});
+  }
+}
+
+void RecommenderLoop::finish_writes(PassSummary& summary) {
+  if (writers_) writers_->wait_idle();
+  summary.requests += written_requests_.exchange(0);
+  summary.published += written_published_.exchange(0);
 }
 
 bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
@@ -461,6 +493,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {
     if (attempt > 0) {
       ++requests;
+      write_rate_.acquire();
       auto fresh = api_.get_scaler(scaler.ns, scaler.name);
       if (!fresh.ok()) {
         if (!kube::is_not_found(fresh.error())) {
@@ -483,6 +516,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
                   {"status", std::move(*update)}};
     if (attempt > 0 && !still_leading("status")) return false;
     ++requests;
+    write_rate_.acquire();
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
     if (written.ok()) return true;
     if (!kube::is_conflict(written.error())) {
@@ -516,8 +550,7 @@ ScalerId RecommenderLoop::id_of(const std::string& uid, const Tracked& tracked) 
 bool RecommenderLoop::still_leading(std::string_view write) {
   if (!hooks_.still_leading || hooks_.still_leading()) return true;
   fenced_writes_.inc();
-  if (!fenced_logged_) {
-    fenced_logged_ = true;  // once per pass (reset by run_pass): not 10,000 lines
+  if (!fenced_logged_.exchange(true)) {  // once per pass (reset by run_pass): not 10,000 lines
     log::warn(kLogger, "no longer leading mid-pass: the rest of its writes are dropped",
               {{"write", std::string(write)}});
   }
@@ -525,7 +558,7 @@ bool RecommenderLoop::still_leading(std::string_view write) {
 }
 
 std::size_t RecommenderLoop::save_checkpoints(unsigned slice, unsigned slices) {
-  fenced_logged_ = false;
+  fenced_logged_.store(false);
   if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return 0;
   std::size_t written = 0;
   for (auto& [uid, tracked] : tracked_) {
@@ -534,6 +567,7 @@ std::size_t RecommenderLoop::save_checkpoints(unsigned slice, unsigned slices) {
     if (slices > 1 && std::hash<std::string>{}(uid) % slices != slice) continue;
     if (!still_leading("checkpoint")) break;
     const ScalerId id = id_of(uid, tracked);
+    write_rate_.acquire();
     auto saved = api_.save_checkpoint(id, tracked.history);
     if (saved.ok()) {
       tracked.saved_revision = tracked.history.revision();

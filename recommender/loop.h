@@ -10,6 +10,7 @@
 // enqueue are functions the wiring passes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include <vector>
 
 #include "api/scaler.h"
+#include "base/rate_limiter.h"
+#include "base/worker_pool.h"
 #include "metrics/registry.h"
 #include "recommender/aggregate_options.h"
 #include "recommender/history_source.h"
@@ -53,6 +56,18 @@ struct LoopOptions {
   /// (a scaler's maxAllowed wins); the largest node's allocatable caps as well.
   ResourceMap max_allowed;
   int status_attempts = 4;  ///< status writes tried on 409 Conflict (re-read each time)
+  /// Threads carrying a pass's status writes while the pass goes on computing: a write waits
+  /// ~10 ms on the API server, so at 10,000 scalers one after another is 100 s, longer than the
+  /// interval. 0: each write on the pass's own thread (the unit tests that follow call order).
+  std::size_t status_writers = 4;
+  /// The client-side limit on the recommender's writes (status and checkpoints, retries
+  /// included), whatever the number of writers: `write_qps` on average (0: none) after a burst of
+  /// `write_burst`. The reads of a pass are a few lists per namespace and are not limited.
+  /// 10,000 changed statuses take 25 s at 400/s: a pass inside a 30 s interval, and an API
+  /// server load a cluster of 10,000 workloads carries (API Priority and Fairness shares out
+  /// the rest).
+  double write_qps = 400;
+  double write_burst = 100;
 };
 
 /// What the wiring provides.
@@ -165,6 +180,12 @@ class RecommenderLoop {
                    PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
   void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
+  // Hands the scaler's status write to the writers (or makes it here without them); the pass
+  // waits for them all before it ends (finish_writes), so `scaler` outlives the write.
+  void write_status(const api::Scaler& scaler, const std::string& key, Publication publication,
+                    const std::string& now);
+  // Waits for the pass's status writes and adds what they did to `summary`.
+  void finish_writes(PassSummary& summary);
   bool publish(const api::Scaler& scaler, const std::string& key, const Publication& publication,
                const std::string& now, std::size_t& requests);
   // Lists the nodes (once per pass) and sets caps_ from the largest and the flags.
@@ -191,11 +212,18 @@ class RecommenderLoop {
 
   std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
   bool was_leading_ = false;
-  bool fenced_logged_ = false;   // a fenced write was logged in this pass; the pass thread only
+  // A fenced write was logged in this pass (reset by run_pass; set by any writer).
+  std::atomic<bool> fenced_logged_{false};
   ResourceMap largest_node_;     // the last node list's largest allocatable; the loop's thread only
   ResourceMap caps_;             // this pass's cluster caps (cluster_caps)
   bool caps_ready_ = false;      // caps_ computed at least once
   bool nodes_unlisted_ = false;  // the last node list failed (logged once until one succeeds)
+
+  base::RateLimiter write_rate_;  // options_.write_qps / write_burst, shared by every writer
+  // What the writers did in this pass, added to its summary by finish_writes.
+  std::atomic<std::size_t> written_requests_{0};
+  std::atomic<std::size_t> written_published_{0};
+  std::unique_ptr<base::WorkerPool> writers_;  // nullptr: options_.status_writers == 0
 
   std::mutex mutex_;
   std::condition_variable wake_;

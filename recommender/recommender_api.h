@@ -17,7 +17,9 @@
 
 namespace vscaler::recommender {
 
-/// The loop's API calls. Called from the loop's one thread.
+/// The loop's API calls. Called from the loop's thread, except get_scaler and
+/// patch_scaler_status, which the status writers call from their threads while the pass goes on
+/// (LoopOptions::status_writers): those two must be thread-safe.
 class RecommenderApi {
  public:
   virtual ~RecommenderApi() = default;

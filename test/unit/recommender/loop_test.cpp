@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -40,6 +41,9 @@ class FakeApi final : public RecommenderApi {
   bool nodes_forbidden = false;
   int conflicts_to_inject = 0;
   int status_writes = 0;
+  std::chrono::milliseconds patch_delay{0};  // how long a status write waits on the "server"
+  int patches_in_flight = 0;
+  int most_patches_in_flight = 0;
   std::mutex mutex;
   std::condition_variable written;
 
@@ -73,6 +77,15 @@ class FakeApi final : public RecommenderApi {
   kube::Result<json, kube::ApiError> patch_scaler_status(const std::string&,
                                                          const std::string& name,
                                                          const json& patch) override {
+    if (patch_delay.count() > 0) {
+      {
+        std::lock_guard lock(mutex);
+        most_patches_in_flight = std::max(most_patches_in_flight, ++patches_in_flight);
+      }
+      std::this_thread::sleep_for(patch_delay);
+      std::lock_guard lock(mutex);
+      --patches_in_flight;
+    }
     std::lock_guard lock(mutex);
     calls.push_back("patch " + name);
     json& stored = scalers.at(name);
@@ -206,7 +219,10 @@ struct Fixture {
       return scalers;
     };
     h.begin_step = [this](std::string_view) { return leading; };
-    h.on_published = [this](const std::string& key) { published.push_back(key); };
+    h.on_published = [this](const std::string& key) {
+      std::lock_guard lock(scalers_mutex);  // from the status writers' threads
+      published.push_back(key);
+    };
     return h;
   }
   const json& condition(const std::string& name) {
@@ -568,7 +584,7 @@ TEST_CASE("a leader that stops leading mid-pass writes no more status and no che
     f.api.inputs[name] = usage(1, 0);
   }
   // The Lease is lost (a freeze past it, say) after the second status write was asked for.
-  int asked = 0;
+  std::atomic<int> asked{0};  // asked by the status writers' threads
   LoopHooks hooks = f.hooks();
   hooks.still_leading = [&asked] { return ++asked <= 2; };
   RecommenderLoop loop(f.api, hooks, LoopOptions{}, f.registry);
@@ -680,6 +696,48 @@ TEST_CASE("a scaler that appears is passed over at once, alone; the others keep 
   auto idle = loop.run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers);
   CHECK(idle.scalers == 0);
   CHECK(f.api.node_lists == lists);
+}
+
+TEST_CASE("a pass's status writes go out on several writers at once, under the write rate") {
+  Fixture f;
+  for (int i = 0; i < 24; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    f.add_scaler(scaler_object(name, "u" + std::to_string(i)));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  f.api.patch_delay = std::chrono::milliseconds(20);
+  SUBCASE("4 writers, no rate limit: a quarter of the serial time") {
+    LoopOptions options;
+    options.status_writers = 4;
+    options.write_qps = 0;
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    auto pass = loop.run_pass();
+    CHECK(pass.published == 24);  // every write counted, after the pass waited for them
+    CHECK(f.published.size() == 24);
+    CHECK(f.api.status_writes == 24);
+    CHECK(f.api.most_patches_in_flight == 4);
+    CHECK(pass.seconds < 24 * 0.020 * 0.75);  // serial: 480 ms
+  }
+  SUBCASE("the rate caps the writers: 24 writes at 100/s after a burst of 4 take 200 ms") {
+    LoopOptions options;
+    options.status_writers = 4;
+    options.write_qps = 100;
+    options.write_burst = 4;
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    auto pass = loop.run_pass();
+    CHECK(pass.published == 24);
+    CHECK(pass.seconds >= 0.200);
+  }
+  SUBCASE("0 writers: one write after another, on the pass's thread") {
+    LoopOptions options;
+    options.status_writers = 0;
+    options.write_qps = 0;
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    auto pass = loop.run_pass();
+    CHECK(pass.published == 24);
+    CHECK(f.api.most_patches_in_flight == 1);
+    CHECK(pass.seconds >= 24 * 0.020);
+  }
 }
 
 TEST_CASE("--recommender-interval 0: the loop never runs") {

@@ -1,5 +1,7 @@
 // A fixed set of threads running jobs from a bounded queue: where the admission front end hands
-// complete requests, so that handlers never run on (and never stall) the event loop.
+// complete requests (so that handlers never run on, and never stall, the event loop), and where
+// the recommender hands its status writes (so that a pass over 10,000 scalers waits on several
+// API calls at once, not on one after another).
 #pragma once
 
 #include <condition_variable>
@@ -10,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-namespace vscaler::net {
+namespace vscaler::base {
 
 /// Runs submitted jobs on `threads` threads, oldest first.
 class WorkerPool {
  public:
-  /// A job; it must not throw (the front end's jobs catch and count everything themselves).
+  /// A job; it must not throw (its caller catches and counts what it must).
   using Job = std::function<void()>;
 
   /// Starts `threads` (at least 1) threads; at most `capacity` jobs wait at any time.
@@ -26,7 +28,13 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   /// Queues `job`; false (and the job is not run) when the queue is full or the pool stopped.
+  /// For a producer that must never wait (an event loop).
   bool submit(Job job);
+  /// Queues `job`, waiting while the queue is full: the producer goes no faster than the
+  /// threads, and what waits stays bounded. False (the job is not run) once the pool stopped.
+  bool submit_waiting(Job job);
+  /// Returns once every job submitted so far has finished (none waiting, none running).
+  void wait_idle();
   /// Lets running jobs finish, drops those still waiting, joins the threads. Idempotent.
   void stop();
   /// Jobs waiting to run.
@@ -37,10 +45,13 @@ class WorkerPool {
 
   const std::size_t capacity_;
   mutable std::mutex mutex_;
-  std::condition_variable ready_;
+  std::condition_variable ready_;  // a job was queued, or stopping
+  std::condition_variable room_;   // a job left the queue, or stopping
+  std::condition_variable idle_;   // the last job finished
   std::deque<Job> jobs_;
+  std::size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
 
-}  // namespace vscaler::net
+}  // namespace vscaler::base

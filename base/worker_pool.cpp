@@ -1,8 +1,8 @@
-#include "net/worker_pool.h"
+#include "base/worker_pool.h"
 
 #include <algorithm>
 
-namespace vscaler::net {
+namespace vscaler::base {
 
 WorkerPool::WorkerPool(std::size_t threads, std::size_t capacity)
     : capacity_(std::max<std::size_t>(1, capacity)) {
@@ -25,6 +25,22 @@ bool WorkerPool::submit(Job job) {
   return true;
 }
 
+bool WorkerPool::submit_waiting(Job job) {
+  {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [this] { return stopping_ || jobs_.size() < capacity_; });
+    if (stopping_) return false;
+    jobs_.push_back(std::move(job));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void WorkerPool::wait_idle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });  // stop() empties jobs_
+}
+
 void WorkerPool::stop() {
   std::vector<std::thread> threads;
   std::deque<Job> dropped;
@@ -35,7 +51,9 @@ void WorkerPool::stop() {
     dropped.swap(jobs_);
   }
   ready_.notify_all();
+  room_.notify_all();
   for (auto& thread : threads) thread.join();
+  idle_.notify_all();
   // `dropped` is destroyed here, outside the lock (a job's captures may be large).
 }
 
@@ -51,11 +69,15 @@ void WorkerPool::run() {
     if (stopping_) return;
     Job job = std::move(jobs_.front());
     jobs_.pop_front();
+    ++running_;
     lock.unlock();
+    room_.notify_one();
     job();
     job = nullptr;  // captures released before the lock is taken again
     lock.lock();
+    --running_;
+    if (running_ == 0 && jobs_.empty()) idle_.notify_all();
   }
 }
 
-}  // namespace vscaler::net
+}  // namespace vscaler::base

@@ -1,0 +1,97 @@
+// base/worker_pool: the bounded pool behind the admission front end and the recommender's
+// status writes.
+#include "base/worker_pool.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+using namespace vscaler;
+using namespace std::chrono_literals;
+
+namespace {
+// Holds the jobs that wait on it until open() (or 5 s: a failing test must still end).
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_cv_.wait_for(lock, 5s, [this] { return opened_; });
+  }
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      opened_ = true;
+    }
+    opened_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_cv_;
+  bool opened_ = false;
+};
+}  // namespace
+
+TEST_CASE("submit refuses past the capacity; submit_waiting waits for room instead") {
+  base::WorkerPool pool(1, 2);
+  Gate gate;
+  std::atomic<int> ran{0};
+  auto job = [&] {
+    gate.wait();
+    ++ran;
+  };
+  REQUIRE(pool.submit(job));
+  // The thread takes the first; two more fill the queue.
+  for (int i = 0; i < 100 && pool.waiting() != 0; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(pool.submit(job));
+  REQUIRE(pool.submit(job));
+  CHECK_FALSE(pool.submit(job));  // full: refused, never run
+  std::atomic<bool> queued{false};
+  std::thread producer([&] { queued = pool.submit_waiting(job); });
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(queued.load());  // still waiting for room
+  gate.open();
+  producer.join();
+  CHECK(queued.load());
+  pool.wait_idle();
+  CHECK(ran.load() == 4);
+  CHECK(pool.waiting() == 0);
+}
+
+TEST_CASE("wait_idle returns only after the running jobs finished, on every thread") {
+  base::WorkerPool pool(4, 8);
+  std::atomic<int> finished{0};
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(pool.submit_waiting([&] {
+      std::this_thread::sleep_for(1ms);
+      ++finished;
+    }));
+  }
+  pool.wait_idle();
+  CHECK(finished.load() == 40);
+  pool.wait_idle();  // idle already: returns at once
+}
+
+TEST_CASE("stop drops the waiting jobs, and later submissions are refused") {
+  base::WorkerPool pool(1, 4);
+  Gate gate;
+  std::atomic<int> ran{0};
+  REQUIRE(pool.submit([&] {
+    gate.wait();
+    ++ran;
+  }));
+  for (int i = 0; i < 100 && pool.waiting() != 0; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(pool.submit([&] { ++ran; }));
+  std::thread stopper([&] { pool.stop(); });
+  std::this_thread::sleep_for(10ms);
+  gate.open();
+  stopper.join();
+  CHECK(ran.load() == 1);  // the running one finished; the waiting one was dropped
+  CHECK_FALSE(pool.submit([] {}));
+  CHECK_FALSE(pool.submit_waiting([] {}));
+  pool.wait_idle();  // nothing left: returns
+}
