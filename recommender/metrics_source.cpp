@@ -96,26 +96,77 @@ kube::Result<ScalerInputs, SourceError> MetricsSource::read(const TargetWorkload
     shared = &pass->keep(ns, read_lists(ns, "", true));
     // The namespace's lists are charged to the scaler whose read made them.
     if (shared->ok()) {
-      inputs.requests += (*shared)->requests;
-      inputs.skipped = (*shared)->skipped;
+      inputs.requests += (*shared)->lists.requests;
+      inputs.skipped = (*shared)->lists.skipped;
     }
   }
   if (!shared->ok()) return kube::fail(shared->error());
-  const WorkloadLists& lists = shared->value();
-  std::vector<PodInfo> selected;
-  for (const auto& pod : lists.pods) {
-    if (matches(inputs.workload.label_selector, pod.labels)) selected.push_back(pod);
-  }
+  const IndexedLists& indexed = shared->value();
+  const WorkloadLists& lists = indexed.lists;
+  std::vector<PodInfo> selected = indexed.select(inputs.workload.label_selector);
   inputs.pods_listed = selected.size();
-  inputs.owned_pods = owned_pods(std::move(selected), lists.replica_sets, inputs.workload.ref);
-  std::set<std::string_view> owned_names;
-  for (const auto& pod : inputs.owned_pods) owned_names.insert(pod.name);
-  for (const auto& usage : lists.metrics) {
-    if (owned_names.count(usage.name)) inputs.metrics.push_back(usage);
+  inputs.owned_pods = owned_pods_by_lookup(
+      std::move(selected), [&indexed](const std::string& uid) { return indexed.replica_set(uid); },
+      inputs.workload.ref);
+  for (const auto& pod : inputs.owned_pods) {
+    if (const PodUsage* usage = indexed.metrics_of(pod.name)) inputs.metrics.push_back(*usage);
   }
   inputs.metrics_error = lists.metrics_error;
   inputs.limit_range = lists.limit_range;
   return inputs;
+}
+
+IndexedLists::IndexedLists(WorkloadLists read) : lists(std::move(read)) {
+  for (std::uint32_t i = 0; i < lists.pods.size(); ++i) {
+    for (const auto& [key, value] : lists.pods[i].labels) {
+      std::string label;
+      label.reserve(key.size() + 1 + value.size());
+      label.append(key).append(1, '=').append(value);
+      pods_by_label[std::move(label)].push_back(i);
+    }
+  }
+  for (std::uint32_t i = 0; i < lists.replica_sets.size(); ++i) {
+    replica_set_by_uid.emplace(lists.replica_sets[i].uid, i);
+  }
+  for (std::uint32_t i = 0; i < lists.metrics.size(); ++i) {
+    metrics_by_pod.emplace(lists.metrics[i].name, i);
+  }
+}
+
+std::vector<PodInfo> IndexedLists::select(const LabelSelector& selector) const {
+  // The smallest bucket an equality names holds every pod that can match (a pod must carry
+  // each key=value); without one (only In, NotIn, Exists...), every pod is a candidate.
+  const std::vector<std::uint32_t>* smallest = nullptr;
+  static const std::vector<std::uint32_t> kNone;
+  for (const auto& requirement : selector.requirements) {
+    const bool equality =
+        requirement.op == LabelSelector::Requirement::Op::kEquals ||
+        (requirement.op == LabelSelector::Requirement::Op::kIn && requirement.values.size() == 1);
+    if (!equality || requirement.values.empty()) continue;
+    auto it = pods_by_label.find(requirement.key + "=" + requirement.values.front());
+    const std::vector<std::uint32_t>* bucket = it == pods_by_label.end() ? &kNone : &it->second;
+    if (smallest == nullptr || bucket->size() < smallest->size()) smallest = bucket;
+  }
+  std::vector<PodInfo> selected;
+  auto consider = [&](const PodInfo& pod) {
+    if (matches(selector, pod.labels)) selected.push_back(pod);
+  };
+  if (smallest == nullptr) {
+    for (const auto& pod : lists.pods) consider(pod);
+  } else {
+    for (std::uint32_t i : *smallest) consider(lists.pods[i]);
+  }
+  return selected;
+}
+
+const ReplicaSetInfo* IndexedLists::replica_set(const std::string& uid) const {
+  auto it = replica_set_by_uid.find(uid);
+  return it == replica_set_by_uid.end() ? nullptr : &lists.replica_sets[it->second];
+}
+
+const PodUsage* IndexedLists::metrics_of(const std::string& pod) const {
+  auto it = metrics_by_pod.find(pod);
+  return it == metrics_by_pod.end() ? nullptr : &lists.metrics[it->second];
 }
 
 kube::Result<WorkloadInfo, SourceError> MetricsSource::read_workload(const TargetWorkload& target,

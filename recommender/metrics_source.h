@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,28 @@ struct WorkloadLists {
   int requests = 0;                  ///< API requests the lists took
 };
 
+/// A namespace-wide WorkloadLists indexed once per pass, so that each of its scalers finds its
+/// own pods, their ReplicaSets and their PodMetrics by lookups: scanning the namespace's for
+/// each scaler is 10,000 x 10,000 steps a pass at 10,000 scalers in one namespace.
+struct IndexedLists {
+  WorkloadLists lists;
+  /// Pods (indices into lists.pods) by label, keyed "key=value".
+  std::unordered_map<std::string, std::vector<std::uint32_t>> pods_by_label;
+  /// lists.replica_sets by uid, lists.metrics by pod name (indices).
+  std::unordered_map<std::string, std::uint32_t> replica_set_by_uid;
+  std::unordered_map<std::string, std::uint32_t> metrics_by_pod;
+
+  /// Indexes `read`.
+  explicit IndexedLists(WorkloadLists read);
+  /// The pods matching `selector`: those of the smallest label bucket its equality requirements
+  /// name, each checked against the whole selector (every pod when it has none).
+  std::vector<PodInfo> select(const LabelSelector& selector) const;
+  /// The ReplicaSet of that uid, or nullptr.
+  const ReplicaSetInfo* replica_set(const std::string& uid) const;
+  /// The PodMetrics of that pod, or nullptr.
+  const PodUsage* metrics_of(const std::string& pod) const;
+};
+
 /// One kind's workloads of a namespace, each parsed as its item arrived (the objects are not
 /// kept): name -> WorkloadInfo, or the parse error naming the field.
 struct WorkloadIndex {
@@ -112,14 +135,17 @@ class PassReads {
   /// Whether reads in `ns` use namespace-wide lists.
   bool shared(const std::string& ns) const { return shared_.count(ns) > 0; }
   /// The lists of `ns` read so far in this pass, or nullptr.
-  const kube::Result<WorkloadLists, SourceError>* find(const std::string& ns) const {
+  const kube::Result<IndexedLists, SourceError>* find(const std::string& ns) const {
     auto it = lists_.find(ns);
     return it == lists_.end() ? nullptr : &it->second;
   }
-  /// Keeps what a read of `ns` gave.
-  const kube::Result<WorkloadLists, SourceError>& keep(const std::string& ns,
-                                                       kube::Result<WorkloadLists, SourceError> r) {
-    return lists_.insert_or_assign(ns, std::move(r)).first->second;
+  /// Keeps what a read of `ns` gave, indexed.
+  const kube::Result<IndexedLists, SourceError>& keep(const std::string& ns,
+                                                      kube::Result<WorkloadLists, SourceError> r) {
+    kube::Result<IndexedLists, SourceError> indexed =
+        r.ok() ? kube::Result<IndexedLists, SourceError>(IndexedLists(std::move(r).value()))
+               : kube::fail(std::move(r).error());
+    return lists_.insert_or_assign(ns, std::move(indexed)).first->second;
   }
   /// The workloads of `kind` in `ns` listed so far in this pass, or nullptr: a shared
   /// namespace's scalers find their workload there instead of one GET each.
@@ -136,7 +162,7 @@ class PassReads {
 
  private:
   std::set<std::string> shared_;
-  std::map<std::string, kube::Result<WorkloadLists, SourceError>> lists_;
+  std::map<std::string, kube::Result<IndexedLists, SourceError>> lists_;
   std::map<std::string, kube::Result<WorkloadIndex, SourceError>> workloads_;  // "ns/kind"
 };
 

@@ -139,20 +139,29 @@ kube::Result<std::vector<ReplicaSetInfo>> parse_replica_set_list(const nlohmann:
 std::vector<PodInfo> owned_pods(std::vector<PodInfo> pods,
                                 const std::vector<ReplicaSetInfo>& replica_sets,
                                 const WorkloadRef& target) {
-  // ReplicaSet uid -> true when the target Deployment controls it.
-  std::unordered_map<std::string, bool> ours;
+  std::unordered_map<std::string, const ReplicaSetInfo*> by_uid;
   if (target.kind == "Deployment") {
-    for (const auto& rs : replica_sets) {
-      ours[rs.uid] =
-          rs.controller && rs.controller->kind == "Deployment" && rs.controller->uid == target.uid;
-    }
+    for (const auto& rs : replica_sets) by_uid.emplace(rs.uid, &rs);
   }
+  return owned_pods_by_lookup(
+      std::move(pods),
+      [&by_uid](const std::string& uid) -> const ReplicaSetInfo* {
+        auto it = by_uid.find(uid);
+        return it == by_uid.end() ? nullptr : it->second;
+      },
+      target);
+}
+
+std::vector<PodInfo> owned_pods_by_lookup(std::vector<PodInfo> pods,
+                                          const ReplicaSetLookup& replica_set,
+                                          const WorkloadRef& target) {
   std::erase_if(pods, [&](const PodInfo& pod) {
     if (!pod.controller || target.uid.empty()) return true;
     if (target.kind == "Deployment") {
       if (pod.controller->kind != "ReplicaSet") return true;
-      auto it = ours.find(pod.controller->uid);
-      return it == ours.end() || !it->second;
+      const ReplicaSetInfo* rs = replica_set(pod.controller->uid);
+      return rs == nullptr || !rs->controller || rs->controller->kind != "Deployment" ||
+             rs->controller->uid != target.uid;
     }
     return pod.controller->kind != target.kind || pod.controller->uid != target.uid;
   });

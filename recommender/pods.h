@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -77,12 +78,20 @@ kube::Result<PodListParse> parse_pod_list(const nlohmann::json& list);
 /// Parses a ReplicaSetList (metadata only is enough); an error when `items` is not an array.
 kube::Result<std::vector<ReplicaSetInfo>> parse_replica_set_list(const nlohmann::json& list);
 
+/// Finds a ReplicaSet by uid (nullptr: not listed).
+using ReplicaSetLookup = std::function<const ReplicaSetInfo*(const std::string& uid)>;
+
 /// The pods whose controller chain leads to `target`: for a Deployment, pod -> ReplicaSet (in
 /// `replica_sets`) -> the Deployment's uid; for a StatefulSet or DaemonSet, the pod's controller
 /// is the target's uid.
 std::vector<PodInfo> owned_pods(std::vector<PodInfo> pods,
                                 const std::vector<ReplicaSetInfo>& replica_sets,
                                 const WorkloadRef& target);
+/// The same, with the ReplicaSets found through `replica_set` (a namespace's, indexed once per
+/// pass: building a map of all of them per scaler is quadratic at 10,000 scalers).
+std::vector<PodInfo> owned_pods_by_lookup(std::vector<PodInfo> pods,
+                                          const ReplicaSetLookup& replica_set,
+                                          const WorkloadRef& target);
 
 /// The container named `name` of `pod`, or nullptr.
 const PodContainer* find_container(const PodInfo& pod, const std::string& name);

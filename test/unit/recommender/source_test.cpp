@@ -3,7 +3,9 @@
 // failure.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "kube/errors.h"
 #include "recommender/metrics_source.h"
@@ -91,4 +93,80 @@ TEST_CASE("404 and 503 from the metrics API mean NoMetrics; other answers are fa
   SourceError error{SourceErrorKind::kMetricsUnavailable, "list pods.metrics.k8s.io in shop: x",
                     std::nullopt};
   CHECK(error.to_string() == "MetricsUnavailable: list pods.metrics.k8s.io in shop: x");
+}
+
+namespace {
+// A pod of the namespace-wide lists, with `labels`, controlled by ReplicaSet `rs`.
+PodInfo labelled_pod(const std::string& name, Labels labels, const std::string& rs) {
+  PodInfo pod;
+  pod.name = name;
+  pod.uid = "uid-" + name;
+  pod.labels = std::move(labels);
+  pod.controller = ControllerRef{"ReplicaSet", rs, "uid-" + rs};
+  return pod;
+}
+}  // namespace
+
+TEST_CASE("a pass's indexed lists select exactly the pods a scan of every pod would") {
+  // Property: for random pods and selectors, IndexedLists::select (a label bucket, then the
+  // selector) equals matching every pod (what the API server's labelSelector does).
+  std::mt19937 random(20261204);
+  const std::vector<std::string> keys = {"app", "tier", "track"};
+  const std::vector<std::string> values = {"a", "b", "c", "d"};
+  auto pick = [&](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<std::size_t>(0, from.size() - 1)(random)];
+  };
+  for (int round = 0; round < 200; ++round) {
+    WorkloadLists lists;
+    for (int i = 0; i < 40; ++i) {
+      Labels labels;
+      for (const auto& key : keys) {
+        if (random() % 3 != 0) labels[key] = pick(values);
+      }
+      lists.pods.push_back(labelled_pod("p" + std::to_string(i), labels, "rs"));
+    }
+    IndexedLists indexed(lists);
+    LabelSelector selector;
+    const int requirements = 1 + static_cast<int>(random() % 3);
+    for (int r = 0; r < requirements; ++r) {
+      LabelSelector::Requirement requirement;
+      requirement.key = pick(keys);
+      requirement.op = static_cast<LabelSelector::Requirement::Op>(random() % 5);
+      if (requirement.op == LabelSelector::Requirement::Op::kEquals) {
+        requirement.values = {pick(values)};
+      } else if (requirement.op == LabelSelector::Requirement::Op::kIn ||
+                 requirement.op == LabelSelector::Requirement::Op::kNotIn) {
+        requirement.values = {pick(values)};
+        if (random() % 2) requirement.values.push_back(pick(values));
+        std::sort(requirement.values.begin(), requirement.values.end());
+      }
+      selector.requirements.push_back(requirement);
+    }
+    std::vector<std::string> expected;
+    for (const auto& pod : lists.pods) {
+      if (matches(selector, pod.labels)) expected.push_back(pod.name);
+    }
+    std::vector<std::string> got;
+    for (const auto& pod : indexed.select(selector)) got.push_back(pod.name);
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    CHECK_MESSAGE(got == expected, "round " << round << ": " << to_query(selector));
+  }
+}
+
+TEST_CASE("a pass's indexed lists find ReplicaSets by uid and PodMetrics by pod name") {
+  WorkloadLists lists;
+  lists.pods.push_back(labelled_pod("web-1", {{"app", "web"}}, "web-rs"));
+  lists.replica_sets.push_back({"web-rs", "uid-web-rs", ControllerRef{"Deployment", "web", "d1"}});
+  lists.metrics.push_back({"shop", "web-1", TimePoint{}, Duration{0}, {}});
+  IndexedLists indexed(lists);
+  REQUIRE(indexed.replica_set("uid-web-rs") != nullptr);
+  CHECK(indexed.replica_set("uid-web-rs")->name == "web-rs");
+  CHECK(indexed.replica_set("uid-other") == nullptr);
+  REQUIRE(indexed.metrics_of("web-1") != nullptr);
+  CHECK(indexed.metrics_of("web-2") == nullptr);
+  // The owner chain through the index: the pod is web's, not another Deployment's.
+  auto lookup = [&indexed](const std::string& uid) { return indexed.replica_set(uid); };
+  CHECK(owned_pods_by_lookup(lists.pods, lookup, {"Deployment", "web", "d1"}).size() == 1);
+  CHECK(owned_pods_by_lookup(lists.pods, lookup, {"Deployment", "web", "d2"}).empty());
 }
