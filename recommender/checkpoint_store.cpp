@@ -65,9 +65,15 @@ kube::Result<LoadedCheckpoint, kube::ApiError> CheckpointStore::load(
     }
     return kube::fail(object.error());
   }
+  return restore(scaler, *object, options);
+}
+
+LoadedCheckpoint CheckpointStore::restore(const ScalerId& scaler, const nlohmann::json& object,
+                                          const AggregateOptions& options) {
+  LoadedCheckpoint loaded;
   loaded.found = true;
-  remember(key_of(scaler), *object);
-  auto history = ScalerHistory::restore(*object, scaler.uid, options);
+  remember(key_of(scaler), object);
+  auto history = ScalerHistory::restore(object, scaler.uid, options);
   if (!history.ok()) {
     loaded.ignored = history.error();
     log::warn(kLogger, "checkpoint ignored; the scaler's history starts empty",
@@ -78,6 +84,29 @@ kube::Result<LoadedCheckpoint, kube::ApiError> CheckpointStore::load(
     return loaded;
   }
   loaded.history = std::move(history).value();
+  return loaded;
+}
+
+kube::Result<LoadedCheckpoints, kube::ApiError> CheckpointStore::load_namespace(
+    const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+    const AggregateOptions& options) {
+  LoadedCheckpoints loaded;
+  kube::ListOptions list_options;
+  list_options.on_page = [&loaded](const kube::ListPage&) { ++loaded.requests; };
+  // After a restart (an expired continue token) items come again: the later copy replaces.
+  list_options.on_item = [&](nlohmann::json& item, int /*restart*/) {
+    const auto* metadata = child(item, "metadata");
+    if (metadata == nullptr) return;
+    const std::string name(string_field(*metadata, "name"));
+    auto wanted = uids_by_name.find(name);
+    if (wanted == uids_by_name.end()) return;
+    loaded.by_name.insert_or_assign(name, restore({ns, name, wanted->second}, item, options));
+  };
+  auto listed = client_.list(kVerticalScalerCheckpoints, ns, list_options);
+  if (!listed.ok()) return kube::fail(listed.error());
+  for (const auto& [name, uid] : uids_by_name) {
+    if (!loaded.by_name.count(name)) forget({ns, name, uid});
+  }
   return loaded;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,6 +41,13 @@ struct LoadedCheckpoint {
   std::string ignored;                   ///< why a found checkpoint was ignored ("" otherwise)
 };
 
+/// What load_namespace() found: the checkpoints of the scalers asked for, by scaler name (a
+/// scaler not in it has none).
+struct LoadedCheckpoints {
+  std::map<std::string, LoadedCheckpoint> by_name;
+  int requests = 0;  ///< list pages read
+};
+
 /// How save() wrote the checkpoint.
 enum class SaveOutcome {
   kCreated,  ///< POST: there was none
@@ -57,6 +65,14 @@ class CheckpointStore {
   kube::Result<LoadedCheckpoint, kube::ApiError> load(const ScalerId& scaler,
                                                       const AggregateOptions& options);
 
+  /// load() for every scaler of `ns` named in `uids_by_name` (name -> uid) with one paged list of
+  /// the namespace's checkpoints instead of a GET each: after a start or a change of leader, a
+  /// namespace of 10,000 scalers costs 20 requests, not 10,000. Items are restored as their page
+  /// arrives; those of other scalers are dropped unread.
+  kube::Result<LoadedCheckpoints, kube::ApiError> load_namespace(
+      const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+      const AggregateOptions& options);
+
   /// Writes `history` as the checkpoint of `scaler`, with `field_manager` ("vscaler").
   kube::Result<SaveOutcome, kube::ApiError> save(const ScalerId& scaler,
                                                  const ScalerHistory& history,
@@ -66,6 +82,9 @@ class CheckpointStore {
   void forget(const ScalerId& scaler);
 
  private:
+  // Restores `object`, the stored checkpoint of `scaler` (found).
+  LoadedCheckpoint restore(const ScalerId& scaler, const nlohmann::json& object,
+                           const AggregateOptions& options);
   std::optional<std::string> known_version(const std::string& key);
   void remember(const std::string& key, const nlohmann::json& object);
 

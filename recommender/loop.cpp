@@ -55,6 +55,45 @@ std::string describe(const ScalerInputs& inputs, const PassStats& stats, Provide
   return seen;
 }
 
+// Each container's target, the part of a recommendation a scaler in updateMode Off shows
+// (status.containers): [[name, target], ...].
+json targets_of(const json& recommendation) {
+  json targets = json::array();
+  if (!recommendation.is_object()) return targets;
+  auto list = recommendation.find("containerRecommendations");
+  if (list == recommendation.end() || !list->is_array()) return targets;
+  for (const auto& container : *list) {
+    if (!container.is_object()) continue;
+    targets.push_back({container.value("containerName", ""), container.value("target", json())});
+  }
+  return targets;
+}
+
+// The RecommendationProvided reason stored in `status` ("" when none).
+std::string stored_reason(const json& status) {
+  auto conditions = status.is_object() ? status.find("conditions") : status.end();
+  if (!status.is_object() || conditions == status.end() || !conditions->is_array()) return "";
+  for (const auto& condition : *conditions) {
+    if (condition.is_object() && condition.value("type", "") == kRecommendationProvided) {
+      return condition.value("reason", "");
+    }
+  }
+  return "";
+}
+
+// Whether the reconciler acts on this publication. In every mode but Off the bounds decide which
+// running pods are resized or replaced, so any change is its to see. In Off nothing is applied:
+// its status shows the targets and the condition only, while a young history's bounds move every
+// pass; at 10,000 scalers in Off a reconcile (a GET of the workload) per scaler per pass was
+// 10,000 reads a pass for nothing.
+bool reconciler_reads(const api::Scaler& scaler, const Publication& publication) {
+  if (scaler.update_mode != api::UpdateMode::kOff) return true;
+  const json status = scaler.status();
+  if (stored_reason(status) != to_string(publication.reason)) return true;
+  if (!publication.recommendation) return false;  // the stored one is kept
+  return targets_of(scaler.recommendation()) != targets_of(*publication.recommendation);
+}
+
 }  // namespace
 
 TargetWorkload target_of(const api::Scaler& scaler) {
@@ -248,10 +287,11 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     if (count >= kSharedNamespaceScalers) shared.insert(ns);
   }
   if (only_new && actives.empty()) return summary;
-  api_.begin_pass(std::move(shared));
+  api_.begin_pass(shared);
   // The nodes are listed by the interval's pass; a pass over new scalers (they may come in a burst
   // of hundreds, each wake a pass) reuses its caps, unless none were computed yet.
   if (!actives.empty() && (!only_new || !caps_ready_)) refresh_caps(summary);
+  list_checkpoints(actives, shared, summary);
   for (const api::Scaler* active : actives) {
     auto [it, inserted] = tracked_.try_emplace(active->uid);
     if (inserted) it->second.key = active->key();
@@ -261,6 +301,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   }
   finish_writes(summary);
   api_.end_pass();
+  listed_namespaces_.clear();
+  listed_checkpoints_.clear();
   // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
   for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
     if (present.count(it->first)) {
@@ -366,11 +408,50 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
              {"ms", std::to_string(took.count())}});
 }
 
+void RecommenderLoop::list_checkpoints(const std::vector<const api::Scaler*>& actives,
+                                       const std::set<std::string>& shared, PassSummary& summary) {
+  std::map<std::string, std::map<std::string, std::string>> unrestored;  // ns -> name -> uid
+  for (const api::Scaler* active : actives) {
+    if (!shared.count(active->ns)) continue;
+    auto it = tracked_.find(active->uid);
+    if (it != tracked_.end() && it->second.restored) continue;
+    unrestored[active->ns].emplace(active->name, active->uid);
+  }
+  for (const auto& [ns, uids_by_name] : unrestored) {
+    if (uids_by_name.size() < kSharedNamespaceScalers) continue;
+    auto loaded = api_.load_checkpoints(ns, uids_by_name, options_.aggregate);
+    if (!loaded.ok()) {
+      // Each scaler asks on its own in pass_scaler, and waits for the next pass if that fails.
+      log::warn(kLogger, "cannot list the namespace's checkpoints; each is read on its own",
+                {{"namespace", ns}, {"error", loaded.error().to_string()}});
+      ++summary.requests;
+      continue;
+    }
+    summary.requests += static_cast<std::size_t>(loaded->requests);
+    listed_namespaces_.insert(ns);
+    for (auto& [name, checkpoint] : loaded->by_name) {
+      listed_checkpoints_.emplace(uids_by_name.at(name), std::move(checkpoint));
+    }
+  }
+}
+
+kube::Result<LoadedCheckpoint, kube::ApiError> RecommenderLoop::load_checkpoint(
+    const api::Scaler& scaler, PassSummary& summary) {
+  if (listed_namespaces_.count(scaler.ns)) {
+    auto it = listed_checkpoints_.find(scaler.uid);
+    if (it == listed_checkpoints_.end()) return LoadedCheckpoint{};  // the list had none
+    LoadedCheckpoint loaded = std::move(it->second);
+    listed_checkpoints_.erase(it);
+    return loaded;
+  }
+  ++summary.requests;
+  return api_.load_checkpoint({scaler.ns, scaler.name, scaler.uid}, options_.aggregate);
+}
+
 bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
                                   const std::string& now, PassSummary& summary) {
   if (!tracked.restored) {
-    ++summary.requests;
-    auto loaded = api_.load_checkpoint({scaler.ns, scaler.name, scaler.uid}, options_.aggregate);
+    auto loaded = load_checkpoint(scaler, summary);
     if (!loaded.ok()) {
       log::warn(
           kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
@@ -454,12 +535,17 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
 void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string& key,
                                    Publication publication, const std::string& now) {
   auto write = [this, &scaler, key, publication = std::move(publication), &now] {
+    // Judged before the write, against the informer's copy (after it, the copy may hold the
+    // write's own echo). A copy that lags says "changed" once too often: one reconcile more.
+    std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
+    const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
+    const bool reconcile = reconciler_reads(known, publication);
     std::size_t requests = 0;
-    const bool published = publish(scaler, key, publication, now, requests);
+    const bool published = publish(scaler, known, publication, now, requests);
     written_requests_ += requests;
     if (!published) return;
     ++written_published_;
-    if (hooks_.on_published) hooks_.on_published(key);
+    if (hooks_.on_published && reconcile) hooks_.on_published(key);
   };
   if (!writers_) {
     write();
@@ -476,17 +562,15 @@ void RecommenderLoop::finish_writes(PassSummary& summary) {
   summary.published += written_published_.exchange(0);
 }
 
-bool RecommenderLoop::publish(const api::Scaler& scaler, const std::string& key,
+bool RecommenderLoop::publish(const api::Scaler& scaler, const api::Scaler& known,
                               const Publication& publication, const std::string& now,
                               std::size_t& requests) {
   if (!still_leading("status")) return false;
-  // The informer's copy first, as it is now (not the pass's snapshot, which the reconciler's
+  // `known` is the informer's copy as it is now (not the pass's snapshot, which the reconciler's
   // status writes outdate during a long pass): when it already says this, no request at all.
   // Otherwise the first write rests on that copy, its resourceVersion the precondition: it is
   // usually current, and a GET per published scaler is saved. A 409 means it lagged: each
   // retry reads the scaler fresh.
-  std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
-  const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
   auto update = status_update(known.status(), known.generation, publication, now);
   if (!update) return false;
   std::string resource_version = known.resource_version;

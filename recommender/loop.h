@@ -4,7 +4,8 @@
 // reads its inputs, folds the samples of its recommended containers (not mode "Off", not fixed
 // values) into its ScalerHistory, computes the recommendations (clamped to minAllowed /
 // maxAllowed), exports them as vscaler_recommendation gauges and publishes them in the scaler's
-// status when they changed (then calls on_published so the reconciler looks). Every checkpoint
+// status when they changed (then calls on_published so the reconciler looks, when it has
+// something to look at). Every checkpoint
 // interval, and when stopped, it writes the checkpoints. Histories of deleted scalers are
 // forgotten. recommender/ knows nothing of controller/: the scalers, the leader check and the
 // enqueue are functions the wiring passes.
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -91,7 +93,9 @@ struct LoopHooks {
   /// their status meanwhile, so a copy from the pass's start is stale by then (a 409, a GET and
   /// a second PATCH each). Empty: the snapshot's copy is used.
   std::function<std::shared_ptr<const api::Scaler>(const std::string& key)> scaler;
-  /// Called with a scaler's key after its status got a new recommendation or reason.
+  /// Called with a scaler's key after its status got a new recommendation or reason that the
+  /// reconciler acts on: any, but in updateMode Off only a new target or reason (bounds alone
+  /// change nothing it shows or does).
   std::function<void(const std::string& key)> on_published;
 };
 
@@ -178,6 +182,13 @@ class RecommenderLoop {
   static ScalerId id_of(const std::string& uid, const Tracked& tracked);
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
+  // Reads the checkpoints of the pass's unrestored scalers in each shared namespace with one
+  // list (listed_checkpoints_), instead of a GET each in pass_scaler.
+  void list_checkpoints(const std::vector<const api::Scaler*>& actives,
+                        const std::set<std::string>& shared, PassSummary& summary);
+  // The checkpoint of `scaler`: from this pass's namespace list when there was one, else a GET.
+  kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(const api::Scaler& scaler,
+                                                                 PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
   void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
   // Hands the scaler's status write to the writers (or makes it here without them); the pass
@@ -186,7 +197,9 @@ class RecommenderLoop {
                     const std::string& now);
   // Waits for the pass's status writes and adds what they did to `summary`.
   void finish_writes(PassSummary& summary);
-  bool publish(const api::Scaler& scaler, const std::string& key, const Publication& publication,
+  // Writes `publication` into the status of `scaler`, resting on `known` (the informer's copy
+  // now, else `scaler`); true when a write landed.
+  bool publish(const api::Scaler& scaler, const api::Scaler& known, const Publication& publication,
                const std::string& now, std::size_t& requests);
   // Lists the nodes (once per pass) and sets caps_ from the largest and the flags.
   void refresh_caps(PassSummary& summary);
@@ -211,6 +224,10 @@ class RecommenderLoop {
   metrics::Counter& fenced_writes_;  ///< vscaler_leader_writes_fenced_total
 
   std::map<std::string, Tracked> tracked_;  // by scaler uid; the loop's thread only
+  // This pass's namespace-wide checkpoint reads (list_checkpoints): the namespaces listed, and
+  // what they held for the scalers asked for, by uid. Emptied as the scalers take them.
+  std::set<std::string> listed_namespaces_;
+  std::map<std::string, LoadedCheckpoint> listed_checkpoints_;
   bool was_leading_ = false;
   // A fenced write was logged in this pass (reset by run_pass; set by any writer).
   std::atomic<bool> fenced_logged_{false};

@@ -48,6 +48,25 @@ kube::Result<nlohmann::json, kube::ApiError> KubeRecommenderApi::patch_scaler_st
                               merge_patch, options);
 }
 
+kube::Result<LoadedCheckpoints, kube::ApiError> RecommenderApi::load_checkpoints(
+    const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+    const AggregateOptions& options) {
+  LoadedCheckpoints loaded;
+  for (const auto& [name, uid] : uids_by_name) {
+    auto one = load_checkpoint({ns, name, uid}, options);
+    ++loaded.requests;
+    if (!one.ok()) return kube::fail(one.error());
+    if (one->found) loaded.by_name.emplace(name, std::move(one).value());
+  }
+  return loaded;
+}
+
+kube::Result<LoadedCheckpoints, kube::ApiError> KubeRecommenderApi::load_checkpoints(
+    const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+    const AggregateOptions& options) {
+  return checkpoints_.load_namespace(ns, uids_by_name, options);
+}
+
 kube::Result<LoadedCheckpoint, kube::ApiError> KubeRecommenderApi::load_checkpoint(
     const ScalerId& scaler, const AggregateOptions& options) {
   return checkpoints_.load(scaler, options);

@@ -4,6 +4,7 @@
 // kube client.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -42,6 +43,10 @@ class RecommenderApi {
   /// CheckpointStore::load.
   virtual kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(
       const ScalerId& scaler, const AggregateOptions& options) = 0;
+  /// CheckpointStore::load_namespace. The default loads each with load_checkpoint (fakes).
+  virtual kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
+      const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+      const AggregateOptions& options);
   /// CheckpointStore::save.
   virtual kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
       const ScalerId& scaler, const ScalerHistory& history) = 0;
@@ -65,6 +70,9 @@ class KubeRecommenderApi final : public RecommenderApi {
       const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) override;
   kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(
       const ScalerId& scaler, const AggregateOptions& options) override;
+  kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
+      const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+      const AggregateOptions& options) override;
   kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& scaler,
                                                             const ScalerHistory& history) override;
   void forget_checkpoint(const ScalerId& scaler) override;

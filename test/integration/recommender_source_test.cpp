@@ -3,10 +3,10 @@
 // annotations 300m / 400Mi) and leaves out a canary whose pods match the same selector; a few
 // passes folded into a ScalerHistory give a target within 10 % of 345m / 460Mi; a 404 or a 503
 // from the metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and
-// reads back a checkpoint that restores the same recommendation, and ignores one that does not
-// parse or whose owner is another scaler. A pass sharing the namespace reads the same pods from
-// namespace-wide lists. Runs on the full plane (FULL_PLANE_INTEGRATION in
-// test/run.sh).
+// reads back a checkpoint that restores the same recommendation (alone, or with the namespace's
+// in one list), and ignores one that does not parse or whose owner is another scaler. A pass
+// sharing the namespace reads the same pods from namespace-wide lists. Runs on the full plane
+// (FULL_PLANE_INTEGRATION in test/run.sh).
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -364,6 +364,27 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   REQUIRE(loaded->history.has_value());
   CHECK(loaded->history->recommendations(aggregate_options, recommendation_options) ==
         recommendations);
+  // 4b. The namespace's checkpoints in one list (a pass restoring a shared namespace): web's is
+  //     restored alike; "other" has none (absent from the answer); a checkpoint asked for under
+  //     another uid is found and ignored, as load() does.
+  auto listed = fresh_store.load_namespace(
+      ns.name, {{"web", web_id.uid}, {"other", uid_of(*scaler_other)}}, aggregate_options);
+  REQUIRE_MESSAGE(listed.ok(), (listed.ok() ? "" : listed.error().to_string()));
+  CHECK(listed->requests == 1);
+  CHECK(listed->by_name.size() == 1);
+  REQUIRE(listed->by_name.count("web") == 1);
+  REQUIRE(listed->by_name.at("web").history.has_value());
+  CHECK(listed->by_name.at("web").history->recommendations(
+            aggregate_options, recommendation_options) == recommendations);
+  auto foreign = fresh_store.load_namespace(ns.name, {{"web", "not-web-uid"}}, aggregate_options);
+  REQUIRE_MESSAGE(foreign.ok(), (foreign.ok() ? "" : foreign.error().to_string()));
+  REQUIRE(foreign->by_name.count("web") == 1);
+  CHECK_FALSE(foreign->by_name.at("web").history.has_value());
+  CHECK(foreign->by_name.at("web").ignored.find("ownerReferences") != std::string::npos);
+  // The version the list gave is the store's precondition: the next save is one update.
+  auto after_list = fresh_store.save(web_id, history);
+  REQUIRE_MESSAGE(after_list.ok(), (after_list.ok() ? "" : after_list.error().to_string()));
+  CHECK(*after_list == SaveOutcome::kUpdated);
 
   // 5. A checkpoint named like the scaler but owned by another (existing) scaler is ignored. It
   //    names its real owner: an ownerReference to "web" with a stale uid would be garbage-collected

@@ -126,6 +126,16 @@ class FakeApi final : public RecommenderApi {
     checkpoints[id.name] = history.checkpoint(id.namespace_, id.name, id.uid);
     return existed ? SaveOutcome::kUpdated : SaveOutcome::kCreated;
   }
+  int namespace_loads = 0;  // load_checkpoints calls (the default: load_checkpoint each)
+  kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
+      const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
+      const AggregateOptions& options) override {
+    {
+      std::lock_guard lock(mutex);
+      ++namespace_loads;
+    }
+    return RecommenderApi::load_checkpoints(ns, uids_by_name, options);
+  }
   void forget_checkpoint(const ScalerId& id) override {
     std::lock_guard lock(mutex);
     calls.push_back("forget " + id.name);
@@ -737,6 +747,64 @@ TEST_CASE("a pass's status writes go out on several writers at once, under the w
     CHECK(pass.published == 24);
     CHECK(f.api.most_patches_in_flight == 1);
     CHECK(pass.seconds >= 24 * 0.020);
+  }
+}
+
+TEST_CASE("a namespace of several unrestored scalers restores them from one checkpoint read") {
+  Fixture f;
+  for (const char* name : {"a", "b", "c"}) {
+    f.add_scaler(scaler_object(name, std::string("u-") + name));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  {
+    RecommenderLoop first(f.api, f.hooks(), LoopOptions{}, f.registry);
+    (void)first.run_pass();
+    CHECK(f.api.namespace_loads == 1);  // none existed yet: one read said so for all three
+    CHECK(first.save_checkpoints() == 3);
+    (void)first.run_pass();
+    CHECK(f.api.namespace_loads == 1);  // restored ones are not read again
+  }
+  metrics::Registry fresh_registry;
+  RecommenderLoop second(f.api, f.hooks(), LoopOptions{}, fresh_registry);
+  auto restored = second.run_pass();
+  CHECK(f.api.namespace_loads == 2);
+  // The restored histories already hold the inputs' samples (same timestamps): none is new. An
+  // empty history would have taken one per scaler.
+  CHECK(restored.samples == 0);
+  for (const char* uid : {"u-a", "u-b", "u-c"}) {
+    REQUIRE(second.history(uid) != nullptr);
+    CHECK_FALSE(second.history(uid)->aggregates().empty());
+  }
+  // Two scalers in a namespace: each reads its own.
+  Fixture g;
+  for (const char* name : {"a", "b"}) {
+    g.add_scaler(scaler_object(name, std::string("u-") + name));
+    g.api.inputs[name] = usage(1, 0);
+  }
+  RecommenderLoop pair(g.api, g.hooks(), LoopOptions{}, g.registry);
+  (void)pair.run_pass();
+  CHECK(g.api.namespace_loads == 0);
+  CHECK(g.api.count("load") == 2);
+}
+
+TEST_CASE("in updateMode Off the reconciler hears of new targets, not of bounds that moved") {
+  for (const char* mode : {"Off", "Auto"}) {
+    CAPTURE(mode);
+    Fixture f;
+    json object = scaler_object("web", "u1");
+    object["spec"]["updateMode"] = mode;
+    f.add_scaler(object);
+    RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+    std::size_t published = 0;
+    for (int minute = 0; minute < 4; ++minute) {
+      f.api.inputs["web"] = usage(2, minute);  // the same usage: a sample more each pass
+      published += loop.run_pass(kT0 + std::chrono::minutes(minute)).published;
+      f.refresh();  // the informer sees the write
+    }
+    // A young history: the bounds move past the write tolerance every pass, the target stays.
+    CHECK(published == 4);
+    const std::size_t hinted = std::string(mode) == "Off" ? 1 : 4;
+    CHECK(f.published.size() == hinted);
   }
 }
 
