@@ -334,7 +334,8 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
              {"requests", std::to_string(summary.requests)},
              {"aggregates", std::to_string(summary.aggregates)},
              {"history_bytes", std::to_string(summary.history_bytes)},
-             {"seconds", std::to_string(summary.seconds)}});
+             {"seconds", std::to_string(summary.seconds)},
+             {"write_wait_seconds", std::to_string(summary.write_wait_seconds)}});
   return summary;
 }
 
@@ -528,28 +529,34 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
     export_gauges(tracked, recs);
   }
-  write_status(scaler, tracked.key, std::move(publication), now);
+  write_status(scaler, tracked.key, std::move(publication), now, summary);
   return true;
 }
 
 void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string& key,
-                                   Publication publication, const std::string& now) {
+                                   Publication publication, const std::string& now,
+                                   PassSummary& summary) {
   auto write = [this, &scaler, key, publication = std::move(publication), &now] {
-    // Judged before the write, against the informer's copy (after it, the copy may hold the
-    // write's own echo). A copy that lags says "changed" once too often: one reconcile more.
     std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
     const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
-    const bool reconcile = reconciler_reads(known, publication);
     std::size_t requests = 0;
     const bool published = publish(scaler, known, publication, now, requests);
     written_requests_ += requests;
     if (!published) return;
     ++written_published_;
-    if (hooks_.on_published && reconcile) hooks_.on_published(key);
+    // Judged against `known`, the copy from before the write (the informer's copy now may hold
+    // the write's own echo). A copy that lagged says "changed" once too often: a reconcile more.
+    if (hooks_.on_published && reconciler_reads(known, publication)) hooks_.on_published(key);
   };
   if (!writers_) {
     write();
-  } else if (!writers_->submit_waiting(std::move(write))) {
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const bool queued = writers_->submit_waiting(std::move(write));
+  summary.write_wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!queued) {
     // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
     log::warn(kLogger, "status writers stopped; the recommendation waits for the next pass",
               {{"scaler", key}});
@@ -557,7 +564,12 @@ void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string&
 }
 
 void RecommenderLoop::finish_writes(PassSummary& summary) {
-  if (writers_) writers_->wait_idle();
+  if (writers_) {
+    const auto started = std::chrono::steady_clock::now();
+    writers_->wait_idle();
+    summary.write_wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
   summary.requests += written_requests_.exchange(0);
   summary.published += written_published_.exchange(0);
 }

@@ -113,6 +113,9 @@ struct PassSummary {
   /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
   std::size_t history_bytes = 0;
   double seconds = 0;  ///< wall time
+  /// Of `seconds`, the time the pass's thread waited for its status writers (a full queue, and
+  /// the last writes at its end): the API server's share of a pass.
+  double write_wait_seconds = 0;
 };
 
 /// Which scalers a pass goes over.
@@ -194,7 +197,7 @@ class RecommenderLoop {
   // Hands the scaler's status write to the writers (or makes it here without them); the pass
   // waits for them all before it ends (finish_writes), so `scaler` outlives the write.
   void write_status(const api::Scaler& scaler, const std::string& key, Publication publication,
-                    const std::string& now);
+                    const std::string& now, PassSummary& summary);
   // Waits for the pass's status writes and adds what they did to `summary`.
   void finish_writes(PassSummary& summary);
   // Writes `publication` into the status of `scaler`, resting on `known` (the informer's copy

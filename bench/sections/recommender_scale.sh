@@ -3,8 +3,9 @@
 # VSCALER_BENCH_REC_SCALERS scalers (default 1,000), each over a Deployment of
 # VSCALER_BENCH_REC_REPLICAS pods (3: 3,000 pods) with simulated usage, on a private full plane
 # (kwok nodes, metrics-server) of VSCALER_BENCH_REC_NODES nodes (8, 500 pods each). Rows: the
-# last pass's wall time and API requests (PodMetrics and pod lists per namespace, ReplicaSet
-# reads, checkpoint and status writes), the operator's CPU seconds between two passes (one pass
+# last pass's wall time (and that less its wait for status writes: the API server's share) and
+# API requests (PodMetrics and pod lists per namespace, ReplicaSet reads, checkpoint and status
+# writes), the operator's CPU seconds between two passes (one pass
 # and its idle interval), and its resident memory then. The peer: VerticalPodAutoscaler's
 # recommender (bench/peer-vpa/recommender_pass.sh) on the same pods afterwards, one VPA per
 # Deployment, the same interval: its mean main-loop time, the API requests per interval the API
@@ -53,6 +54,9 @@ size="$scalers scalers / $((scalers * replicas)) pods"
 # rows OUT: the table's rows of one recommender's measurement.
 rows() {
   printf 'wall\trecommender pass (VPA: main loop), %s: wall time (s)\t%s\n' "$size" "$(value wall_s "$1")"
+  [ -z "$(value write_wait_s "$1")" ] ||
+    printf 'compute\trecommender pass, %s: wall time less its wait for status writes (s)\t%s\n' "$size" \
+      "$(awk -v w="$(value wall_s "$1")" -v s="$(value write_wait_s "$1")" 'BEGIN {print w - s}')"
   printf 'requests\trecommender pass, %s: API requests per interval (%s)\t%s\n' "$size" "$interval" \
     "$(value requests "$1")"
   printf 'cpu\trecommender, %s: process CPU seconds per interval (%s)\t%s\n' "$size" "$interval" \
