@@ -187,6 +187,7 @@ int run(const cmd::Options& options) {
   recommender_hooks.begin_step = [&manager](std::string_view step) {
     return manager.leader_steps().begin(step);
   };
+  recommender_hooks.on_pass_done = [&manager] { manager.note_memory_work(); };
   recommender_hooks.on_published = [&manager](const std::string& key) {
     manager.hints().hint(key, controller::Expectation{});
   };

@@ -63,6 +63,9 @@ class Manager {
   void start();
   /// Stops intake, lets in-flight reconciles finish, joins every thread. Idempotent.
   void stop();
+  /// Says that work outside the workers (a recommender pass: a namespace's lists, 10,000 status
+  /// patches) left garbage in the heap: the trimmer gives it back once the queue is idle too.
+  void note_memory_work() { trimmer_.note_work(); }
   /// True once the VerticalScaler informer has listed everything once (for /readyz).
   bool synced() const { return informer_ && informer_->has_synced(); }
 

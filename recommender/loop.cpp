@@ -326,6 +326,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   summary.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!only_new) pass_seconds_.get().observe(summary.seconds);
+  if (hooks_.on_pass_done) hooks_.on_pass_done();
   log::info(kLogger, only_new ? "recommender pass over new scalers" : "recommender pass",
             {{"scalers", std::to_string(summary.scalers)},
              {"samples", std::to_string(summary.samples)},

@@ -93,6 +93,8 @@ struct LoopHooks {
   /// their status meanwhile, so a copy from the pass's start is stale by then (a 409, a GET and
   /// a second PATCH each). Empty: the snapshot's copy is used.
   std::function<std::shared_ptr<const api::Scaler>(const std::string& key)> scaler;
+  /// Called after each pass that ran (the wiring lets the memory trimmer know). May be empty.
+  std::function<void()> on_pass_done;
   /// Called with a scaler's key after its status got a new recommendation or reason that the
   /// reconciler acts on: any, but in updateMode Off only a new target or reason (bounds alone
   /// change nothing it shows or does).
