@@ -2,6 +2,8 @@
 // scaler and four lists per namespace a pass shares.
 #include "recommender/metrics_source.h"
 
+#include <functional>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -31,6 +33,28 @@ json as_list(kube::ObjectList&& list) {
 void drop_managed_fields(json& item) {
   auto metadata = item.find("metadata");
   if (metadata != item.end() && metadata->is_object()) metadata->erase("managedFields");
+}
+
+// Makes a list hand its items to `parse` one page at a time, as a List document of that page's
+// items (what the parsers read), instead of collecting them all: a namespace of 10,000 pods then
+// holds one page of JSON at a time, not 10,000 pods' worth (~150 MiB of DOM, the operator's RSS
+// after a pass). `restart` runs when an expired continue token started the list over: what was
+// parsed from the abandoned attempt must be dropped.
+void parse_by_page(kube::ListOptions& options, std::function<void(json page)> parse,
+                   std::function<void()> restart) {
+  auto batch = std::make_shared<json>(json::array());
+  auto attempt = std::make_shared<int>(0);
+  options.on_item = [batch, attempt, restart = std::move(restart)](json& item, int restarts) {
+    if (restarts != *attempt) {
+      *attempt = restarts;
+      *batch = json::array();
+      restart();
+    }
+    batch->push_back(std::move(item));
+  };
+  options.on_page = [batch, parse = std::move(parse)](const kube::ListPage&) {
+    parse(json{{"items", std::exchange(*batch, json::array())}});
+  };
 }
 
 }  // namespace
@@ -240,40 +264,77 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   const std::string pods_what = "list pods" + scope;
   kube::ListOptions pod_options = by_selector;
   pod_options.transform = drop_managed_fields;
+  std::vector<std::string> pod_errors;
+  parse_by_page(
+      pod_options,
+      [&](json page) {
+        auto parsed = parse_pod_list(page);
+        if (!parsed.ok()) {  // not reached: the page is a List of items
+          pod_errors.push_back("pods page: " + parsed.error());
+          return;
+        }
+        for (auto& pod : parsed->pods) lists.pods.push_back(std::move(pod));
+        for (auto& message : parsed->errors) pod_errors.push_back("pod " + message);
+      },
+      [&] {
+        lists.pods.clear();
+        pod_errors.clear();
+      });
   auto pods = client_.list(kube::resources::kPods, ns, pod_options);
   if (!pods.ok()) return kube::fail(api_failure(pods_what, pods.error()));
   lists.requests += pods->pages;
-  auto parsed_pods = parse_pod_list(as_list(std::move(pods).value()));
-  if (!parsed_pods.ok()) return kube::fail(invalid(pods_what, parsed_pods.error()));
-  lists.pods = std::move(parsed_pods->pods);
-  for (auto& message : parsed_pods->errors) lists.skipped.push_back("pod " + message);
+  for (auto& message : pod_errors) lists.skipped.push_back(std::move(message));
 
   if (replica_sets) {
     const std::string what = "list replicasets.apps" + scope;
-    auto list = client_.list_metadata(kReplicaSets, ns, by_selector);
+    kube::ListOptions rs_options = by_selector;
+    parse_by_page(
+        rs_options,
+        [&](json page) {
+          auto parsed = parse_replica_set_list(page);
+          if (!parsed.ok()) {  // not reached: the page is a List of items
+            lists.skipped.push_back("replicasets page: " + parsed.error());
+            return;
+          }
+          for (auto& rs : *parsed) lists.replica_sets.push_back(std::move(rs));
+        },
+        [&] { lists.replica_sets.clear(); });
+    auto list = client_.list_metadata(kReplicaSets, ns, rs_options);
     if (!list.ok()) return kube::fail(api_failure(what, list.error()));
     lists.requests += list->pages;
-    auto parsed = parse_replica_set_list(as_list(std::move(list).value()));
-    if (!parsed.ok()) return kube::fail(invalid(what, parsed.error()));
-    lists.replica_sets = std::move(parsed).value();
   }
 
   const std::string metrics_what = "list " + options_.pod_metrics.display() + scope;
-  auto metrics = client_.list(options_.pod_metrics, ns, by_selector);
+  kube::ListOptions metrics_options = by_selector;
+  std::vector<std::string> metrics_errors;
+  parse_by_page(
+      metrics_options,
+      [&](json page) {
+        auto parsed = parse_pod_metrics_list(page);
+        if (!parsed.ok()) {  // not reached: the page is a List of items
+          metrics_errors.push_back("PodMetrics page: " + parsed.error());
+          return;
+        }
+        for (auto& usage : parsed->pods) lists.metrics.push_back(std::move(usage));
+        for (auto& message : parsed->errors) metrics_errors.push_back("PodMetrics " + message);
+      },
+      [&] {
+        lists.metrics.clear();
+        metrics_errors.clear();
+      });
+  auto metrics = client_.list(options_.pod_metrics, ns, metrics_options);
   if (!metrics.ok()) {
     if (!is_metrics_unavailable(metrics.error())) {
       return kube::fail(api_failure(metrics_what, metrics.error()));
     }
     ++lists.requests;
+    lists.metrics.clear();
     lists.metrics_error =
         SourceError{SourceErrorKind::kMetricsUnavailable,
                     metrics_what + ": " + metrics.error().to_string(), metrics.error()};
   } else {
     lists.requests += metrics->pages;
-    auto parsed = parse_pod_metrics_list(as_list(std::move(metrics).value()));
-    if (!parsed.ok()) return kube::fail(invalid(metrics_what, parsed.error()));
-    lists.metrics = std::move(parsed->pods);
-    for (auto& message : parsed->errors) lists.skipped.push_back("PodMetrics " + message);
+    for (auto& message : metrics_errors) lists.skipped.push_back(std::move(message));
   }
 
   const std::string ranges_what = "list limitranges in " + ns;
