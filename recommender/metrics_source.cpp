@@ -57,6 +57,28 @@ void parse_by_page(kube::ListOptions& options, std::function<void(json page)> pa
   };
 }
 
+// parse_by_page with a parser that gives {pods, errors} (pods, PodMetrics): the items into `out`,
+// each item's error, after `what`, into `errors`.
+template <typename Parse, typename Item>
+void collect_by_page(kube::ListOptions& options, Parse parse, std::vector<Item>& out,
+                     std::vector<std::string>& errors, const std::string& what) {
+  parse_by_page(
+      options,
+      [parse, &out, &errors, what](json page) {
+        auto parsed = parse(page);
+        if (!parsed.ok()) {  // not reached: the page is a List of items
+          errors.push_back(what + " page: " + parsed.error());
+          return;
+        }
+        for (auto& item : parsed->pods) out.push_back(std::move(item));
+        for (auto& message : parsed->errors) errors.push_back(what + " " + message);
+      },
+      [&out, &errors] {
+        out.clear();
+        errors.clear();
+      });
+}
+
 }  // namespace
 
 const char* to_string(SourceErrorKind kind) {
@@ -265,21 +287,7 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   kube::ListOptions pod_options = by_selector;
   pod_options.transform = drop_managed_fields;
   std::vector<std::string> pod_errors;
-  parse_by_page(
-      pod_options,
-      [&](json page) {
-        auto parsed = parse_pod_list(page);
-        if (!parsed.ok()) {  // not reached: the page is a List of items
-          pod_errors.push_back("pods page: " + parsed.error());
-          return;
-        }
-        for (auto& pod : parsed->pods) lists.pods.push_back(std::move(pod));
-        for (auto& message : parsed->errors) pod_errors.push_back("pod " + message);
-      },
-      [&] {
-        lists.pods.clear();
-        pod_errors.clear();
-      });
+  collect_by_page(pod_options, parse_pod_list, lists.pods, pod_errors, "pod");
   auto pods = client_.list(kube::resources::kPods, ns, pod_options);
   if (!pods.ok()) return kube::fail(api_failure(pods_what, pods.error()));
   lists.requests += pods->pages;
@@ -307,21 +315,8 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   const std::string metrics_what = "list " + options_.pod_metrics.display() + scope;
   kube::ListOptions metrics_options = by_selector;
   std::vector<std::string> metrics_errors;
-  parse_by_page(
-      metrics_options,
-      [&](json page) {
-        auto parsed = parse_pod_metrics_list(page);
-        if (!parsed.ok()) {  // not reached: the page is a List of items
-          metrics_errors.push_back("PodMetrics page: " + parsed.error());
-          return;
-        }
-        for (auto& usage : parsed->pods) lists.metrics.push_back(std::move(usage));
-        for (auto& message : parsed->errors) metrics_errors.push_back("PodMetrics " + message);
-      },
-      [&] {
-        lists.metrics.clear();
-        metrics_errors.clear();
-      });
+  collect_by_page(metrics_options, parse_pod_metrics_list, lists.metrics, metrics_errors,
+                  "PodMetrics");
   auto metrics = client_.list(options_.pod_metrics, ns, metrics_options);
   if (!metrics.ok()) {
     if (!is_metrics_unavailable(metrics.error())) {
