@@ -92,7 +92,6 @@ kube::Result<LoadedCheckpoints, kube::ApiError> CheckpointStore::load_namespace(
     const AggregateOptions& options) {
   LoadedCheckpoints loaded;
   kube::ListOptions list_options;
-  list_options.on_page = [&loaded](const kube::ListPage&) { ++loaded.requests; };
   // After a restart (an expired continue token) items come again: the later copy replaces.
   list_options.on_item = [&](nlohmann::json& item, int /*restart*/) {
     const auto* metadata = child(item, "metadata");
@@ -104,6 +103,7 @@ kube::Result<LoadedCheckpoints, kube::ApiError> CheckpointStore::load_namespace(
   };
   auto listed = client_.list(kVerticalScalerCheckpoints, ns, list_options);
   if (!listed.ok()) return kube::fail(listed.error());
+  loaded.requests = listed->pages;
   for (const auto& [name, uid] : uids_by_name) {
     if (!loaded.by_name.count(name)) forget({ns, name, uid});
   }

@@ -45,7 +45,7 @@ struct LoadedCheckpoint {
 /// scaler not in it has none).
 struct LoadedCheckpoints {
   std::map<std::string, LoadedCheckpoint> by_name;
-  int requests = 0;  ///< list pages read
+  int requests = 0;  ///< list pages read (of the attempt that succeeded)
 };
 
 /// How save() wrote the checkpoint.

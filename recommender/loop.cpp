@@ -86,10 +86,10 @@ std::string stored_reason(const json& status) {
 // its status shows the targets and the condition only, while a young history's bounds move every
 // pass; at 10,000 scalers in Off a reconcile (a GET of the workload) per scaler per pass was
 // 10,000 reads a pass for nothing.
-bool reconciler_reads(const api::Scaler& scaler, const Publication& publication) {
+bool reconciler_reads(const api::Scaler& scaler, const json& stored_status,
+                      const Publication& publication) {
   if (scaler.update_mode != api::UpdateMode::kOff) return true;
-  const json status = scaler.status();
-  if (stored_reason(status) != to_string(publication.reason)) return true;
+  if (stored_reason(stored_status) != to_string(publication.reason)) return true;
   if (!publication.recommendation) return false;  // the stored one is kept
   return targets_of(scaler.recommendation()) != targets_of(*publication.recommendation);
 }
@@ -540,14 +540,17 @@ void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string&
   auto write = [this, &scaler, key, publication = std::move(publication), &now] {
     std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
     const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
+    const json known_status = known.status();  // parsed once: the write and the hint read it
     std::size_t requests = 0;
-    const bool published = publish(scaler, known, publication, now, requests);
+    const bool published = publish(scaler, known, known_status, publication, now, requests);
     written_requests_ += requests;
     if (!published) return;
     ++written_published_;
     // Judged against `known`, the copy from before the write (the informer's copy now may hold
     // the write's own echo). A copy that lagged says "changed" once too often: a reconcile more.
-    if (hooks_.on_published && reconciler_reads(known, publication)) hooks_.on_published(key);
+    if (hooks_.on_published && reconciler_reads(known, known_status, publication)) {
+      hooks_.on_published(key);
+    }
   };
   if (!writers_) {
     write();
@@ -576,15 +579,15 @@ void RecommenderLoop::finish_writes(PassSummary& summary) {
 }
 
 bool RecommenderLoop::publish(const api::Scaler& scaler, const api::Scaler& known,
-                              const Publication& publication, const std::string& now,
-                              std::size_t& requests) {
+                              const json& known_status, const Publication& publication,
+                              const std::string& now, std::size_t& requests) {
   if (!still_leading("status")) return false;
   // `known` is the informer's copy as it is now (not the pass's snapshot, which the reconciler's
   // status writes outdate during a long pass): when it already says this, no request at all.
   // Otherwise the first write rests on that copy, its resourceVersion the precondition: it is
   // usually current, and a GET per published scaler is saved. A 409 means it lagged: each
   // retry reads the scaler fresh.
-  auto update = status_update(known.status(), known.generation, publication, now);
+  auto update = status_update(known_status, known.generation, publication, now);
   if (!update) return false;
   std::string resource_version = known.resource_version;
   for (int attempt = 0; attempt < options_.status_attempts; ++attempt) {

@@ -203,8 +203,9 @@ class RecommenderLoop {
   // Waits for the pass's status writes and adds what they did to `summary`.
   void finish_writes(PassSummary& summary);
   // Writes `publication` into the status of `scaler`, resting on `known` (the informer's copy
-  // now, else `scaler`); true when a write landed.
-  bool publish(const api::Scaler& scaler, const api::Scaler& known, const Publication& publication,
+  // now, else `scaler`) and its parsed status; true when a write landed.
+  bool publish(const api::Scaler& scaler, const api::Scaler& known,
+               const nlohmann::json& known_status, const Publication& publication,
                const std::string& now, std::size_t& requests);
   // Lists the nodes (once per pass) and sets caps_ from the largest and the flags.
   void refresh_caps(PassSummary& summary);
