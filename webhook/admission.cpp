@@ -147,168 +147,206 @@ nlohmann::json project(Element element, const Projection::Node& node) {
   }
 }
 
-// ---- subtree digests (Projection::with_digest) ----
+// ---- subtree comparison (Projection::compare_subtree) ----
 
 using Pattern = std::vector<std::string>;
 
-std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
-  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
-}
-
-// Eight bytes per step (a multiply and a fold each), the tail zero-padded, the length mixed in:
-// the digest hashes most of both objects' templates, and FNV-1a's byte per step was 9 % of the
-// server's CPU under webhook.sh. Digests are only compared within one process.
-std::uint64_t hash_bytes(std::string_view bytes) {
-  constexpr std::uint64_t kMultiplier = 0x9e3779b97f4a7c15ULL;
-  std::uint64_t hash = 0xcbf29ce484222325ULL ^ (bytes.size() * kMultiplier);
-  auto step = [&hash](std::uint64_t word) {
-    __uint128_t product = static_cast<__uint128_t>(hash ^ word) * kMultiplier;
-    hash = static_cast<std::uint64_t>(product) ^ static_cast<std::uint64_t>(product >> 64);
-  };
-  std::size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, bytes.data() + i, 8);
-    step(word);
-  }
-  if (i < bytes.size()) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, bytes.data() + i, bytes.size() - i);
-    step(word);
-  }
-  return hash;
-}
-
-constexpr std::uint64_t kEmptyObject = 0x51ed270b27c3a1f3ULL;
-
 bool is_any(const std::string& token) {
   return token.size() == 1 && token[0] == '*';
-}
-
-// A subtree no ignored pattern reaches: no pattern bookkeeping at all (most of a template).
-// Recursion depth is bounded by ParseOptions::max_depth, enforced before this runs.
-std::uint64_t digest_plain(Element element) {
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      std::uint64_t sum = 0;  // a sum: member order does not matter
-      bool any = false;
-      // Named, not a temporary: its iterators point into it (GCC's -Wdangling-pointer).
-      simdjson::dom::object members = element.get_object().value_unsafe();
-      for (auto [key, value] : members) {
-        sum += mix(hash_bytes(key), digest_plain(value));
-        any = true;
-      }
-      return any ? mix(1, sum) : kEmptyObject;
-    }
-    case ElementType::ARRAY: {
-      std::uint64_t hash = 2;
-      simdjson::dom::array items = element.get_array().value_unsafe();
-      for (Element item : items) hash = mix(hash, digest_plain(item));
-      return hash;
-    }
-    case ElementType::STRING:
-      return mix(3, hash_bytes(element.get_string().value_unsafe()));
-    case ElementType::INT64:
-      return mix(4, static_cast<std::uint64_t>(element.get_int64().value_unsafe()));
-    case ElementType::UINT64:
-      return mix(5, element.get_uint64().value_unsafe());
-    case ElementType::DOUBLE: {
-      double value = element.get_double().value_unsafe();
-      std::uint64_t bits = 0;
-      std::memcpy(&bits, &value, sizeof bits);
-      return mix(6, bits);
-    }
-    case ElementType::BOOL:
-      return mix(7, element.get_bool().value_unsafe() ? 1 : 0);
-    case ElementType::NULL_VALUE:
-      return 8;
-  }
-  return 9;
 }
 
 // The ignored patterns still alive at some depth of the walk: the range [begin, end) of one
 // stack shared by the whole walk (a child's range is pushed above its parent's and popped after
 // it), so the walk allocates nothing per object. Indices, not pointers: pushing may move it.
 struct Alive {
-  std::vector<const Pattern*>& stack;
+  std::vector<const Pattern*>* stack;
   std::size_t begin;
   std::size_t end;
+
+  bool empty() const { return begin == end; }
+  void pop() const { stack->resize(begin); }
 };
 
 // Pushes the patterns of `alive` still matching below `key` (nullptr: an array element, matched
-// only by "*") and returns their range; `ignored` says a pattern ends here (the member is left
-// out).
+// only by "*") and returns their range (the caller pops it); `ignored` says a pattern ends here
+// (the member is left out).
 Alive descend(const Alive& alive, std::size_t depth, const std::string_view* key, bool& ignored) {
-  std::size_t begin = alive.stack.size();
+  std::size_t begin = alive.stack->size();
   for (std::size_t i = alive.begin; i < alive.end; ++i) {
-    const Pattern* pattern = alive.stack[i];
+    const Pattern* pattern = (*alive.stack)[i];
     const std::string& token = (*pattern)[depth];
     if (!is_any(token) && (key == nullptr || token != *key)) continue;
     if (pattern->size() == depth + 1) {
       ignored = true;
     } else {
-      alive.stack.push_back(pattern);
+      alive.stack->push_back(pattern);
     }
   }
-  return Alive{alive.stack, begin, alive.stack.size()};
+  return Alive{alive.stack, begin, alive.stack->size()};
 }
 
+bool emptied(Element object, const Alive& alive, std::size_t depth);
+
+// Whether member `key: value` of an object at `depth` takes part in the comparison. It does not
+// when a pattern ends at it, or when it is an object every member of which is left out (so
+// `resources: {}` after a reset counts as absent). When it does, `below` holds the patterns alive
+// under it, pushed on the stack for the caller to pop.
+bool kept(const Alive& alive, std::size_t depth, std::string_view key, Element value,
+          Alive& below) {
+  bool ignored = false;
+  below = descend(alive, depth, &key, ignored);
+  bool left_out = ignored || (!below.empty() && value.type() == ElementType::OBJECT &&
+                              emptied(value, below, depth + 1));
+  if (left_out) below.pop();
+  return !left_out;
+}
+
+// True when no member of `object` (at `depth`) is kept. Stops at the first kept one, so on most
+// objects it looks at a single member. Recursion depth is bounded by ParseOptions::max_depth.
+bool emptied(Element object, const Alive& alive, std::size_t depth) {
+  simdjson::dom::object members = object.get_object().value_unsafe();
+  Alive below = alive;
+  for (auto [key, value] : members) {
+    if (kept(alive, depth, key, value, below)) {
+      below.pop();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool equal(Element a, Element b, const Alive& alive, std::size_t depth);
+
+// Every kept member of `a` is kept in `b` with an equal value (members found by name).
+bool kept_members_found(simdjson::dom::object a, simdjson::dom::object b, const Alive& alive,
+                        std::size_t depth) {
+  Alive below = alive;
+  for (auto [key, value] : a) {
+    if (!kept(alive, depth, key, value, below)) continue;
+    Element other;
+    bool same = !b.at_key(key).get(other) && equal(value, other, below, depth + 1);
+    below.pop();
+    if (!same) return false;
+  }
+  return true;
+}
+
+std::size_t count_kept(simdjson::dom::object object, const Alive& alive, std::size_t depth) {
+  std::size_t count = 0;
+  Alive below = alive;
+  for (auto [key, value] : object) {
+    if (kept(alive, depth, key, value, below)) {
+      ++count;
+      below.pop();
+    }
+  }
+  return count;
+}
+
+// Objects are equal when their kept members are, in any order. Serializers keep the order, so
+// the members are first walked side by side; a name out of place falls back to lookups by name
+// (objects here have a few dozen members at most).
+bool objects_equal(simdjson::dom::object a, simdjson::dom::object b, const Alive& alive,
+                   std::size_t depth) {
+  auto at = a.begin();
+  auto bt = b.begin();
+  Alive below = alive;
+  Alive below_b = alive;
+  for (;;) {
+    // The next kept member of each; a's patterns stay pushed for the comparison of its value.
+    while (at != a.end() && !kept(alive, depth, at.key(), at.value(), below)) ++at;
+    while (bt != b.end() && !kept(alive, depth, bt.key(), bt.value(), below_b)) ++bt;
+    if (bt != b.end()) below_b.pop();  // the same as a's when the names are
+    bool a_done = at == a.end();
+    if (a_done || bt == b.end()) {
+      if (!a_done) below.pop();
+      return a_done && bt == b.end();
+    }
+    if (at.key() != bt.key()) {
+      below.pop();
+      break;
+    }
+    bool same = equal(at.value(), bt.value(), below, depth + 1);
+    below.pop();
+    if (!same) return false;
+    ++at;
+    ++bt;
+  }
+  return count_kept(a, alive, depth) == count_kept(b, alive, depth) &&
+         kept_members_found(a, b, alive, depth);
+}
+
+// Whether `a` and `b` are equal but for the members the alive patterns leave out. Numbers are
+// equal when their JSON type and value are (1 and 1.0 differ, as they would in a patch).
 // Recursion depth is bounded by ParseOptions::max_depth, enforced before this runs.
-std::uint64_t digest_of(Element element, const Alive& alive, std::size_t depth) {
-  if (alive.begin == alive.end) return digest_plain(element);
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      std::uint64_t sum = 0;  // a sum: member order does not matter
-      bool any = false;
-      simdjson::dom::object members = element.get_object().value_unsafe();
-      for (auto [key, value] : members) {
-        bool ignored = false;
-        Alive next = descend(alive, depth, &key, ignored);
-        std::uint64_t child = ignored ? 0 : digest_of(value, next, depth + 1);
-        alive.stack.resize(next.begin);
-        if (ignored) continue;
-        // An object emptied by ignoring its members counts as absent ({} after a reset).
-        if (next.begin != next.end && child == kEmptyObject &&
-            value.type() == ElementType::OBJECT) {
-          continue;
-        }
-        sum += mix(hash_bytes(key), child);
-        any = true;
-      }
-      return any ? mix(1, sum) : kEmptyObject;
-    }
+bool equal(Element a, Element b, const Alive& alive, std::size_t depth) {
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case ElementType::OBJECT:
+      return objects_equal(a.get_object().value_unsafe(), b.get_object().value_unsafe(), alive,
+                           depth);
     case ElementType::ARRAY: {
-      std::uint64_t hash = 2;
-      simdjson::dom::array items = element.get_array().value_unsafe();
-      for (Element item : items) {
-        bool ignored = false;
-        Alive next = descend(alive, depth, nullptr, ignored);
-        if (!ignored) hash = mix(hash, digest_of(item, next, depth + 1));
-        alive.stack.resize(next.begin);
+      simdjson::dom::array items_a = a.get_array().value_unsafe();
+      simdjson::dom::array items_b = b.get_array().value_unsafe();
+      bool ignored = false;  // the same for every element: patterns name no index
+      Alive below = descend(alive, depth, nullptr, ignored);
+      bool same = ignored || items_a.size() == items_b.size();
+      for (auto it = items_a.begin(), jt = items_b.begin(); same && !ignored && it != items_a.end();
+           ++it, ++jt) {
+        same = equal(*it, *jt, below, depth + 1);
       }
-      return hash;
+      below.pop();
+      return same;
     }
-    default:
-      return digest_plain(element);
+    case ElementType::STRING:
+      return a.get_string().value_unsafe() == b.get_string().value_unsafe();
+    case ElementType::INT64:
+      return a.get_int64().value_unsafe() == b.get_int64().value_unsafe();
+    case ElementType::UINT64:
+      return a.get_uint64().value_unsafe() == b.get_uint64().value_unsafe();
+    case ElementType::DOUBLE: {
+      double x = a.get_double().value_unsafe();
+      double y = b.get_double().value_unsafe();
+      return std::memcmp(&x, &y, sizeof x) == 0;
+    }
+    case ElementType::BOOL:
+      return a.get_bool().value_unsafe() == b.get_bool().value_unsafe();
+    case ElementType::NULL_VALUE:
+      return true;
   }
+  return false;
 }
 
-// The digest of the subtree `spec` names in `element` (an absent subtree has one of its own).
-std::optional<std::uint64_t> digest(Element element, const Projection::Digest* spec) {
-  if (spec == nullptr || element.type() == ElementType::NULL_VALUE) return std::nullopt;
-  for (const std::string& key : spec->path) {
-    if (element.type() != ElementType::OBJECT) return 10;
+// The subtree `path` names in `element`, or nullopt when some member on the way is missing.
+std::optional<Element> subtree(Element element, const std::vector<std::string>& path) {
+  for (const std::string& key : path) {
     Element next;
-    if (element.get_object().value_unsafe().at_key(key).get(next)) return 10;
+    if (element.type() != ElementType::OBJECT ||
+        element.get_object().value_unsafe().at_key(key).get(next)) {
+      return std::nullopt;
+    }
     element = next;
   }
+  return element;
+}
+
+// Whether object's and oldObject's subtrees `spec` names are equal (both absent counts as equal).
+std::optional<bool> subtrees_equal(std::optional<Element> object, std::optional<Element> old,
+                                   const Projection::Comparison* spec) {
+  if (spec == nullptr || !object || !old || object->type() == ElementType::NULL_VALUE ||
+      old->type() == ElementType::NULL_VALUE) {
+    return std::nullopt;
+  }
+  std::optional<Element> a = subtree(*object, spec->path);
+  std::optional<Element> b = subtree(*old, spec->path);
+  if (!a || !b) return !a && !b;
   // The walk's pattern stack, kept by the thread (it holds a few pointers per level).
   thread_local std::vector<const Pattern*> stack;
   stack.clear();
   for (const Pattern& pattern : spec->ignored) {
     if (!pattern.empty()) stack.push_back(&pattern);
   }
-  return digest_of(element, Alive{stack, 0, stack.size()}, 0);
+  return equal(*a, *b, Alive{&stack, 0, stack.size()}, 0);
 }
 
 nlohmann::json convert(Element element, const ParseOptions& options) {
@@ -378,6 +416,8 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
     return kube::Unit{};
   };
   bool has_operation = false;
+  std::optional<Element> object;
+  std::optional<Element> old_object;
   simdjson::dom::object request_members = request.get_object().value_unsafe();
   for (auto [key, value] : request_members) {
     Result<kube::Unit> step = kube::Unit{};
@@ -431,18 +471,19 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
     } else if (key == "object") {
       if (!(step = once(kObject, key))) return fail(std::move(step).error());
       out.object = convert(value, options);
-      if (options.projection) out.object_digest = digest(value, options.projection->digest());
+      object = value;
     } else if (key == "oldObject") {
       if (!(step = once(kOldObject, key))) return fail(std::move(step).error());
       out.old_object = convert(value, options);
-      if (options.projection) {
-        out.old_object_digest = digest(value, options.projection->digest());
-      }
+      old_object = value;
     }
     if (!step) return fail(std::move(step).error());
   }
   if (out.uid.empty()) return fail("request.uid is missing or empty");
   if (!has_operation) return fail("request.operation is missing");
+  if (options.projection) {
+    out.subtree_unchanged = subtrees_equal(object, old_object, options.projection->comparison());
+  }
   return out;
 }
 
@@ -520,9 +561,9 @@ std::string_view to_string(Operation operation) {
   return "UNKNOWN";
 }
 
-Projection& Projection::with_digest(std::vector<std::string> path,
-                                    std::vector<std::vector<std::string>> ignored) {
-  digest_ = std::make_shared<const Digest>(Digest{std::move(path), std::move(ignored)});
+Projection& Projection::compare_subtree(std::vector<std::string> path,
+                                        std::vector<std::vector<std::string>> ignored) {
+  comparison_ = std::make_shared<const Comparison>(Comparison{std::move(path), std::move(ignored)});
   return *this;
 }
 

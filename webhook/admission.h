@@ -67,10 +67,10 @@ struct AdmissionRequest {
   nlohmann::json object;
   /// request.oldObject: null on CREATE and CONNECT. Whole, or projected.
   nlohmann::json old_object;
-  /// Digests of object's / oldObject's subtree the projection names (Projection::with_digest);
-  /// nullopt when it names none or the object is absent.
-  std::optional<std::uint64_t> object_digest;
-  std::optional<std::uint64_t> old_object_digest;
+  /// Whether object's and oldObject's subtrees the projection names (Projection::compare_subtree)
+  /// are equal but for the members it ignores; nullopt when it names none or either object is
+  /// absent or null (CREATE, DELETE).
+  std::optional<bool> subtree_unchanged;
   std::chrono::steady_clock::time_point deadline{};  ///< from ?timeout=; {}: unknown
 };
 
@@ -98,24 +98,24 @@ class Projection {
   };
   const Node& root() const { return *root_; }
 
-  /// What with_digest asked for.
-  struct Digest {
+  /// What compare_subtree asked for.
+  struct Comparison {
     std::vector<std::string> path;                  ///< plain member names from the root
     std::vector<std::vector<std::string>> ignored;  ///< relative to `path`; "*" = any
   };
-  /// Also digests the subtree at `path` (member names, e.g. {"spec", "template"}) of object and
-  /// oldObject into AdmissionRequest::object_digest / old_object_digest, leaving out members
-  /// matched by `ignored` (token lists relative to `path`; "*" matches any array element or
-  /// member) and objects left empty by that. Members' order does not matter. Costs one walk of
-  /// the parsed subtree, no copy: two subtrees can be compared without projecting them.
-  Projection& with_digest(std::vector<std::string> path,
-                          std::vector<std::vector<std::string>> ignored);
-  /// The digest asked for, or nullptr.
-  const Digest* digest() const { return digest_.get(); }
+  /// Also compares the subtree at `path` (member names, e.g. {"spec", "template"}) of object and
+  /// oldObject into AdmissionRequest::subtree_unchanged, leaving out members matched by `ignored`
+  /// (token lists relative to `path`; "*" matches any array element or member) and objects left
+  /// empty by that. Members' order does not matter. One walk of both parsed subtrees, no copy,
+  /// stopping at the first difference: they are compared without being projected.
+  Projection& compare_subtree(std::vector<std::string> path,
+                              std::vector<std::vector<std::string>> ignored);
+  /// The comparison asked for, or nullptr.
+  const Comparison* comparison() const { return comparison_.get(); }
 
  private:
   std::shared_ptr<Node> root_ = std::make_shared<Node>(Node{true, {}, nullptr});
-  std::shared_ptr<const Digest> digest_;
+  std::shared_ptr<const Comparison> comparison_;
 };
 
 /// Limits and shaping for parse_review.

@@ -25,12 +25,11 @@ struct AdmissionValues {
 };
 
 /// True when an UPDATE changes nothing of the template but cpu/memory requests and limits: by the
-/// digests of the projection when the review carried them, else by comparing the templates.
+/// parser's comparison of the templates (the projection's) when it made one, else by comparing
+/// the projected templates.
 bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& request) {
   if (request.operation != Operation::kUpdate) return false;
-  if (request.object_digest && request.old_object_digest) {
-    return *request.object_digest == *request.old_object_digest;
-  }
+  if (request.subtree_unchanged) return *request.subtree_unchanged;
   return api::templates_equal_ignoring_controlled(scaler, request.old_object, request.object);
 }
 
@@ -119,15 +118,15 @@ const Projection& DeploymentHandler::projection() {
         "/spec/template/spec/initContainers/*/restartPolicy",
         "/spec/template/spec/initContainers/*/resources",
     });
-    // The rest of the template only as a digest: enough to tell a template change from a write
-    // that resets resources only, without converting the whole template (about twice the cost).
+    // The rest of the template only compared, in the parser: enough to tell a template change
+    // from a write that resets resources only, without converting the whole template.
     std::vector<std::vector<std::string>> controlled;
     for (const char* section : {"requests", "limits"}) {
       for (const char* resource : {"cpu", "memory"}) {
         controlled.push_back({"spec", "containers", "*", "resources", section, resource});
       }
     }
-    paths.with_digest({"spec", "template"}, std::move(controlled));
+    paths.compare_subtree({"spec", "template"}, std::move(controlled));
     return paths;
   }();
   return projection;

@@ -32,8 +32,9 @@ class DeploymentHandler {
 
   /// The parts of object/oldObject the handler reads: metadata, the containers' names and
   /// resources (patch paths keep array positions), the pod-level resources and the sidecars'
-  /// (init containers' restartPolicy and resources), and a digest of the pod template without the
-  /// containers' cpu/memory requests and limits (to tell a template change from a reset).
+  /// (init containers' restartPolicy and resources), and a comparison of the pod templates
+  /// without the containers' cpu/memory requests and limits (to tell a template change from a
+  /// reset).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.

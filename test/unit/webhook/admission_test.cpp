@@ -5,8 +5,11 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -415,15 +418,15 @@ TEST_CASE("codec: JSON pointer tokens are escaped") {
 }
 
 TEST_CASE(
-    "codec: a digest tells a template change from a change of ignored members only; "
-    "options.fieldManager is read") {
+    "codec: the subtree comparison tells a template change from a change of ignored members "
+    "only; options.fieldManager is read") {
   auto projection = Projection::parse({"/metadata/name"});
   REQUIRE(projection.ok());
-  projection->with_digest({"spec", "template"},
-                          {{"spec", "containers", "*", "resources", "requests", "cpu"}});
+  projection->compare_subtree({"spec", "template"},
+                              {{"spec", "containers", "*", "resources", "requests", "cpu"}});
   ParseOptions options;
   options.projection = &*projection;
-  auto digests = [&options](const json& before, const json& after) {
+  auto same = [&options](const json& before, const json& after) {
     json review = minimal_review();
     review["request"]["operation"] = "UPDATE";
     review["request"]["options"] = {{"fieldManager", "helm"}};
@@ -432,39 +435,236 @@ TEST_CASE(
     auto parsed = parse_review(review.dump(), options);
     REQUIRE(parsed.ok());
     CHECK(parsed->field_manager == "helm");
-    REQUIRE(parsed->object_digest.has_value());
-    REQUIRE(parsed->old_object_digest.has_value());
-    return std::pair{*parsed->old_object_digest, *parsed->object_digest};
+    REQUIRE(parsed->subtree_unchanged.has_value());
+    return *parsed->subtree_unchanged;
   };
   json before = json::parse(R"({"metadata": {"name": "web"}, "spec": {"template": {"spec":
       {"containers": [{"name": "app", "image": "a:1", "resources": {"requests": {"cpu": "1",
       "memory": "1Gi"}}}]}}}})");
-  auto same = [&](const json& after) {
-    auto [a, b] = digests(before, after);
-    return a == b;
-  };
   json cpu = before;
   cpu["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "2";
-  CHECK(same(cpu));
+  CHECK(same(before, cpu));
   json reordered = json::parse(R"({"spec": {"template": {"spec": {"containers": [{"resources":
       {"requests": {"memory": "1Gi", "cpu": "5"}}, "image": "a:1", "name": "app"}]}}},
       "metadata": {"name": "other"}})");
-  CHECK(same(reordered));  // member order and parts outside the subtree do not matter
+  CHECK(same(before, reordered));  // member order and parts outside the subtree do not matter
   json memory = before;
   memory["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = "2Gi";
-  CHECK_FALSE(same(memory));
+  CHECK_FALSE(same(before, memory));
   json image = before;
   image["spec"]["template"]["spec"]["containers"][0]["image"] = "a:2";
-  CHECK_FALSE(same(image));
+  CHECK_FALSE(same(before, image));
   json only_cpu = json::parse(R"({"spec": {"template": {"spec": {"containers": [{"name": "app",
       "resources": {"requests": {"cpu": "1"}}}]}}}})");
   json no_resources = json::parse(R"({"spec": {"template": {"spec": {"containers":
       [{"name": "app"}]}}}})");
-  auto [a, b] = digests(only_cpu, no_resources);
-  CHECK(a == b);  // emptied by the ignored member: the same as absent
-  // Without a digest in the projection, none is computed.
+  CHECK(same(only_cpu, no_resources));  // emptied by the ignored member: the same as absent
+  CHECK(same(no_resources, only_cpu));
+  json no_template = json::parse(R"({"spec": {"replicas": 1}})");
+  CHECK(same(no_template, no_template));  // absent on both sides
+  CHECK_FALSE(same(no_template, before));
+  // Without a comparison in the projection, none is made; nor on a CREATE.
   ParseOptions plain;
   auto parsed = parse_review(minimal_review().dump(), plain);
   REQUIRE(parsed.ok());
-  CHECK_FALSE(parsed->object_digest.has_value());
+  CHECK_FALSE(parsed->subtree_unchanged.has_value());
+  json create = minimal_review();
+  create["request"]["object"] = before;
+  parsed = parse_review(create.dump(), options);
+  REQUIRE(parsed.ok());
+  CHECK_FALSE(parsed->subtree_unchanged.has_value());
+}
+
+namespace {
+
+using Patterns = std::vector<std::vector<std::string>>;
+
+// The reference for the comparison: the subtree with its ignored members removed and the objects
+// they emptied dropped, built as a new tree (the parser compares without building anything).
+json normalized(const json& value, const Patterns& alive, std::size_t depth) {
+  if (alive.empty()) return value;
+  auto below_of = [&](const std::string* key, bool& ignored) {
+    Patterns below;
+    for (const auto& pattern : alive) {
+      if (pattern[depth] != "*" && (key == nullptr || pattern[depth] != *key)) continue;
+      if (pattern.size() == depth + 1) {
+        ignored = true;
+      } else {
+        below.push_back(pattern);
+      }
+    }
+    return below;
+  };
+  if (value.is_object()) {
+    json out = json::object();
+    for (const auto& [key, member] : value.items()) {
+      bool ignored = false;
+      Patterns below = below_of(&key, ignored);
+      if (ignored) continue;
+      json kept = normalized(member, below, depth + 1);
+      if (!below.empty() && member.is_object() && kept.empty()) continue;
+      out[key] = kept;
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    bool ignored = false;
+    Patterns below = below_of(nullptr, ignored);
+    json out = json::array();
+    if (ignored) return out;
+    for (const auto& item : value) out.push_back(normalized(item, below, depth + 1));
+    return out;
+  }
+  return value;
+}
+
+// `value` as JSON text with every object's members in a random order (nlohmann's own dump sorts
+// them, and the parser must not depend on the order).
+std::string shuffled_dump(const json& value, std::mt19937& random) {
+  if (value.is_object()) {
+    std::vector<std::string> keys;
+    for (const auto& [key, member] : value.items()) keys.push_back(key);
+    std::shuffle(keys.begin(), keys.end(), random);
+    std::string out = "{";
+    for (const auto& key : keys) {
+      if (out.size() > 1) out += ',';
+      out += json(key).dump() + ':' + shuffled_dump(value[key], random);
+    }
+    return out + '}';
+  }
+  if (value.is_array()) {
+    std::string out = "[";
+    for (const auto& item : value) {
+      if (out.size() > 1) out += ',';
+      out += shuffled_dump(item, random);
+    }
+    return out + ']';
+  }
+  return value.dump();
+}
+
+// A random scalar or small tree, from a vocabulary that makes the patterns' names likely.
+json random_value(std::mt19937& random, int depth) {
+  static const std::vector<std::string> names = {"resources", "requests", "limits", "cpu",
+                                                 "memory",    "image",    "env",    "name"};
+  static const std::vector<json> scalars = {"1", "2", 1, 2, true, nullptr, ""};
+  int roll = static_cast<int>(random() % 10);
+  if (depth > 3 || roll < 4) return scalars[random() % scalars.size()];
+  if (roll < 6) {
+    json items = json::array();
+    for (unsigned i = random() % 3; i > 0; --i) items.push_back(random_value(random, depth + 1));
+    return items;
+  }
+  json object = json::object();
+  for (unsigned i = random() % 4; i > 0; --i) {
+    object[names[random() % names.size()]] = random_value(random, depth + 1);
+  }
+  return object;
+}
+
+// `value` with one random change somewhere along a random walk from its root: a member set,
+// added or removed, or an array element replaced.
+void mutate(json& value, std::mt19937& random) {
+  static const std::vector<std::string> names = {"resources", "requests", "limits", "cpu",
+                                                 "memory",    "image",    "env",    "name"};
+  json* at = &value;
+  for (;;) {
+    bool stop = random() % 3 == 0;
+    if (at->is_object() && !at->empty() && !stop) {
+      auto it = at->begin();
+      std::advance(it, random() % at->size());
+      at = &it.value();
+    } else if (at->is_array() && !at->empty() && !stop) {
+      at = &(*at)[random() % at->size()];
+    } else {
+      break;
+    }
+  }
+  if (at->is_object()) {
+    std::string name = names[random() % names.size()];
+    if (at->contains(name) && random() % 2 == 0) {
+      at->erase(name);
+    } else {
+      (*at)[name] = random() % 3 == 0 ? json::object() : random_value(random, 2);
+    }
+  } else if (at->is_array() && !at->empty()) {
+    (*at)[random() % at->size()] = random_value(random, 2);
+  } else {
+    *at = random_value(random, 2);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("codec property: the subtree comparison equals comparing the normalized subtrees") {
+  Patterns ignored = {{"spec", "containers", "*", "resources", "requests", "cpu"},
+                      {"spec", "containers", "*", "resources", "limits", "memory"},
+                      {"spec", "tolerations", "*"}};
+  auto projection = Projection::parse({"/metadata/name"});
+  REQUIRE(projection.ok());
+  projection->compare_subtree({"spec", "template"}, ignored);
+  ParseOptions options;
+  options.projection = &*projection;
+  std::mt19937 random(20261204);
+  int equal = 0;
+  int different = 0;
+  for (int round = 0; round < 3000; ++round) {
+    json container = {{"name", "app"},
+                      {"image", "a:1"},
+                      {"resources",
+                       {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
+                        {"limits", {{"cpu", "2"}, {"memory", "2Gi"}}}}}};
+    json spec = {{"containers", json::array({container, container})},
+                 {"tolerations", json::array({"a"})}};
+    spec["containers"][1]["name"] = "sidecar";
+    json before = {{"metadata", {{"name", "web"}}}, {"spec", {{"template", {{"spec", spec}}}}}};
+    // Resources of only ignored members, empty objects, or none: all the same as absent.
+    auto set_emptied_resources = [&random](json& object, std::size_t index) {
+      static const std::vector<json> shapes = {
+          json::object(), json::parse(R"({"requests": {"cpu": "3"}})"),
+          json::parse(R"({"limits": {"memory": "3Gi"}})"),
+          json::parse(R"({"requests": {}, "limits": {"memory": "1"}})"), nullptr};
+      json& target = object["spec"]["template"]["spec"]["containers"][index];
+      const json& shape = shapes[random() % shapes.size()];
+      if (shape.is_null()) {
+        target.erase("resources");
+      } else {
+        target["resources"] = shape;
+      }
+    };
+    bool emptied[2] = {random() % 2 == 0, random() % 2 == 0};
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (emptied[i]) set_emptied_resources(before, i);
+    }
+    json after = before;
+    for (std::size_t i = 0; i < 2; ++i) {
+      if (emptied[i] && random() % 2 == 0) set_emptied_resources(after, i);
+    }
+    for (unsigned i = random() % 3; i > 0; --i) mutate(before, random);
+    for (unsigned i = random() % 4; i > 0; --i) mutate(after, random);
+    std::string review =
+        R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)"
+        R"("operation":"UPDATE","oldObject":)" +
+        shuffled_dump(before, random) + R"(,"object":)" + shuffled_dump(after, random) + "}}";
+    auto parsed = parse_review(review, options);
+    REQUIRE(parsed.ok());
+    // The walks from the root only ever change members of it: it stays an object.
+    auto template_of = [](const json& object) -> const json* {
+      const json* outer = object.contains("spec") ? &object["spec"] : nullptr;
+      if (outer == nullptr || !outer->is_object() || !outer->contains("template")) return nullptr;
+      return &(*outer)["template"];
+    };
+    const json* old_template = template_of(before);
+    const json* new_template = template_of(after);
+    bool expected =
+        old_template == nullptr || new_template == nullptr
+            ? old_template == new_template
+            : normalized(*old_template, ignored, 0) == normalized(*new_template, ignored, 0);
+    REQUIRE(parsed->subtree_unchanged.has_value());
+    CHECK_MESSAGE(*parsed->subtree_unchanged == expected, review);
+    (expected ? equal : different) += 1;
+  }
+  // Both outcomes are exercised, each many times.
+  CHECK(equal > 300);
+  CHECK(different > 300);
 }
