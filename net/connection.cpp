@@ -195,7 +195,8 @@ Wait Connection::read_request(Clock::time_point now) {
       }
       if (!env_.dispatch(id_, std::move(request))) {
         env_.rejected->with({"overloaded"}).inc();
-        http::Response busy{503, http::kText, "the webhook is overloaded, retry\n", {}, true};
+        http::Response busy{503, http::kText, "the webhook is overloaded, retry\n",
+                            {},  true,        nullptr};
         return on_response(std::move(busy), now);
       }
       return Wait{0, deadline_, false};
@@ -270,7 +271,7 @@ Wait Connection::refuse(int status, std::string_view reason, std::string message
                         Clock::time_point now) {
   env_.rejected->with({reason}).inc();  // counted before the client can see the answer
   env_.refused(head_, status, request_start_);
-  http::Response response{status, http::kText, std::move(message), {}, true};
+  http::Response response{status, http::kText, std::move(message), {}, true, nullptr};
   out_ = http::serialize(response, /*keep_alive=*/false, head_.method == "HEAD");
   out_offset_ = 0;
   then_ = Then::kLinger;
@@ -284,6 +285,7 @@ Wait Connection::on_response(http::Response response, Clock::time_point now) {
   bool keep_alive = !close_after_ && !response.close && !env_.stopping &&
                     requests_ + 1 < env_.limits.keep_alive_max_requests;
   out_ = http::serialize(response, keep_alive, head_.method == "HEAD");
+  free_after_write_ = std::move(response.free_after_write);
   out_offset_ = 0;
   then_ = keep_alive ? Then::kKeepAlive : Then::kClose;
   phase_ = Phase::kWriting;
@@ -299,6 +301,7 @@ Wait Connection::write_out(Clock::time_point now) {
 }
 
 Wait Connection::after_write(Clock::time_point now) {
+  free_after_write_.reset();
   out_.clear();
   release_if_large(out_);
   switch (then_) {

@@ -174,6 +174,8 @@ class Connection {
   // The storage of the last body served on the loop thread, handed to the next request: a
   // 20 KB body no longer costs an allocation (and glibc's consolidation of its free lists).
   std::string spare_body_;
+  // What the response asked to be freed once written (http::Response::free_after_write).
+  std::shared_ptr<void> free_after_write_;
   bool buffers_held_ = false;  // kIdle: buffers not yet freed (wait_idle set a wake-up)
   http::RequestHead head_;
   std::size_t head_bytes_ = 0;

@@ -137,7 +137,7 @@ http::Response EventLoop::internal_error(const Request& request, std::string_vie
   log::error(shared_.logger, "request handler failed",
              {{"path", http::printable(request.head.path)}, {"error", http::printable(what)}});
   shared_.errors->with({"handler"}).inc();
-  return http::Response{500, http::kText, "internal error\n", {}, false};
+  return http::Response{500, http::kText, "internal error\n", {}, false, nullptr};
 }
 
 void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {

@@ -32,7 +32,7 @@ std::string describe(std::exception_ptr error) {
 }
 
 http::Response text(int status, std::string body) {
-  return http::Response{status, http::kText, std::move(body), {}, false};
+  return http::Response{status, http::kText, std::move(body), {}, false, nullptr};
 }
 
 }  // namespace
@@ -144,7 +144,8 @@ class HealthServer::Impl {
     if (auto guard = guards_.find(path); guard != guards_.end()) {
       if (auto refused = guard->second(head)) {
         http::Response response{
-            refused->status, std::move(refused->content_type), std::move(refused->body), {}, false};
+            refused->status, std::move(refused->content_type), std::move(refused->body), {}, false,
+            nullptr};
         if (refused->status == 401) response.headers.emplace_back("WWW-Authenticate", "Bearer");
         return response;
       }
@@ -154,7 +155,8 @@ class HealthServer::Impl {
     if (path == "/metrics") {
       const metrics::Registry* registry = registry_.load();
       if (registry == nullptr) return text(404, "404 page not found\n");
-      return http::Response{200, std::string(metrics::kContentType), registry->render(), {}, false};
+      return http::Response{
+          200, std::string(metrics::kContentType), registry->render(), {}, false, nullptr};
     }
     auto page = pages_.find(path);
     if (page == pages_.end()) return text(404, "404 page not found\n");
@@ -165,7 +167,8 @@ class HealthServer::Impl {
       }
       Page answer = page->second(params);
       http::Response response{
-          answer.status, std::move(answer.content_type), std::move(answer.body), {}, false};
+          answer.status, std::move(answer.content_type), std::move(answer.body), {}, false,
+          nullptr};
       response.headers.emplace_back("Cache-Control", "no-store");
       response.headers.emplace_back("X-Content-Type-Options", "nosniff");
       // The pages need nothing from elsewhere: a browser must not load anything for them.

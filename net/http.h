@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -91,6 +92,11 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   /// Close the connection after this response (a refused request whose body stays unread).
   bool close = false;
+  /// What the handler built and leaves to be destroyed once the response is on the wire (a
+  /// parsed review's trees): freeing it then overlaps the client's reading of the answer instead
+  /// of delaying it. Null for most responses. (On HTTP/2, where every request is served by a
+  /// worker, it is freed when the loop hands the response to the session.)
+  std::shared_ptr<void> free_after_write;
 };
 
 /// The response on the wire. `keep_alive` false adds "Connection: close"; `head_only` (a HEAD

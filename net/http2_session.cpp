@@ -266,8 +266,9 @@ void Http2Session::complete(std::int32_t stream_id, Stream& stream) {
   if (!env_.dispatch(connection_id_, std::move(request))) {
     env_.rejected->with({"overloaded"}).inc();
     release(stream);
-    submit(stream_id, stream,
-           http::Response{503, http::kText, "the webhook is overloaded, retry\n", {}, false});
+    submit(
+        stream_id, stream,
+        http::Response{503, http::kText, "the webhook is overloaded, retry\n", {}, false, nullptr});
   }
 }
 
@@ -277,7 +278,8 @@ void Http2Session::refuse(std::int32_t stream_id, Stream& stream, int status,
   env_.refused(stream.head, status, stream.start);
   release(stream);
   stream.body.clear();
-  submit(stream_id, stream, http::Response{status, http::kText, std::move(message), {}, false});
+  submit(stream_id, stream,
+         http::Response{status, http::kText, std::move(message), {}, false, nullptr});
 }
 
 int Http2Session::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t,

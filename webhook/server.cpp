@@ -34,7 +34,7 @@ struct Route {
 };
 
 http::Response text(int status, std::string body) {
-  return http::Response{status, http::kText, std::move(body), {}, false};
+  return http::Response{status, http::kText, std::move(body), {}, false, nullptr};
 }
 
 http::Response not_found() {
@@ -173,6 +173,12 @@ class AdmissionServer::Impl {
     return response;
   }
 
+  // A parsed review and its answer, kept until the response is written.
+  struct Served {
+    AdmissionRequest request;
+    AdmissionResponse answer;
+  };
+
   http::Response serve_review(const Route& route, const Request& request) {
     route.in_flight->inc();
     struct Done {
@@ -191,30 +197,37 @@ class AdmissionServer::Impl {
     parse_options.max_depth = options_.max_depth;
     parse_options.projection = route.projection ? &*route.projection : nullptr;
     parse_options.readable_padding = request.body.capacity() - request.body.size();
-    auto parsed = parse_review(request.body, parse_options);
-    if (!parsed) {
+    auto result = parse_review(request.body, parse_options);
+    if (!result) {
       // The message quotes nothing from the body beyond short identifiers: safe to log.
       log::debug(kLogger, "bad AdmissionReview",
-                 {{"webhook", route.path}, {"error", parsed.error()}});
-      return text(400, "bad AdmissionReview: " + parsed.error() + "\n");
+                 {{"webhook", route.path}, {"error", result.error()}});
+      return text(400, "bad AdmissionReview: " + result.error() + "\n");
     }
+    // The review and the answer are freed after the response is written (their trees take
+    // microseconds to free, which the API server need not wait for).
+    auto served = std::make_shared<Served>(Served{std::move(*result), {}});
+    AdmissionRequest& parsed = served->request;
     // The API server says how long it waits (?timeout=, from timeoutSeconds): handlers bound
     // their own calls by it. Counted from the request's first byte, which is when it began.
     if (auto timeout = http::query_parameter(request.head.target, "timeout")) {
       if (auto wait = base::parse_duration(*timeout); wait.ok() && wait->count() > 0) {
-        parsed->deadline = request.start + *wait;
+        parsed.deadline = request.start + *wait;
       }
     }
-    AdmissionResponse answer;
+    AdmissionResponse& answer = served->answer;
     try {
-      answer = route.handler(*parsed);
+      answer = route.handler(parsed);
     } catch (const std::exception& error) {
       return handler_failed(route, error.what());
     } catch (...) {
       return handler_failed(route, "unknown exception");
     }
-    sanitize(answer, *parsed, route);
-    return http::Response{200, "application/json", encode_review(parsed->uid, answer), {}, false};
+    sanitize(answer, parsed, route);
+    http::Response response{
+        200, "application/json", encode_review(parsed.uid, answer), {}, false, nullptr};
+    response.free_after_write = std::move(served);
+    return response;
   }
 
   // The message never reaches the client (it may name internals); the log gets it without any

@@ -1,6 +1,8 @@
 // The admission front end's own pieces: the HTTP head parser, the connection limiter, and over
 // real TLS on loopback the per-address cap, idle connections that hold no worker, deadlines and
 // byte budgets.
+#include "net/front_end.h"
+
 #include <doctest/doctest.h>
 #include <httplib.h>
 
@@ -168,7 +170,7 @@ TEST_CASE("http: request heads are parsed strictly and only once complete") {
   CHECK_FALSE(http::parse_length("1234567890123456789"));
   CHECK(http::has_token("keep-alive, Close", "close"));
   CHECK_FALSE(http::has_token("closed", "close"));
-  CHECK(http::serialize({404, http::kText, "no\n", {{"Allow", "POST"}}, false}, false) ==
+  CHECK(http::serialize({404, http::kText, "no\n", {{"Allow", "POST"}}, false, nullptr}, false) ==
         "HTTP/1.1 404 Not Found\r\nAllow: POST\r\nConnection: close\r\nContent-Type: "
         "text/plain; charset=utf-8\r\nContent-Length: 3\r\n\r\nno\n");
 }
@@ -509,4 +511,70 @@ TEST_CASE("http: query parameters of a request target (the API server's ?timeout
   CHECK_FALSE(query_parameter("/p?timeoutx=2s", "timeout").has_value());
   CHECK_FALSE(query_parameter("/p", "timeout").has_value());
   CHECK_FALSE(query_parameter("/p?", "timeout").has_value());
+}
+
+TEST_CASE("front end: what a response leaves to free is freed after it is written") {
+  // The payload's destructor waits until the client holds the answer: freed before the write,
+  // it would wait in vain (and record that); freed after it, it sees the answer arrive.
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable changed;
+    int answered = 0;
+    int freed_after_answer = 0;
+    int freed_before_answer = 0;
+  };
+  auto shared = std::make_shared<Shared>();
+  struct Payload {
+    Payload(std::shared_ptr<Shared> shared_state, int served_number)
+        : shared(std::move(shared_state)), number(served_number) {}
+    Payload(const Payload&) = delete;
+    Payload& operator=(const Payload&) = delete;
+    std::shared_ptr<Shared> shared;
+    int number;
+    ~Payload() {
+      std::unique_lock lock(shared->mutex);
+      bool seen = shared->changed.wait_for(lock, 2s, [&] { return shared->answered >= number; });
+      ++(seen ? shared->freed_after_answer : shared->freed_before_answer);
+      shared->changed.notify_all();
+    }
+  };
+  int served = 0;
+  auto serve = [&](vscaler::net::Request& request) {
+    http::Response response{200, http::kText, "ok\n", {}, false, nullptr};
+    response.free_after_write = std::make_shared<Payload>(shared, ++served);
+    (void)request;
+    return response;
+  };
+  Registry registry;
+  vscaler::net::FrontEndOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.workers = 1;
+  options.event_loops = 1;
+  options.registry = &registry;
+  // Both paths: served on the loop thread (/quick) and by a worker (/worker).
+  vscaler::net::FrontEnd front_end(
+      nullptr, options, serve,
+      [](const http::RequestHead&, int, vscaler::net::Clock::time_point) {},
+      [](const vscaler::net::Request& request) { return request.head.target == "/quick"; });
+  auto port = front_end.start();
+  REQUIRE(port.ok());
+  httplib::Client client("127.0.0.1", *port);
+  client.set_keep_alive(true);
+  int number = 0;
+  for (const char* path : {"/quick", "/worker", "/quick", "/worker"}) {
+    auto result = client.Post(path, "{}", "application/json");
+    REQUIRE(result);
+    CHECK(result->body == "ok\n");
+    std::unique_lock lock(shared->mutex);
+    shared->answered = ++number;
+    shared->changed.notify_all();
+    // Freed by now (bounded: the payload waits 2 s at most).
+    CHECK(shared->changed.wait_for(lock, 5s, [&] {
+      return shared->freed_after_answer + shared->freed_before_answer == number;
+    }));
+  }
+  front_end.stop(1s);
+  CHECK(shared->freed_after_answer == 4);
+  CHECK(shared->freed_before_answer == 0);
 }
