@@ -105,7 +105,7 @@ start_operator() {
       local variant=()
       [ "$kind" = peer-meta ] && variant=(--metadata-only)
       command=("$bench_bin/peer-controller-runtime" --kubeconfig "$KUBECONFIG" "${variant[@]}"
-        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" --dashboard-addr "" "$@")
+        --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" "$@")
       ;;
     *)
       echo "start_operator: unknown kind $kind" >&2
