@@ -5,7 +5,7 @@
 # more passes and prints, on stderr, the last passes' "recommender pass" log lines and, on stdout,
 # "key<TAB>value" lines: wall_s, requests and write_wait_s (the time the pass waited for its
 # status writes) of the last pass, cpu_s (the operator's CPU seconds
-# between the last two passes: one pass plus an idle interval), rss_kib, pods, namespace (deleted
+# between the last two passes: one pass plus an idle interval), rss_kib, rss_peak_kib (VmHWM), pods, namespace (deleted
 # at exit unless RECOMMENDER_PASS_KEEP=1, for a peer to measure on the same pods). Needs a running
 # full cluster (test/cluster/up.sh) with room for N*REPLICAS pods, and the env of test/run.sh
 # (KUBECONFIG, KUBECTL, VSCALER_BIN). RECOMMENDER_PASS_NAMESPACE=NS measures on the workloads an
@@ -78,5 +78,6 @@ printf 'write_wait_s\t%s\n' "$(field write_wait_seconds)"
 printf 'published\t%s\n' "$(field published)"
 printf 'cpu_s\t%s\n' "$(awk -v t="$((ticks1 - ticks0))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')"
 printf 'rss_kib\t%s\n' "$(awk '/VmRSS/ {print $2}' "/proc/$OPERATOR_PID/status")"
+printf 'rss_peak_kib\t%s\n' "$(awk '/VmHWM/ {print $2}' "/proc/$OPERATOR_PID/status")"
 printf 'pods\t%s\n' "$pods"
 printf 'namespace\t%s\n' "$ns"
