@@ -361,6 +361,7 @@ int main(int argc, char** argv) {
     return argc >= 2 ? 2 : 0;
   }
   vscaler::controller::limit_malloc_arenas(2);
+  vscaler::controller::map_large_allocations(256 << 10);
   auto options = cmd::parse_options(std::vector<std::string>(argv + 1, argv + argc));
   if (!options.ok()) {
     std::fprintf(stderr, "vscaler: %s\n", options.error().c_str());

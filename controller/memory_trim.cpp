@@ -21,6 +21,16 @@ void limit_malloc_arenas(int arenas) {
 #endif
 }
 
+void map_large_allocations(std::size_t bytes) {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min<std::size_t>(bytes, 32u << 20)));
+  }
+#else
+  (void)bytes;
+#endif
+}
+
 MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds min_interval, std::function<void()> trim)
     : min_interval_(min_interval), trim_(std::move(trim)) {
   if (!trim_) {

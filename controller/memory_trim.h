@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -18,6 +19,16 @@ namespace vscaler::controller {
 /// resync); each keeps its own free memory, so a burst on many threads leaves RSS far above the
 /// live heap. Call first in main, before any thread starts. A no-op without glibc.
 void limit_malloc_arenas(int arenas);
+
+/// Fixes glibc's mmap threshold at `bytes` (mallopt M_MMAP_THRESHOLD) unless
+/// MALLOC_MMAP_THRESHOLD_ is set in the environment: every block of that size or more gets pages
+/// of its own, returned to the OS when freed. glibc's default threshold rises to the largest
+/// block freed so far (up to 32 MiB), after which the big transient buffers of a list (a page's
+/// body, simdjson's parser sized to it: 8 MiB for 500 pods) come from the heap, fragment it, and
+/// stay in the RSS. 3,000 scalers over 3,000 pods (bench/tools/recommender_pass.sh, interleaved
+/// runs): peak RSS 45-53 MiB with the default, 41-42 MiB with 256 KiB. Call first in main,
+/// before any thread starts. A no-op without glibc.
+void map_large_allocations(std::size_t bytes);
 
 /// glibc's malloc keeps freed memory in its arenas. After the burst of reconciles that follows a
 /// start or a relist (each one parses a whole Deployment), the operator's RSS stayed at two to

@@ -1,8 +1,13 @@
 // MemoryTrimmer: rate limiting, and (with glibc) that memory freed in another thread's arena is
-// given back to the OS, which glibc does not do by itself while a live block sits above it.
+// given back to the OS, which glibc does not do by itself while a live block sits above it;
+// map_large_allocations: big buffers keep pages of their own.
 #include "controller/memory_trim.h"
 
 #include <doctest/doctest.h>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <fstream>
@@ -68,6 +73,23 @@ TEST_CASE("memory trimmer: a burst freed in a worker's arena leaves the RSS") {
                          << after_trim);
   CHECK(after_free > during - 50'000);       // glibc kept most of the ~190 MiB burst
   CHECK(after_trim < after_free - 100'000);  // the trim gave it back
+}
+#endif
+
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+TEST_CASE("large allocations: mapped and unmapped whole, also after a larger one was freed") {
+  // glibc's own threshold rises to the largest mapped block freed (here 4 MiB), and the next
+  // 1 MiB buffer would come from the heap; fixed at 256 KiB, it gets pages of its own.
+  vscaler::controller::map_large_allocations(256 << 10);
+  std::unique_ptr<char[]> large(new char[4 << 20]);
+  large[0] = 1;
+  large.reset();
+  const int mapped_before = mallinfo2().hblks;
+  std::unique_ptr<char[]> next(new char[1 << 20]);
+  next[0] = 1;
+  CHECK(mallinfo2().hblks == mapped_before + 1);
+  next.reset();
+  CHECK(mallinfo2().hblks == mapped_before);  // and its pages went back on free
 }
 #endif
 
