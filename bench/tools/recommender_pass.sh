@@ -4,9 +4,9 @@
 # --recommender-interval INTERVAL (default 10s). Once every scaler is Recommended it waits for two
 # more passes and prints, on stderr, the last passes' "recommender pass" log lines and, on stdout,
 # "key<TAB>value" lines: wall_s, requests and write_wait_s (the time the pass waited for its
-# status writes) of the last pass, cpu_s (the operator's CPU seconds
-# between the last two passes: one pass plus an idle interval), rss_kib, rss_peak_kib (VmHWM), pods, namespace (deleted
-# at exit unless RECOMMENDER_PASS_KEEP=1, for a peer to measure on the same pods). Needs a running
+# status writes) of the last pass, cpu_s (the operator's CPU seconds between the last two passes:
+# one pass plus an idle interval), rss_kib, rss_peak_kib (VmHWM), pods, namespace (deleted at
+# exit unless RECOMMENDER_PASS_KEEP=1, for a peer to measure on the same pods). Needs a running
 # full cluster (test/cluster/up.sh) with room for N*REPLICAS pods, and the env of test/run.sh
 # (KUBECONFIG, KUBECTL, VSCALER_BIN). RECOMMENDER_PASS_NAMESPACE=NS measures on the workloads an
 # earlier run kept there (RECOMMENDER_PASS_KEEP=1) instead of creating them: at 10,000 that is
