@@ -453,12 +453,15 @@ class PooledTransport final : public Transport {
         out.body = std::move(response.body);
         return out;
       }
-      // A kept-alive connection the server closed meanwhile fails at once; an idempotent
-      // request is sent again once on a new connection, as Go's net/http does.
+      // A kept-alive connection the server closed meanwhile fails at once. The request is
+      // sent again, once, on a new connection, as Go's net/http does: an idempotent one
+      // always; any other only when writing it failed, since the server then never had all of
+      // it and cannot have acted on it (after a failed read it may have).
       const bool stale = reused &&
                          (error == httplib::Error::Read || error == httplib::Error::Write) &&
                          Clock::now() - start < std::chrono::seconds(1);
-      if (attempt == 0 && stale && idempotent) continue;
+      const bool unsent = error == httplib::Error::Write;
+      if (attempt == 0 && stale && (idempotent || unsent)) continue;
       return fail(shared_->failure(error, connection, Clock::now() - start, limit));
     }
   }

@@ -1,13 +1,18 @@
-// PooledTransport against a plain-HTTP local server whose every answer takes 1 s: a caller waiting
-// for a connection from a busy pool gives up at its request timeout instead of queueing behind
-// every earlier caller.
+// PooledTransport against plain-HTTP local servers: one whose every answer is slow (a caller
+// waiting for a connection from a busy pool gives up at its request timeout instead of queueing
+// behind every earlier caller), and one that resets kept-alive connections (what is sent again).
 #include "kube/transport.h"
 
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,4 +109,167 @@ TEST_CASE("a request with a timeout of its own ends by it, and the connection ke
   HttpRequest fast;
   fast.target = "/fast";
   CHECK((*transport)->send(fast).ok());
+}
+
+namespace {
+
+// What ResettingServer does to the first connection's second request.
+enum class Reset {
+  kWhileIdle,          ///< resets the connection before it comes, while it idles in the pool
+  kAfterHeaders,       ///< reads its headers, then resets before the body arrived
+  kAfterWholeRequest,  ///< reads all of it, then resets without answering
+};
+
+// A raw HTTP/1.1 server on 127.0.0.1 that answers each request "{}" with keep-alive and records
+// the requests it read whole, by method, except on its first connection's second request (see
+// Reset): there it resets the connection (SO_LINGER 0). httplib's server cannot be made to
+// drop a kept-alive connection on cue.
+class ResettingServer {
+ public:
+  explicit ResettingServer(Reset reset) : reset_(reset) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(listener_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(listener_, 8) == 0);
+    socklen_t length = sizeof address;
+    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ResettingServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+  }
+  ClientConfig config() const {
+    ClientConfig config;
+    config.server = "http://127.0.0.1:" + std::to_string(port_);
+    config.max_connections = 1;
+    return config;
+  }
+  /// The methods of the requests read whole, in order; call after the client is done.
+  std::vector<std::string> methods() {
+    std::lock_guard lock(mutex_);
+    return methods_;
+  }
+
+ private:
+  // Connections are served one after another: the client's pool holds one at a time.
+  void serve() {
+    for (bool first = true;; first = false) {
+      int connection = ::accept(listener_, nullptr, nullptr);
+      if (connection < 0) return;
+      for (int request = 0;; ++request) {
+        const bool reset_here = first && request == 1;
+        if (reset_here && reset_ == Reset::kWhileIdle) break;
+        std::string method = read_request(connection, reset_here && reset_ == Reset::kAfterHeaders);
+        if (method.empty()) break;
+        {
+          std::lock_guard lock(mutex_);
+          methods_.push_back(method);
+        }
+        if (reset_here) break;
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+        if (::send(connection, answer.data(), answer.size(), MSG_NOSIGNAL) < 0) break;
+      }
+      linger reset{1, 0};
+      ::setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      ::close(connection);
+    }
+  }
+  // Reads one request (headers and a Content-Length body); returns its method, or "" at EOF
+  // and when `headers_only` (the body is left unread).
+  static std::string read_request(int connection, bool headers_only) {
+    std::string data;
+    char buffer[4096];
+    std::size_t body_from = std::string::npos;
+    std::size_t length = 0;
+    for (;;) {
+      if (body_from == std::string::npos) {
+        if (auto end = data.find("\r\n\r\n"); end != std::string::npos) {
+          if (headers_only) return "";
+          body_from = end + 4;
+          if (auto at = data.find("Content-Length: "); at != std::string::npos && at < end) {
+            length = std::stoul(data.substr(at + 16));
+          }
+        }
+      }
+      if (body_from != std::string::npos && data.size() >= body_from + length) break;
+      ssize_t got = ::recv(connection, buffer, sizeof buffer, 0);
+      if (got <= 0) return "";
+      data.append(buffer, static_cast<std::size_t>(got));
+    }
+    return data.substr(0, data.find(' '));
+  }
+
+  Reset reset_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<std::string> methods_;
+};
+
+// A merge PATCH of `body_bytes` bytes.
+HttpRequest patch_request(std::size_t body_bytes) {
+  HttpRequest request;
+  request.method = "PATCH";
+  request.target = "/apis/x/v1/namespaces/a/things/b/status";
+  request.body = R"({"status":{"note":")" + std::string(body_bytes, 'x') + R"("}})";
+  request.content_type = "application/merge-patch+json";
+  return request;
+}
+
+// Sends a GET on a new transport, so that its one pooled connection has served a request.
+std::shared_ptr<Transport> transport_with_used_connection(const ClientConfig& config) {
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest get;
+  get.target = "/api";
+  REQUIRE((*transport)->send(get).ok());
+  return *transport;
+}
+
+}  // namespace
+
+TEST_CASE("a pooled connection the server reset while idle is replaced before a PATCH") {
+  // httplib checks a kept-alive socket before it reuses it: the PATCH goes out once, on a new
+  // connection, and nothing here has to send it again.
+  ResettingServer server(Reset::kWhileIdle);
+  auto transport = transport_with_used_connection(server.config());
+  std::this_thread::sleep_for(100ms);  // the reset reaches the client's socket
+  auto answer = transport->send(patch_request(10));
+  INFO((answer.ok() ? std::string() : answer.error().message));
+  CHECK(answer.ok());
+  CHECK(server.methods() == std::vector<std::string>{"GET", "PATCH"});
+  CHECK(transport->stats().connections_opened == 2);
+}
+
+TEST_CASE("a PATCH that could not be sent whole on a kept-alive connection goes out again") {
+  // The server resets the kept-alive connection after the PATCH's headers; writing its 16 MiB
+  // body (more than the sockets' buffers hold) fails. The server never had the whole request,
+  // so it cannot have applied it: it is sent again on a new connection, as Go's net/http does.
+  ResettingServer server(Reset::kAfterHeaders);
+  auto transport = transport_with_used_connection(server.config());
+  auto answer = transport->send(patch_request(16 << 20));
+  INFO((answer.ok() ? std::string() : answer.error().message));
+  CHECK(answer.ok());
+  CHECK(server.methods() == std::vector<std::string>{"GET", "PATCH"});
+  CHECK(transport->stats().requests == 3);
+}
+
+TEST_CASE("a PATCH the server read whole before the connection failed is not sent again") {
+  // The server may have applied it: the caller gets the failure and decides (a status write is
+  // redone by the next pass from fresh state).
+  ResettingServer server(Reset::kAfterWholeRequest);
+  auto transport = transport_with_used_connection(server.config());
+  auto answer = transport->send(patch_request(10));
+  REQUIRE_FALSE(answer.ok());
+  CHECK(answer.error().kind == ErrorKind::kTransport);
+  CHECK(server.methods() == std::vector<std::string>{"GET", "PATCH"});
+  CHECK(transport->stats().requests == 2);
 }
