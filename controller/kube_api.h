@@ -42,7 +42,11 @@ class KubeReconcileApi : public ReconcileApi {
 /// ResyncApi over the API server: metadata-only reads (PartialObjectMetadata), paginated.
 class KubeResyncApi : public ResyncApi {
  public:
-  explicit KubeResyncApi(kube::Client client) : client_(std::move(client)) {}
+  /// Items per page of list_workloads: client-go's pager's 500, the recommender's too.
+  static constexpr int kDefaultPageLimit = 500;
+  /// `page_limit` > 0; tests page small lists with a small one.
+  explicit KubeResyncApi(kube::Client client, int page_limit = kDefaultPageLimit)
+      : client_(std::move(client)), page_limit_(page_limit) {}
   kube::Result<std::vector<WorkloadMeta>, kube::ApiError> list_workloads(const std::string& ns,
                                                                          const std::string& kind,
                                                                          int& calls) override;
@@ -52,6 +56,7 @@ class KubeResyncApi : public ResyncApi {
 
  private:
   kube::Client client_;
+  int page_limit_;
 };
 
 /// OptInApi over the API server: the labelled namespaces' names (metadata only), and made

@@ -91,8 +91,9 @@ struct ListOptions {
   /// Objects per page; 0 asks for everything in one answer. Pages keep a busy server's memory
   /// bounded; the API server serves every page from the snapshot of the first.
   std::int64_t limit = 500;
-  /// "" = a consistent, up-to-date list; "0" = whatever the watch cache has (cheaper, possibly
-  /// stale, and old servers ignore `limit` with it).
+  /// "" = a consistent, up-to-date list; "0" = whatever the watch cache has (no read of etcd,
+  /// possibly stale, and the API server, v1.36 too, ignores `limit` with it: every object in
+  /// one answer).
   std::string resource_version;
   /// Called after each page (progress, tests); may be empty.
   std::function<void(const ListPage&)> on_page;

@@ -7,8 +7,12 @@
 
 namespace vscaler::recommender {
 
-KubeRecommenderApi::KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options)
-    : client_(client), source_(client, std::move(source_options)), checkpoints_(client) {}
+KubeRecommenderApi::KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options,
+                                       std::int64_t node_page_limit)
+    : client_(client),
+      node_page_limit_(node_page_limit),
+      source_(client, std::move(source_options)),
+      checkpoints_(client) {}
 
 void KubeRecommenderApi::begin_pass(std::set<std::string> shared_namespaces) {
   pass_ = PassReads(std::move(shared_namespaces));
@@ -21,9 +25,11 @@ void KubeRecommenderApi::end_pass() {
 kube::Result<ResourceMap, kube::ApiError> KubeRecommenderApi::largest_node() {
   LargestNode largest;
   kube::ListOptions options;
-  options.resource_version = "0";  // the watch cache: a cap needs no quorum read
+  // A consistent list (served from the watch cache too, after one read of etcd's revision), not
+  // resourceVersion=0: with that the API server ignores `limit` and answers every node at once.
   // Each node is reduced as its page arrives, so 5,000 nodes are never held at once. A list
   // restarted after an expired token sees nodes twice: a maximum does not mind.
+  options.limit = node_page_limit_;
   options.on_item = [&largest](nlohmann::json& node, int) { largest.add(node); };
   auto listed = client_.list(kube::resources::kNodes, "", options);
   if (!listed.ok()) return kube::fail(listed.error());

@@ -4,6 +4,7 @@
 // kube client.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -57,8 +58,13 @@ class RecommenderApi {
 /// The real calls, through one kube client.
 class KubeRecommenderApi final : public RecommenderApi {
  public:
+  /// Nodes per page of largest_node's list: a node with its images is 10-30 KB, so a page of
+  /// 100 is a few MB however many nodes the cluster has.
+  static constexpr std::int64_t kNodePageLimit = 100;
+
   /// Calls through `client` with field manager "vscaler".
-  explicit KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options = {});
+  explicit KubeRecommenderApi(kube::Client client, MetricsSourceOptions source_options = {},
+                              std::int64_t node_page_limit = kNodePageLimit);
 
   void begin_pass(std::set<std::string> shared_namespaces) override;
   void end_pass() override;
@@ -79,6 +85,7 @@ class KubeRecommenderApi final : public RecommenderApi {
 
  private:
   kube::Client client_;
+  std::int64_t node_page_limit_;
   MetricsSource source_;
   PassReads pass_;  ///< the current pass's namespace-wide lists
   CheckpointStore checkpoints_;

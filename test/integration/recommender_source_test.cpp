@@ -5,16 +5,19 @@
 // from the metrics API is MetricsUnavailable (NoMetrics), not a failure; CheckpointStore writes and
 // reads back a checkpoint that restores the same recommendation (alone, or with the namespace's
 // in one list), and ignores one that does not parse or whose owner is another scaler. A pass
-// sharing the namespace reads the same pods from namespace-wide lists. Runs on the full plane
+// sharing the namespace reads the same pods from namespace-wide lists. The largest node comes from
+// a node list read page by page. Runs on the full plane
 // (FULL_PLANE_INTEGRATION in test/run.sh).
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "kube_support.h"
 #include "recommender/checkpoint_store.h"
 #include "recommender/metrics_source.h"
+#include "recommender/recommender_api.h"
 #include "recommender/scaler_history.h"
 
 using namespace kube_test;
@@ -427,4 +430,31 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   REQUIRE(restored->history.has_value());
   CHECK(restored->history->recommendations(aggregate_options, recommendation_options) ==
         recommendations);
+}
+
+TEST_CASE("the largest node is read from a paged node list, every page of it") {
+  // With resourceVersion=0 the API server would answer every node at once whatever the limit: a
+  // page of one node per request shows the list really pages (kwok's nodes are alike, so the
+  // largest is any node's allocatable).
+  auto client = admin_client();
+  auto nodes = client.list(kube::resources::kNodes, "", kube::ListOptions{});
+  REQUIRE_MESSAGE(nodes.ok(), (nodes.ok() ? "" : nodes.error().to_string()));
+  const std::size_t count = nodes->items.size();
+  REQUIRE(count >= 2);
+  KubeRecommenderApi api(client, {}, 1);
+  const auto before = client.transport().stats().requests;
+  auto largest = api.largest_node();
+  REQUIRE_MESSAGE(largest.ok(), (largest.ok() ? "" : largest.error().to_string()));
+  CHECK(client.transport().stats().requests - before == count);
+  for (const char* resource : {"cpu", "memory"}) {
+    std::optional<kube::Quantity> most;
+    for (const auto& node : nodes->items) {
+      auto value = kube::Quantity::parse(
+          node.at("status").at("allocatable").at(resource).get<std::string>());
+      REQUIRE(value.ok());
+      if (!most || *most < *value) most = *value;
+    }
+    REQUIRE(largest->count(resource) == 1);
+    CHECK(largest->at(resource) == *most);
+  }
 }
