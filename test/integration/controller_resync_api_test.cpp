@@ -17,17 +17,18 @@ namespace {
 // A Deployment of no replicas: nothing for a controller (on the full plane) to start.
 json idle_deployment(const std::string& name) {
   json labels = {{"app", name}};
-  return json{{"apiVersion", "apps/v1"},
-              {"kind", "Deployment"},
-              {"metadata", {{"name", name}}},
-              {"spec",
-               {{"replicas", 0},
-                {"selector", {{"matchLabels", labels}}},
-                {"template",
-                 {{"metadata", {{"labels", labels}}},
-                  {"spec",
-                   {{"containers", json::array({{{"name", "app"},
-                                                 {"image", "registry.k8s.io/pause:3.10"}}})}}}}}}}};
+  return json{
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", name}}},
+      {"spec",
+       {{"replicas", 0},
+        {"selector", {{"matchLabels", labels}}},
+        {"template",
+         {{"metadata", {{"labels", labels}}},
+          {"spec",
+           {{"containers",
+             json::array({{{"name", "app"}, {"image", "registry.k8s.io/pause:3.10"}}})}}}}}}}};
 }
 
 }  // namespace
