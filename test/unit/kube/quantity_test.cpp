@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 using vscaler::kube::Int128;
 using vscaler::kube::Quantity;
 using vscaler::kube::QuantityFormat;
@@ -127,4 +130,38 @@ TEST_CASE("parse -> print -> parse keeps the value") {
     CHECK_MESSAGE(*again == first, text);
     CHECK(again->to_string() == first.to_string());
   }
+}
+
+TEST_CASE("digits print alike below and above 2^64 nanos, where 64-bit arithmetic stops") {
+  // The reference: the digits by 128-bit division, one at a time.
+  auto reference = [](Int128 value) {
+    std::string digits;
+    Int128 magnitude = value < 0 ? -value : value;
+    do {
+      digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(magnitude % 10)));
+      magnitude /= 10;
+    } while (magnitude != 0);
+    return value < 0 ? "-" + digits : digits;
+  };
+  const Int128 two_to_64 = Int128{1} << 64;
+  std::vector<Int128> values = {1, 7, 999'999'999, two_to_64 - 1, two_to_64 + 1};
+  for (Int128 power = 10; power < (Int128{1} << 120); power *= 10) {
+    values.push_back(power + 1);  // a 1, zeros, a 1: no trailing zero to strip
+    values.push_back(power * 3 + 7);
+  }
+  for (Int128 value : values) {
+    for (Int128 signed_value : {value, -value}) {
+      // A last digit that is not 0: printed whole, in nanos.
+      CHECK(Quantity::from_nanos(signed_value).to_string() == reference(signed_value) + "n");
+      // The same digits times 10^9 are whole units: the zeros go, exponent 0 has no suffix.
+      if (signed_value < Int128{1} << 90 && signed_value > -(Int128{1} << 90)) {
+        Quantity units = Quantity::from_nanos(signed_value * 1'000'000'000);
+        CHECK(units.to_string() == reference(signed_value));
+        CHECK(Quantity::parse(units.to_string())->nanos() == units.nanos());
+      }
+    }
+  }
+  // Zeros stripped in 128-bit arithmetic only: 2^64 thousand units, 12 zeros after 2^64.
+  CHECK(Quantity::from_nanos(two_to_64 * 1'000'000'000'000).to_string() ==
+        reference(two_to_64) + "k");
 }
