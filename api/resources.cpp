@@ -3,7 +3,9 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace vscaler::api {
 namespace {
@@ -25,7 +27,8 @@ void apply_section(const ResourceMap& declared, const char* section, ContainerPl
   json& target = plan.merged[section];
   if (!target.is_object()) target = json::object();
   for (const auto& [resource, quantity] : declared) {
-    plan.declared[section][resource] = quantity.to_string();
+    std::string text = quantity.to_string();
+    plan.declared[section][resource] = text;
     auto existing = target.find(resource);
     if (existing != target.end()) {
       auto value = stored_quantity(*existing);
@@ -34,7 +37,7 @@ void apply_section(const ResourceMap& declared, const char* section, ContainerPl
           std::string(section) + "." + resource + "=" +
           (existing->is_string() ? existing->get<std::string>() : existing->dump()));
     }
-    target[resource] = quantity.to_string();
+    target[resource] = std::move(text);
     plan.changed = true;
   }
 }

@@ -53,7 +53,10 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
     return values;
   }
   // A CREATE or a real template change: the write rolls out anyway, so it carries the latest
-  // values (Initial's only chance, Auto's fast path).
+  // values (Initial's only chance, Auto's fast path). With no recommendation stored there is
+  // nothing to apply (a scaler of fixed values, a young one): the walk over the template would
+  // only find that out, at about 1.6 us of a 20 KB review's ~35 us.
+  if (recommendations.empty()) return values;
   auto containers =
       recommender::recommended_containers(scaler, request.object, recommendations, limit_range);
   values.desired = std::move(containers.desired);
