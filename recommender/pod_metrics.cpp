@@ -5,9 +5,8 @@
 #include "recommender/json_fields.h"
 
 namespace vscaler::recommender {
-namespace {
 
-kube::Result<PodUsage> parse_item(const nlohmann::json& item, const std::string& path) {
+kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::string& path) {
   if (!item.is_object()) return kube::fail(path + ": must be an object");
   PodUsage pod;
   const auto* metadata = child(item, "metadata");
@@ -44,8 +43,6 @@ kube::Result<PodUsage> parse_item(const nlohmann::json& item, const std::string&
   return pod;
 }
 
-}  // namespace
-
 kube::Result<PodMetricsParse> parse_pod_metrics_list(const nlohmann::json& list) {
   const auto* items = child(list, "items");
   if (!items || !items->is_array()) {
@@ -53,7 +50,7 @@ kube::Result<PodMetricsParse> parse_pod_metrics_list(const nlohmann::json& list)
   }
   PodMetricsParse out;
   for (std::size_t i = 0; i < items->size(); ++i) {
-    auto pod = parse_item((*items)[i], "items[" + std::to_string(i) + "]");
+    auto pod = parse_pod_metrics((*items)[i], "items[" + std::to_string(i) + "]");
     if (pod.ok()) {
       out.pods.push_back(std::move(pod).value());
     } else {

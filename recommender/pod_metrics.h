@@ -36,6 +36,9 @@ struct PodMetricsParse {
   std::vector<std::string> errors;  ///< e.g. "items[2].containers[0].usage.cpu: invalid ..."
 };
 
+/// Parses one PodMetrics of a list; the error names the field after `path` ("items[3]").
+kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::string& path);
+
 /// Parses a PodMetricsList. An error only when the document is not a list at all (no `items`
 /// array), naming what is wrong.
 kube::Result<PodMetricsParse> parse_pod_metrics_list(const nlohmann::json& list);

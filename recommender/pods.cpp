@@ -25,6 +25,13 @@ std::optional<ControllerRef> controller_of(const json& metadata) {
   return std::nullopt;
 }
 
+const json* items_of(const json& list) {
+  const auto* items = child(list, "items");
+  return items && items->is_array() ? items : nullptr;
+}
+
+}  // namespace
+
 kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
   PodInfo pod;
   const auto* metadata = child(item, "metadata");
@@ -93,13 +100,6 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
   }
   return pod;
 }
-
-const json* items_of(const json& list) {
-  const auto* items = child(list, "items");
-  return items && items->is_array() ? items : nullptr;
-}
-
-}  // namespace
 
 const PodContainer* find_container(const PodInfo& pod, const std::string& name) {
   for (const auto& c : pod.containers) {

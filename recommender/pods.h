@@ -72,6 +72,9 @@ struct PodListParse {
   std::vector<std::string> errors;  ///< one message per skipped pod, naming the field
 };
 
+/// Parses one Pod of a PodList; the error names the field after `path` ("items[3]").
+kube::Result<PodInfo> parse_pod(const nlohmann::json& item, const std::string& path);
+
 /// Parses a PodList; an error only when `items` is not an array.
 kube::Result<PodListParse> parse_pod_list(const nlohmann::json& list);
 
