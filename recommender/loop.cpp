@@ -149,13 +149,40 @@ void RecommenderLoop::stop() {
     stopped_ = true;
     stopping_ = true;
   }
+  stop_requested_.store(true);
   wake_.notify_all();
   if (!thread_.joinable()) return;
-  thread_.join();  // its last pass waited for its writes
+  thread_.join();  // a pass under way ended early, after the writes it had queued
   // Best effort, and only while still leading (the fencing check of every leader step): a
   // replica that lost the Lease has nothing it may write.
-  if (was_leading_) save_checkpoints();
+  if (was_leading_) save_checkpoints_at_shutdown();
   if (writers_) writers_->stop();
+}
+
+void RecommenderLoop::save_checkpoints_at_shutdown() {
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + options_.shutdown_checkpoint_budget;
+  auto past_deadline = [deadline] { return std::chrono::steady_clock::now() >= deadline; };
+  CheckpointRound total;
+  for (unsigned i = 0; i < kCheckpointSlices; ++i) {
+    auto round = save_checkpoints_until((next_checkpoint_slice_ + i) % kCheckpointSlices,
+                                        kCheckpointSlices, past_deadline);
+    total.written += round.written;
+    total.left += round.left;
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - started);
+  if (total.left == 0) {
+    log::info(kLogger, "checkpoints written before stopping",
+              {{"written", std::to_string(total.written)}, {"ms", std::to_string(took.count())}});
+    return;
+  }
+  log::warn(kLogger,
+            "not every changed checkpoint written before stopping: those scalers resume from "
+            "their last checkpoint, at most --checkpoint-interval old",
+            {{"written", std::to_string(total.written)},
+             {"left", std::to_string(total.left)},
+             {"budget_ms", std::to_string(options_.shutdown_checkpoint_budget.count())}});
 }
 
 void RecommenderLoop::on_started_leading() {
@@ -182,7 +209,6 @@ void RecommenderLoop::run() {
   // over the interval (VPA writes them all at once, and fails at ~3,800, VPA #6368).
   const auto checkpoint_tick = std::max<std::chrono::milliseconds>(
       options_.checkpoint_interval / kCheckpointSlices, std::chrono::milliseconds(1));
-  unsigned checkpoint_slice = 0;
   auto next_checkpoint = next_pass + checkpoint_tick;
   while (true) {
     bool woken = false;
@@ -214,8 +240,11 @@ void RecommenderLoop::run() {
       run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers);
     }
     if (now >= next_checkpoint) {
-      save_checkpoints(checkpoint_slice, kCheckpointSlices);
-      checkpoint_slice = (checkpoint_slice + 1) % kCheckpointSlices;
+      // Cut short by stop(), which goes on from this slice within its budget.
+      auto round = save_checkpoints_until(next_checkpoint_slice_, kCheckpointSlices,
+                                          [this] { return stop_requested_.load(); });
+      if (round.left > 0) return;
+      next_checkpoint_slice_ = (next_checkpoint_slice_ + 1) % kCheckpointSlices;
       next_checkpoint = clock::now() + checkpoint_tick;
     }
   }
@@ -292,7 +321,13 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   // of hundreds, each wake a pass) reuses its caps, unless none were computed yet.
   if (!actives.empty() && (!only_new || !caps_ready_)) refresh_caps(summary);
   list_checkpoints(actives, shared, summary);
+  bool cut_short = false;
   for (const api::Scaler* active : actives) {
+    if (stop_requested_.load(std::memory_order_relaxed)) {
+      // Shutting down: the rest wait for the next leader's pass, not for the kubelet's SIGKILL.
+      cut_short = true;
+      break;
+    }
     auto [it, inserted] = tracked_.try_emplace(active->uid);
     if (inserted) it->second.key = active->key();
     ++summary.scalers;
@@ -303,6 +338,12 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   api_.end_pass();
   listed_namespaces_.clear();
   listed_checkpoints_.clear();
+  if (cut_short) {
+    log::info(
+        kLogger, "recommender pass cut short: stopping",
+        {{"scalers", std::to_string(summary.scalers)}, {"of", std::to_string(actives.size())}});
+    return summary;
+  }
   // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
   for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
     if (present.count(it->first)) {
@@ -658,13 +699,23 @@ bool RecommenderLoop::still_leading(std::string_view write) {
 }
 
 std::size_t RecommenderLoop::save_checkpoints(unsigned slice, unsigned slices) {
+  return save_checkpoints_until(slice, slices, [] { return false; }).written;
+}
+
+RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
+    unsigned slice, unsigned slices, const std::function<bool()>& give_up) {
   fenced_logged_.store(false);
-  if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return 0;
-  std::size_t written = 0;
+  CheckpointRound round;
+  if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return round;
+  std::size_t& written = round.written;
   for (auto& [uid, tracked] : tracked_) {
     if (!tracked.restored || tracked.history.aggregates().empty()) continue;
     if (tracked.history.revision() == tracked.saved_revision) continue;  // unchanged
     if (slices > 1 && std::hash<std::string>{}(uid) % slices != slice) continue;
+    if (round.left > 0 || give_up()) {
+      ++round.left;
+      continue;
+    }
     if (!still_leading("checkpoint")) break;
     const ScalerId id = id_of(uid, tracked);
     write_rate_.acquire();
@@ -678,7 +729,7 @@ std::size_t RecommenderLoop::save_checkpoints(unsigned slice, unsigned slices) {
           {{"namespace", id.namespace_}, {"name", id.name}, {"error", saved.error().to_string()}});
     }
   }
-  return written;
+  return round;
 }
 
 const ScalerHistory* RecommenderLoop::history(const std::string& uid) const {

@@ -70,6 +70,13 @@ struct LoopOptions {
   /// the rest).
   double write_qps = 400;
   double write_burst = 100;
+  /// How long stop() may spend on the checkpoints changed since their last write, the slices
+  /// written longest ago first; the rest resume from their last checkpoint (at most
+  /// --checkpoint-interval old). Every history changes every pass, so at 10,000 scalers "all
+  /// changed" was 10,000 writes in one burst, over a minute at the API server's pace here: the
+  /// kubelet's SIGKILL (terminationGracePeriodSeconds, 30 s) came first and the Lease was never
+  /// released. 10 s leaves the rest of the grace period to the other steps of a shutdown.
+  std::chrono::milliseconds shutdown_checkpoint_budget{10'000};
 };
 
 /// What the wiring provides.
@@ -144,7 +151,9 @@ class RecommenderLoop {
 
   /// Starts the loop's thread (nothing when the interval is zero).
   void start();
-  /// Stops the thread, then writes the checkpoints once more if still leading. Idempotent.
+  /// Stops the thread (a pass under way stops after the scaler at hand and the writes already
+  /// queued), then, if still leading, writes the changed checkpoints for at most
+  /// LoopOptions::shutdown_checkpoint_budget. Idempotent.
   void stop();
   /// This replica just became leader: the next pass (run now) restores every history from its
   /// checkpoint first (the previous leader may have written newer ones). From any thread.
@@ -185,6 +194,16 @@ class RecommenderLoop {
   };
   // The ScalerId the checkpoint calls take.
   static ScalerId id_of(const std::string& uid, const Tracked& tracked);
+  // What a round of checkpoint writes did.
+  struct CheckpointRound {
+    std::size_t written = 0;
+    std::size_t left = 0;  // changed ones not written: `give_up` said so first
+  };
+  // save_checkpoints, asking `give_up` before each write.
+  CheckpointRound save_checkpoints_until(unsigned slice, unsigned slices,
+                                         const std::function<bool()>& give_up);
+  // stop()'s last round: every slice, from the one written longest ago, within the budget.
+  void save_checkpoints_at_shutdown();
   bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
                    PassSummary& summary);
   // Reads the checkpoints of the pass's unrestored scalers in each shared namespace with one
@@ -251,6 +270,11 @@ class RecommenderLoop {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  // stopping_ for the pass and the checkpoint ticks to read between two scalers, without mutex_.
+  std::atomic<bool> stop_requested_{false};
+  // The slice the next checkpoint tick writes: the one written longest ago (the loop's thread,
+  // then stop() after joining it).
+  unsigned next_checkpoint_slice_ = 0;
   bool reload_ = false;    // set by on_started_leading, consumed by the next pass
   bool woken_ = false;     // set by on_started_leading, consumed by the thread's wait
   bool appeared_ = false;  // set by on_scaler_appeared, consumed by the thread's wait

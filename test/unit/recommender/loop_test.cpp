@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -42,6 +43,7 @@ class FakeApi final : public RecommenderApi {
   int conflicts_to_inject = 0;
   int status_writes = 0;
   std::chrono::milliseconds patch_delay{0};  // how long a status write waits on the "server"
+  std::chrono::milliseconds save_delay{0};   // and a checkpoint write
   int patches_in_flight = 0;
   int most_patches_in_flight = 0;
   std::mutex mutex;
@@ -120,6 +122,7 @@ class FakeApi final : public RecommenderApi {
   }
   kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& id,
                                                             const ScalerHistory& history) override {
+    if (save_delay.count() > 0) std::this_thread::sleep_for(save_delay);
     std::lock_guard lock(mutex);
     calls.push_back("save " + id.name);
     bool existed = checkpoints.count(id.name) > 0;
@@ -647,6 +650,47 @@ TEST_CASE("the loop's thread passes on its interval and stops with a last checkp
   CHECK(f.api.count("save web") == 1);
   loop.stop();  // idempotent
   CHECK(f.api.count("save web") == 1);
+}
+
+TEST_CASE("stop() ends a pass under way and bounds the last checkpoints by its budget") {
+  Fixture f;
+  constexpr int kScalers = 48;
+  for (int i = 0; i < kScalers; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    f.add_scaler(scaler_object(name, "u" + std::to_string(i)));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  f.api.patch_delay = std::chrono::milliseconds(25);  // a pass: 48 writes in a row, 1.2 s
+  f.api.save_delay = std::chrono::milliseconds(25);   // a checkpoint write
+  LoopOptions options;
+  options.interval = std::chrono::hours(1);  // the first pass only
+  options.checkpoint_interval = std::chrono::hours(1);
+  options.status_writers = 0;
+  options.write_qps = 0;
+  options.shutdown_checkpoint_budget = std::chrono::milliseconds(150);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.start();
+  {
+    std::unique_lock lock(f.api.mutex);
+    REQUIRE(f.api.written.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return f.api.status_writes >= 16; }));
+  }
+  const auto stopping = std::chrono::steady_clock::now();
+  loop.stop();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopping).count();
+  // The pass stopped after the scaler at hand: most statuses were never written.
+  CHECK(f.api.status_writes < kScalers / 2);
+  // The checkpoints of the ~17 scalers passed (425 ms of writes), as many as fit in 150 ms.
+  std::vector<unsigned> slices;  // of the saved scalers, in order (the loop's 10 slices by uid)
+  for (const auto& call : f.api.calls) {
+    if (call.rfind("save w", 0) != 0) continue;
+    slices.push_back(std::hash<std::string>{}("u" + call.substr(6)) % 10);
+  }
+  CHECK(slices.size() >= 1);
+  CHECK(slices.size() <= 8);  // 6 fit in the budget, and the one under way at its end
+  CHECK(std::is_sorted(slices.begin(), slices.end()));  // slice 0 (the next tick's) first
+  CHECK(took < 0.8);  // against 0.8 s of pass left and 0.4 s of checkpoints unbounded
 }
 
 TEST_CASE("the first pass waits until the scalers are known; becoming leader passes at once") {
