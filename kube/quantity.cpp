@@ -56,8 +56,8 @@ Int128 divide_round_up(Int128 value, Int128 divisor, bool sticky) {
 
 // Quantities print on every admission review and status: the digits are worked out in 64-bit
 // arithmetic, where dividing by 10 is a multiplication, and 128-bit division (a call to
-// __divti3, ~20x slower) is left for the part of a value above 2^64 (memory beyond 16 EiB in
-// nanos, i.e. above ~17 GB).
+// __divti3, ~20x slower) is left for the part of a value above 2^64 nanos (~18.4 G units:
+// memory above ~17 GiB).
 __extension__ typedef unsigned __int128 Uint128;
 constexpr Uint128 kUint64Max = std::numeric_limits<std::uint64_t>::max();
 

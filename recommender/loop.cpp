@@ -707,7 +707,6 @@ RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
   fenced_logged_.store(false);
   CheckpointRound round;
   if (hooks_.begin_step && !hooks_.begin_step("checkpoint")) return round;
-  std::size_t& written = round.written;
   for (auto& [uid, tracked] : tracked_) {
     if (!tracked.restored || tracked.history.aggregates().empty()) continue;
     if (tracked.history.revision() == tracked.saved_revision) continue;  // unchanged
@@ -722,7 +721,7 @@ RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
     auto saved = api_.save_checkpoint(id, tracked.history);
     if (saved.ok()) {
       tracked.saved_revision = tracked.history.revision();
-      ++written;
+      ++round.written;
     } else if (!kube::is_not_found(saved.error())) {
       log::warn(
           kLogger, "cannot write the checkpoint; next interval",
