@@ -30,6 +30,18 @@ const char* level_name(Level level) {
 
 }  // namespace
 
+std::string quote_untrusted(std::string_view text) {
+  constexpr std::size_t kMaxShown = 64;
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    char c = text[i];
+    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
+  }
+  if (text.size() > kMaxShown) out += "...";
+  out += '"';
+  return out;
+}
+
 bool set_level(std::string_view level) {
   for (Level candidate : {Level::kDebug, Level::kInfo, Level::kWarn, Level::kError}) {
     if (level == level_name(candidate)) {

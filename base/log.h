@@ -21,6 +21,11 @@ bool set_level(std::string_view level);
 /// True when messages at `level` are written (check before building expensive fields).
 bool enabled(Level level);
 
+/// A short identifier from untrusted input (a request body, a patch), made safe to print in a
+/// message and a log line: quoted, printable ASCII only (others become '?'), at most 64
+/// characters and then "...".
+std::string quote_untrusted(std::string_view text);
+
 /// Writes one line: {"ts":...,"level":...,"logger":logger,"msg":message, fields...}.
 void write(Level level, std::string_view logger, std::string_view message,
            std::initializer_list<Field> fields = {});

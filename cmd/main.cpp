@@ -41,7 +41,7 @@
 namespace {
 
 using namespace vscaler;
-constexpr std::string_view kLogger = "main";
+constexpr std::string_view kMainLogger = "main";
 
 /// Checks, before anything starts, that the API server answers and lets us list VerticalScalers.
 /// Transient failures (network, 5xx) are retried for up to `patience`; anything else — TLS
@@ -59,12 +59,12 @@ bool resize_supported(const kube::Client& client) {
   auto version = answer.ok() ? kube::parse_server_version(*answer) : std::nullopt;
   if (!version) {
     log::warn(
-        kLogger, "cannot read the API server's version; assuming pods/resize exists",
+        kMainLogger, "cannot read the API server's version; assuming pods/resize exists",
         {{"error", answer.ok() ? std::string("unreadable answer") : answer.error().to_string()}});
     return true;
   }
   if (version->at_least(1, 33)) return true;
-  log::warn(kLogger,
+  log::warn(kMainLogger,
             "the API server is older than Kubernetes 1.33: InPlaceOrRecreate and InPlace apply "
             "values as Initial (ResizeUnsupported)",
             {{"version", std::to_string(version->major) + "." + std::to_string(version->minor)}});
@@ -91,7 +91,7 @@ kube::Result<kube::Unit> preflight(const kube::Client& client, const std::string
         (!throttled && std::chrono::steady_clock::now() >= deadline)) {
       return kube::fail(cause);
     }
-    log::warn(kLogger,
+    log::warn(kMainLogger,
               throttled ? "the API server throttles us; retrying after its Retry-After"
                         : "the API server is not reachable yet; retrying",
               {{"error", cause}});
@@ -122,23 +122,23 @@ int run(const cmd::Options& options) {
 
   auto config = kube::load_default(options.kubeconfig);
   if (!config.ok()) {
-    log::error(kLogger, "cannot load the cluster configuration", {{"error", config.error()}});
+    log::error(kMainLogger, "cannot load the cluster configuration", {{"error", config.error()}});
     return 1;
   }
   auto client = kube::Client::connect(*config);
   if (!client.ok()) {
-    log::error(kLogger, "cannot build the API client", {{"error", client.error()}});
+    log::error(kMainLogger, "cannot build the API client", {{"error", client.error()}});
     return 1;
   }
   if (auto ready = preflight(*client, options.namespace_, std::chrono::seconds(30)); !ready.ok()) {
-    log::error(kLogger, "cannot use the API server",
+    log::error(kMainLogger, "cannot use the API server",
                {{"server", config->server}, {"error", ready.error()}});
     return 1;
   }
   auto& registry = metrics::default_registry();
   auto leadership = cmd::Leadership::create(options, *config, registry);
   if (!leadership.ok()) {
-    log::error(kLogger, "cannot set up leader election", {{"error", leadership.error()}});
+    log::error(kMainLogger, "cannot set up leader election", {{"error", leadership.error()}});
     return 1;
   }
 
@@ -301,7 +301,7 @@ int run(const cmd::Options& options) {
 
   manager.start();
   if (auto started = server.start(); !started.ok()) {
-    log::error(kLogger, "cannot start the webhook server", {{"error", started.error()}});
+    log::error(kMainLogger, "cannot start the webhook server", {{"error", started.error()}});
     manager.stop();
     return 1;
   }
@@ -309,7 +309,7 @@ int run(const cmd::Options& options) {
   if (dashboard_server) endpoints.push_back(&*dashboard_server);
   for (auto* endpoint : endpoints) {
     if (auto started = endpoint->start(); !started.ok()) {
-      log::error(kLogger, "cannot start the health, metrics or dashboard server",
+      log::error(kMainLogger, "cannot start the health, metrics or dashboard server",
                  {{"error", started.error()}});
       server.stop();
       manager.stop();
@@ -322,7 +322,7 @@ int run(const cmd::Options& options) {
     manager.on_started_leading();
     recommender_loop.on_started_leading();
   });
-  log::info(kLogger, "vscaler started",
+  log::info(kMainLogger, "vscaler started",
             {{"version", VSCALER_VERSION},
              {"webhook_port", std::to_string(server.port())},
              {"namespace", options.namespace_.empty() ? "(all)" : options.namespace_},
@@ -330,7 +330,7 @@ int run(const cmd::Options& options) {
              {"leader_elect", options.leader_elect ? "true" : "false"}});
 
   const char* signal_name = wait_for_signal();
-  log::info(kLogger, "shutting down", {{"signal", signal_name}});
+  log::info(kMainLogger, "shutting down", {{"signal", signal_name}});
   // Stop taking admission requests first (in-flight ones finish), then the controller.
   server.stop();
   // The recommender before the manager (it enqueues there); it checkpoints while still leading.
@@ -343,7 +343,7 @@ int run(const cmd::Options& options) {
   if (dashboard_server) dashboard_server->stop();
   board.stop();
   certs.stop();
-  log::info(kLogger, "stopped");
+  log::info(kMainLogger, "stopped");
   return 0;
 }
 

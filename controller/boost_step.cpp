@@ -13,7 +13,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr std::string_view kLogger = "startup-boost";
+constexpr std::string_view kBoostLogger = "startup-boost";
 /// A refused resize back is sent again this long after the refusal (never in a loop).
 constexpr auto kRefusedRetry = std::chrono::minutes(5);
 
@@ -230,14 +230,14 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           memory.refused.erase(pod.uid);
           memory.refusals.erase(pod.uid);
           pod.state = BoostState::kEnding;
-          log::info(kLogger, "ending a startup boost in place",
+          log::info(kBoostLogger, "ending a startup boost in place",
                     {{"scaler", key}, {"pod", pod.name}, {"why", pod.message}});
         } else {
           pod.state = BoostState::kRefused;
           pod.message = "the API server refused it: " + resized.error().to_string();
           memory.refused[pod.uid] = now;
           memory.refusals[pod.uid] = pod.message;
-          log::warn(kLogger, "the resize back from a startup boost was refused",
+          log::warn(kBoostLogger, "the resize back from a startup boost was refused",
                     {{"scaler", key}, {"pod", pod.name}, {"error", pod.message}});
         }
       }

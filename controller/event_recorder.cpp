@@ -13,7 +13,7 @@ namespace vscaler::controller {
 namespace {
 
 using nlohmann::json;
-constexpr std::string_view kLogger = "events";
+constexpr std::string_view kEventsLogger = "events";
 
 // What makes two records the same event (client-go's aggregation key, plus the message: a
 // different message is news, not a repeat).
@@ -156,7 +156,7 @@ bool EventRecorder::write_bump(Seen& event) {
   }
   ++stats_.failed;
   // The stored Event may be gone (TTL, deleted): the next repeat posts a new one.
-  log::warn(kLogger, "bumping an event's count failed",
+  log::warn(kEventsLogger, "bumping an event's count failed",
             {{"event", event.ns + "/" + event.event_name}, {"error", bumped.error().to_string()}});
   return false;
 }
@@ -237,7 +237,7 @@ void EventRecorder::write(const EventRecord& record) {
   if (!created.ok()) {
     // Best effort by design: an Event refused (quota, RBAC) never fails a reconcile.
     ++stats_.failed;
-    log::warn(kLogger, "recording an event failed",
+    log::warn(kEventsLogger, "recording an event failed",
               {{"scaler", record.ns + "/" + record.name},
                {"reason", record.reason},
                {"error", created.error().to_string()}});

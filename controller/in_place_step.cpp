@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kLogger = "in-place";
+constexpr std::string_view kInPlaceLogger = "in-place";
 
 /// The metric result a pod entering `state` counts as; nullptr: none.
 const char* entered(PodResizeState state) {
@@ -146,7 +146,7 @@ InPlaceResult InPlaceStep::run_listed(
     if (resized.ok()) {
       ++result.requested;
       metrics_.on_pod_resize("requested");
-      log::info(kLogger, "resizing a pod in place",
+      log::info(kInPlaceLogger, "resizing a pod in place",
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"why", pod.message}});
       pod.state = PodResizeState::kInProgress;
       if (pod.recommended_due) resized_at[pod.uid] = now;
@@ -174,7 +174,7 @@ InPlaceResult InPlaceStep::run_listed(
                 pod.message.find("usage per Pod") != std::string::npos;
     --result.plan.in_progress;
     ++result.plan.pending;
-    log::warn(kLogger, "a pod resize was refused",
+    log::warn(kInPlaceLogger, "a pod resize was refused",
               {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", pod.message}});
   }
 
@@ -207,7 +207,7 @@ InPlaceResult InPlaceStep::run_listed(
       metrics_.on_pod_resize("completed");
       if (std::int64_t now_restarts = restarts_of(pods, pod.uid); now_restarts > was->second) {
         memory.restarted += static_cast<std::size_t>(now_restarts - was->second);
-        log::info(kLogger, "the kubelet restarted containers for a resize (resizePolicy)",
+        log::info(kInPlaceLogger, "the kubelet restarted containers for a resize (resizePolicy)",
                   {{"scaler", scaler.key()},
                    {"pod", pod.name},
                    {"restarts", std::to_string(now_restarts - was->second)}});
@@ -276,7 +276,7 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
                             (pod.message.empty() ? "" : ": " + pod.message) +
                             "); its replacement gets the values at creation";
       api_.record_event(scaler, false, "Evicted", message);
-      log::info(kLogger, "evicted a pod that could not be resized",
+      log::info(kInPlaceLogger, "evicted a pod that could not be resized",
                 {{"scaler", scaler.key()},
                  {"pod", pod.name},
                  {"state", std::string(to_string(pod.state))}});
@@ -286,7 +286,7 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
                      std::string("eviction blocked by a PodDisruptionBudget, retried");
     } else {
       log::warn(
-          kLogger, "an eviction failed",
+          kInPlaceLogger, "an eviction failed",
           {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", evicted.error().to_string()}});
     }
     return;  // one at a time

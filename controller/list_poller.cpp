@@ -6,7 +6,7 @@
 namespace vscaler::controller {
 
 namespace {
-constexpr std::string_view kLogger = "poller";
+constexpr std::string_view kPollerLogger = "poller";
 }  // namespace
 
 ListPoller::ListPoller(kube::Client client, kube::ResourceType resource, std::string what,
@@ -45,7 +45,7 @@ bool ListPoller::poll_once() {
   };
   auto listed = client_.list(resource_, ns_, options);
   if (!listed.ok()) {
-    log::warn(kLogger, "listing " + what_ + " failed; keeping the last ones",
+    log::warn(kPollerLogger, "listing " + what_ + " failed; keeping the last ones",
               {{"error", listed.error().message}});
     return false;
   }
@@ -56,11 +56,11 @@ bool ListPoller::poll_once() {
   }
   std::vector<std::string> changed;
   if (int unreadable = rebuild_(objects, &changed); unreadable > 0) {
-    log::warn(kLogger, what_ + " with malformed quantities are not applied",
+    log::warn(kPollerLogger, what_ + " with malformed quantities are not applied",
               {{"namespaces", std::to_string(unreadable)}});
   }
   if (polled_ && !changed.empty() && on_change_) {
-    log::info(kLogger, what_ + " changed; reconciling their namespaces' scalers",
+    log::info(kPollerLogger, what_ + " changed; reconciling their namespaces' scalers",
               {{"namespaces", std::to_string(changed.size())}});
     on_change_(changed);
   }

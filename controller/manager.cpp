@@ -10,7 +10,7 @@ namespace vscaler::controller {
 namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-constexpr std::string_view kLogger = "manager";
+constexpr std::string_view kManagerLogger = "manager";
 constexpr const char* kControllerName = "verticalscaler";
 
 }  // namespace
@@ -276,7 +276,7 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
     // Admitted by an older CRD or while the validating webhook was down: report, touch nothing.
     // Its status says why (Ready=False, InvalidSpec), written by a worker.
     std::string key = kube::object_key(*new_object);
-    log::warn(kLogger, "ignoring an invalid VerticalScaler",
+    log::warn(kManagerLogger, "ignoring an invalid VerticalScaler",
               {{"scaler", key}, {"error", parsed.error()}});
     InvalidScaler invalid;
     invalid.ns = kube::meta_string(*new_object, "namespace");
@@ -352,7 +352,7 @@ void Manager::work() {
         metrics_->on_reconcile("requeue_after", seconds);
         break;
       case ReconcileOutcome::Kind::kRetry:
-        log::warn(kLogger, "reconcile failed; retrying with backoff",
+        log::warn(kManagerLogger, "reconcile failed; retrying with backoff",
                   {{"scaler", item->key}, {"error", outcome.error}});
         queue_->add_rate_limited(item->key, item->priority, outcome.delay);
         metrics_->on_reconcile("error", seconds);

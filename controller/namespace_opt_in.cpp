@@ -11,7 +11,7 @@
 namespace vscaler::controller {
 namespace {
 
-constexpr std::string_view kLogger = "namespace-opt-in";
+constexpr std::string_view kOptInLogger = "namespace-opt-in";
 constexpr const char* kKinds[] = {"Deployment", "StatefulSet", "DaemonSet"};
 
 using Workload = std::tuple<std::string, std::string, std::string>;  // ns, kind, name
@@ -72,7 +72,7 @@ OptInStats NamespaceOptIn::run_once() {
   auto names = api_.labelled_namespaces();
   if (!names.ok()) {
     ++stats.failed;
-    log::warn(kLogger, "listing the namespaces that ask for recommendations failed",
+    log::warn(kOptInLogger, "listing the namespaces that ask for recommendations failed",
               {{"label", std::string(api::kRecommendLabel) + "=true"},
                {"error", names.error().to_string()}});
   }
@@ -86,7 +86,7 @@ OptInStats NamespaceOptIn::run_once() {
         if (!list.ok()) {
           ns.complete = false;
           ++stats.failed;
-          log::warn(kLogger, "listing workloads failed; nothing deleted in the namespace",
+          log::warn(kOptInLogger, "listing workloads failed; nothing deleted in the namespace",
                     {{"namespace", name}, {"kind", kind}, {"error", list.error().to_string()}});
           continue;
         }
@@ -102,7 +102,7 @@ OptInStats NamespaceOptIn::run_once() {
     if (created.ok() || kube::is_already_exists(created.error())) {
       stats.created += created.ok() ? 1 : 0;
       if (created.ok()) {
-        log::info(kLogger, "made a VerticalScaler for a workload of a namespace that asks",
+        log::info(kOptInLogger, "made a VerticalScaler for a workload of a namespace that asks",
                   {{"namespace", create.ns},
                    {"name", api::made_scaler_name(create.kind, create.workload)},
                    {"target", create.kind + "/" + create.workload}});
@@ -110,7 +110,7 @@ OptInStats NamespaceOptIn::run_once() {
       continue;
     }
     ++stats.failed;
-    log::warn(kLogger, "creating a VerticalScaler failed; tried again next pass",
+    log::warn(kOptInLogger, "creating a VerticalScaler failed; tried again next pass",
               {{"namespace", create.ns},
                {"target", create.kind + "/" + create.workload},
                {"error", created.error().to_string()}});
@@ -121,14 +121,14 @@ OptInStats NamespaceOptIn::run_once() {
     if (removed.ok() || kube::is_not_found(removed.error()) || kube::is_conflict(removed.error())) {
       stats.deleted += removed.ok() ? 1 : 0;
       if (removed.ok()) {
-        log::info(kLogger, "deleted a VerticalScaler it had made",
+        log::info(kOptInLogger, "deleted a VerticalScaler it had made",
                   {{"namespace", remove.ns}, {"name", remove.name}, {"reason", remove.reason}});
       }
       continue;
     }
     ++stats.failed;
     log::warn(
-        kLogger, "deleting a VerticalScaler it had made failed; tried again next pass",
+        kOptInLogger, "deleting a VerticalScaler it had made failed; tried again next pass",
         {{"namespace", remove.ns}, {"name", remove.name}, {"error", removed.error().to_string()}});
   }
   return stats;

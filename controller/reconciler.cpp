@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-constexpr std::string_view kLogger = "reconciler";
+constexpr std::string_view kReconcilerLogger = "reconciler";
 
 ReconcileOutcome retry(const kube::ApiError& error, std::string_view what) {
   ReconcileOutcome outcome;
@@ -269,7 +269,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       restored_now = blind_restore_wrote(blind->hinted_generation, kube::meta_generation(*patched));
       read.emplace(std::move(patched));
     } else {
-      log::debug(kLogger, "the restore without a read was refused; reading the workload",
+      log::debug(kReconcilerLogger, "the restore without a read was refused; reading the workload",
                  {{"scaler", key}, {"error", patched.error().to_string()}});
     }
   }
@@ -321,7 +321,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   RecommendationStep recommendation =
       plan_recommendation(scaler, stored, options_.min_update_interval, now, limit_range.get());
   if (!recommendation.error.empty()) {
-    log::warn(kLogger, "ignoring an unreadable status.recommendation",
+    log::warn(kReconcilerLogger, "ignoring an unreadable status.recommendation",
               {{"scaler", key}, {"error", recommendation.error}});
   }
   const bool patches = scaler.update_mode == api::UpdateMode::kAuto ||
@@ -488,7 +488,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
         std::string event = "set " + what + " on " + workload;
         if (kube::updates_only_on_delete(stored)) event += kOnDeleteNote;
         api_.record_event(scaler, false, "Scaled", event);
-        log::info(kLogger, "patched workload",
+        log::info(kReconcilerLogger, "patched workload",
                   {{"scaler", key},
                    {"workload", scaler.target.ref()},
                    {"generation", std::to_string(generation)},

@@ -13,7 +13,7 @@
 
 namespace vscaler::controller {
 namespace {
-constexpr std::string_view kLogger = "resync";
+constexpr std::string_view kResyncLogger = "resync";
 // Page size of the metadata list. A namespace's workloads of one kind are read with one GET per
 // scaler when that takes no more requests than listing them did last time (few scalers among
 // many workloads).
@@ -90,7 +90,7 @@ ResyncStats Resyncer::run_once() {
     } else if (auto list = api_.list_workloads(ns, kind, calls); !list.ok()) {
       // An interrupted list proves nothing about what is absent: judge nobody here this time.
       skipped += job.scalers->size();
-      log::warn(kLogger, "listing workloads failed; namespace skipped this pass",
+      log::warn(kResyncLogger, "listing workloads failed; namespace skipped this pass",
                 {{"namespace", ns}, {"kind", kind}, {"error", list.error().to_string()}});
     } else {
       listed_size = list->size();
@@ -132,7 +132,7 @@ ResyncStats Resyncer::run_once() {
   if (!to_enqueue.empty()) metrics_.on_enqueued(to_enqueue.size());
   stats.wall = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
-  log::debug(kLogger, "resync pass",
+  log::debug(kResyncLogger, "resync pass",
              {{"scalers", std::to_string(stats.scalers)},
               {"api_calls", std::to_string(stats.api_calls)},
               {"enqueued", std::to_string(stats.enqueued)},

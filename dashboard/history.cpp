@@ -11,14 +11,14 @@ namespace {
 
 using nlohmann::json;
 
-std::string string_at(const json& object, const char* key) {
+std::string text_at(const json& object, const char* key) {
   if (!object.is_object()) return {};
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::optional<kube::Int128> quantity_at(const json& resources, const char* key) {
-  std::string text = string_at(resources, key);
+std::optional<kube::Int128> nanos_at(const json& resources, const char* key) {
+  std::string text = text_at(resources, key);
   if (text.empty()) return std::nullopt;
   auto parsed = kube::Quantity::parse(text);
   if (!parsed.ok()) return std::nullopt;
@@ -48,10 +48,10 @@ std::map<std::string, HistoryPoint, std::less<>> recommended_targets(const json&
   auto list = recommendation->find("containerRecommendations");
   if (list == recommendation->end() || !list->is_array()) return targets;
   for (const auto& item : *list) {
-    std::string name = string_at(item, "containerName");
+    std::string name = text_at(item, "containerName");
     if (name.empty()) continue;
     const json& target = item.is_object() && item.contains("target") ? item["target"] : json();
-    targets[name] = HistoryPoint{now, quantity_at(target, "cpu"), quantity_at(target, "memory")};
+    targets[name] = HistoryPoint{now, nanos_at(target, "cpu"), nanos_at(target, "memory")};
   }
   return targets;
 }
@@ -88,8 +88,8 @@ void History::observe_one(const api::Scaler& scaler, std::int64_t now) {
   const json status = scaler.status();
   bool reported = status.is_object() && status.contains("containers");
   std::uint64_t containers = reported ? hash(status["containers"].dump()) : 0;
-  std::string scale_time = string_at(status, "lastScaleTime");
-  std::string recommendation_time = string_at(status, "lastRecommendationUpdateTime");
+  std::string scale_time = text_at(status, "lastScaleTime");
+  std::string recommendation_time = text_at(status, "lastRecommendationUpdateTime");
   std::uint64_t scale_hash = hash(scale_time), recommendation_hash = hash(recommendation_time);
   bool first_report = !track.reported && scale_hash == track.last_scale_time;
   if (!inserted && containers != track.containers && !first_report) {

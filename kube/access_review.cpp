@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kLogger = "kube.access-review";
+constexpr std::string_view kAccessReviewLogger = "kube.access-review";
 
 /// The token of "Bearer <token>" (the scheme case-insensitive, as RFC 7235 says); empty when the
 /// header is not one.
@@ -89,7 +89,8 @@ AccessDecision AccessReviewer::review_now(std::string_view token, std::string_vi
   }
   auto who = review_(resources::kTokenReviews, token_review);
   if (!who.ok()) {
-    log::warn(kLogger, "TokenReview failed; answering 503", {{"error", who.error().to_string()}});
+    log::warn(kAccessReviewLogger, "TokenReview failed; answering 503",
+              {{"error", who.error().to_string()}});
     return {503, "the API server could not review the token; retry"};
   }
   // The answers' fields are read defensively: an unexpected shape is a refusal, not a crash.
@@ -117,7 +118,7 @@ AccessDecision AccessReviewer::review_now(std::string_view token, std::string_vi
   }
   auto allowed = review_(resources::kSubjectAccessReviews, access_review);
   if (!allowed.ok()) {
-    log::warn(kLogger, "SubjectAccessReview failed; answering 503",
+    log::warn(kAccessReviewLogger, "SubjectAccessReview failed; answering 503",
               {{"error", allowed.error().to_string()}});
     return {503, "the API server could not review the access; retry"};
   }

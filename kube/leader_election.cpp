@@ -14,7 +14,7 @@ namespace vscaler::kube {
 namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
-constexpr std::string_view kLogger = "leader-election";
+constexpr std::string_view kLeaderLogger = "leader-election";
 /// client-go's wait.JitterFactor for the acquire loop: followers wait retry * [1, 2.2).
 constexpr double kJitterFactor = 1.2;
 
@@ -156,7 +156,7 @@ void LeaderElector::start() {
   std::lock_guard lock(mutex_);
   if (started_) return;
   started_ = true;
-  log::info(kLogger, "taking part in leader election",
+  log::info(kLeaderLogger, "taking part in leader election",
             {{"lease", config_.lease_namespace + "/" + config_.lease_name},
              {"identity", config_.identity}});
   thread_ = std::thread([this] {
@@ -183,7 +183,7 @@ void LeaderElector::stop() {
   // Leader work stops before the Lease is given away, so no two replicas act at once.
   stop_leading("stopping");
   if (config_.release_on_stop && release()) {
-    log::info(kLogger, "released the lease", {{"identity", config_.identity}});
+    log::info(kLeaderLogger, "released the lease", {{"identity", config_.identity}});
   }
 }
 
@@ -240,7 +240,7 @@ void LeaderElector::observe(const json& lease) {
   if (holder != observed_holder_) {
     observed_holder_ = holder;
     if (!holder.empty()) {
-      log::info(kLogger, "new leader observed", {{"holder", holder}});
+      log::info(kLeaderLogger, "new leader observed", {{"holder", holder}});
       if (callbacks_.on_new_leader) callbacks_.on_new_leader(holder);
     }
   }
@@ -260,7 +260,7 @@ bool LeaderElector::try_acquire_or_renew() {
   auto current = api_.get(config_.lease_namespace, config_.lease_name);
   if (!current.ok()) {
     if (!is_not_found(current.error())) {
-      log::warn(kLogger, "cannot read the lease", {{"error", current.error().to_string()}});
+      log::warn(kLeaderLogger, "cannot read the lease", {{"error", current.error().to_string()}});
       return false;
     }
     json lease = {
@@ -284,7 +284,7 @@ bool LeaderElector::try_acquire_or_renew() {
         observe(*again);
       }
     } else {
-      log::warn(kLogger, "cannot create the lease", {{"error", created.error().to_string()}});
+      log::warn(kLeaderLogger, "cannot create the lease", {{"error", created.error().to_string()}});
     }
     return false;
   }
@@ -312,9 +312,10 @@ bool LeaderElector::try_acquire_or_renew() {
   if (!updated.ok()) {
     // A Conflict means another replica wrote the Lease since our GET: it won this round.
     if (is_conflict(updated.error())) {
-      log::debug(kLogger, "lost a race for the lease", {{"error", updated.error().to_string()}});
+      log::debug(kLeaderLogger, "lost a race for the lease",
+                 {{"error", updated.error().to_string()}});
     } else {
-      log::warn(kLogger, mine ? "cannot renew the lease" : "cannot acquire the lease",
+      log::warn(kLeaderLogger, mine ? "cannot renew the lease" : "cannot acquire the lease",
                 {{"error", updated.error().to_string()}});
     }
     return false;
@@ -341,13 +342,14 @@ bool LeaderElector::release() {
       return true;
     }
     if (!is_conflict(updated.error())) {
-      log::warn(kLogger, "cannot release the lease", {{"error", updated.error().to_string()}});
+      log::warn(kLeaderLogger, "cannot release the lease",
+                {{"error", updated.error().to_string()}});
       return false;
     }
     // Changed since we last wrote it: release only if it is still ours.
     auto current = api_.get(config_.lease_namespace, config_.lease_name);
     if (!current.ok()) {
-      log::warn(kLogger, "cannot re-read the lease to release it",
+      log::warn(kLeaderLogger, "cannot re-read the lease to release it",
                 {{"error", current.error().to_string()}});
       return false;
     }
@@ -358,7 +360,7 @@ bool LeaderElector::release() {
 
 void LeaderElector::start_leading() {
   leading_.store(true, std::memory_order_release);
-  log::info(kLogger, "became the leader",
+  log::info(kLeaderLogger, "became the leader",
             {{"lease", config_.lease_namespace + "/" + config_.lease_name},
              {"identity", config_.identity}});
   if (callbacks_.on_started_leading) callbacks_.on_started_leading();
@@ -366,7 +368,7 @@ void LeaderElector::start_leading() {
 
 void LeaderElector::stop_leading(const char* why) {
   leading_.store(false, std::memory_order_release);
-  log::info(kLogger, "stopped leading", {{"identity", config_.identity}, {"reason", why}});
+  log::info(kLeaderLogger, "stopped leading", {{"identity", config_.identity}, {"reason", why}});
   if (callbacks_.on_stopped_leading) callbacks_.on_stopped_leading();
 }
 

@@ -22,7 +22,7 @@ namespace {
 
 using base::fail;
 
-constexpr std::string_view kLogger = "webhook.certs";
+constexpr std::string_view kCertsLogger = "webhook.certs";
 // Certificate files are a few KB; anything far larger is not what we expect to read.
 constexpr off_t kMaxFileBytes = 1024 * 1024;
 
@@ -211,10 +211,10 @@ base::Result<base::Unit> CertWatcher::load_locked(const std::string& state) {
       last_logged_failure_ = key;
       reloads_failed_.inc();
       if (had_pair) {
-        log::warn(kLogger, "new serving certificate refused; the previous one keeps serving",
+        log::warn(kCertsLogger, "new serving certificate refused; the previous one keeps serving",
                   {{"cert_dir", options_.cert_dir}, {"reason", loaded.error()}});
       } else {
-        log::error(kLogger, "no serving certificate loaded; TLS handshakes fail until one is",
+        log::error(kCertsLogger, "no serving certificate loaded; TLS handshakes fail until one is",
                    {{"cert_dir", options_.cert_dir}, {"reason", loaded.error()}});
       }
     }
@@ -233,14 +233,14 @@ base::Result<base::Unit> CertWatcher::load_locked(const std::string& state) {
   }
   generation_.fetch_add(1);
   std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-  log::info(kLogger, previous ? "serving certificate reloaded" : "serving certificate loaded",
+  log::info(kCertsLogger, previous ? "serving certificate reloaded" : "serving certificate loaded",
             {{"cert_dir", options_.cert_dir},
              {"subject", pair->subject()},
              {"sha256", pair->fingerprint()},
              {"not_before", base::rfc3339_seconds(pair->not_before())},
              {"not_after", base::rfc3339_seconds(pair->not_after())}});
   if (pair->not_after() <= now || pair->not_before() > now) {
-    log::warn(kLogger, "the serving certificate is not valid now; clients will refuse it",
+    log::warn(kCertsLogger, "the serving certificate is not valid now; clients will refuse it",
               {{"not_before", base::rfc3339_seconds(pair->not_before())},
                {"not_after", base::rfc3339_seconds(pair->not_after())}});
   }

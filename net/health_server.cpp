@@ -17,7 +17,7 @@ namespace {
 
 using base::fail;
 
-constexpr std::string_view kLogger = "net.health";
+constexpr std::string_view kHealthLogger = "net.health";
 
 // What an exception says, for a log line (never a request body: handlers here read none).
 std::string describe(std::exception_ptr error) {
@@ -114,7 +114,7 @@ class HealthServer::Impl {
     if (!port) return fail("cannot listen on " + address_ + ": " + port.error());
     port_.store(*port);
     front_end_ = std::move(front_end);
-    log::info(kLogger, "listening",
+    log::info(kHealthLogger, "listening",
               {{"address", address_},
                {"port", std::to_string(*port)},
                {"metrics", registry_.load() != nullptr ? "true" : "false"}});
@@ -177,7 +177,7 @@ class HealthServer::Impl {
       return response;
     } catch (...) {
       errors_.with({"handler"}).inc();
-      log::error(kLogger, "a handler threw",
+      log::error(kHealthLogger, "a handler threw",
                  {{"address", address_},
                   {"path", http::printable(path)},
                   {"error", describe(std::current_exception())}});
@@ -202,7 +202,7 @@ class HealthServer::Impl {
       } catch (...) {
         // Not ready, and said so: a check that throws is a bug to find, not a state.
         errors_.with({"readiness_check"}).inc();
-        log::warn(kLogger, "a readiness check threw; counted as not ready",
+        log::warn(kHealthLogger, "a readiness check threw; counted as not ready",
                   {{"check", name}, {"error", describe(std::current_exception())}});
       }
       results.emplace_back(name, passed);

@@ -10,7 +10,7 @@
 namespace vscaler::recommender {
 namespace {
 
-constexpr std::string_view kLogger = "recommender.checkpoints";
+constexpr std::string_view kCheckpointsLogger = "recommender.checkpoints";
 
 std::string key_of(const ScalerId& scaler) {
   return scaler.namespace_ + "/" + scaler.name;
@@ -76,7 +76,7 @@ LoadedCheckpoint CheckpointStore::restore(const ScalerId& scaler, const nlohmann
   auto history = ScalerHistory::restore(object, scaler.uid, options);
   if (!history.ok()) {
     loaded.ignored = history.error();
-    log::warn(kLogger, "checkpoint ignored; the scaler's history starts empty",
+    log::warn(kCheckpointsLogger, "checkpoint ignored; the scaler's history starts empty",
               {{"namespace", scaler.namespace_},
                {"name", scaler.name},
                {"scaler_uid", scaler.uid},

@@ -14,7 +14,7 @@ namespace vscaler::recommender {
 namespace {
 
 using nlohmann::json;
-constexpr std::string_view kLogger = "recommender";
+constexpr std::string_view kLoopLogger = "recommender";
 /// Scalers in one namespace from which a pass lists the namespace once instead of per scaler.
 constexpr std::size_t kSharedNamespaceScalers = 3;
 // Checkpoint writes are spread over --checkpoint-interval in this many ticks.
@@ -173,11 +173,11 @@ void RecommenderLoop::save_checkpoints_at_shutdown() {
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - started);
   if (total.left == 0) {
-    log::info(kLogger, "checkpoints written before stopping",
+    log::info(kLoopLogger, "checkpoints written before stopping",
               {{"written", std::to_string(total.written)}, {"ms", std::to_string(took.count())}});
     return;
   }
-  log::warn(kLogger,
+  log::warn(kLoopLogger,
             "not every changed checkpoint written before stopping: those scalers resume from "
             "their last checkpoint, at most --checkpoint-interval old",
             {{"written", std::to_string(total.written)},
@@ -273,7 +273,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     if (was_leading_) {
       // The next leader resumes from the checkpoints; histories kept here would be stale when
       // this replica leads again.
-      log::info(kLogger, "not leading: in-memory histories dropped",
+      log::info(kLoopLogger, "not leading: in-memory histories dropped",
                 {{"scalers", std::to_string(tracked_.size())}});
       forget_all();
       was_leading_ = false;
@@ -340,7 +340,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   listed_checkpoints_.clear();
   if (cut_short) {
     log::info(
-        kLogger, "recommender pass cut short: stopping",
+        kLoopLogger, "recommender pass cut short: stopping",
         {{"scalers", std::to_string(summary.scalers)}, {"of", std::to_string(actives.size())}});
     return summary;
   }
@@ -368,7 +368,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!only_new) pass_seconds_.get().observe(summary.seconds);
   if (hooks_.on_pass_done) hooks_.on_pass_done();
-  log::info(kLogger, only_new ? "recommender pass over new scalers" : "recommender pass",
+  log::info(kLoopLogger, only_new ? "recommender pass over new scalers" : "recommender pass",
             {{"scalers", std::to_string(summary.scalers)},
              {"samples", std::to_string(summary.samples)},
              {"published", std::to_string(summary.published)},
@@ -386,13 +386,13 @@ void RecommenderLoop::refresh_caps(PassSummary& summary) {
   ++summary.requests;
   if (largest.ok()) {
     largest_node_ = std::move(largest).value();
-    if (nodes_unlisted_) log::info(kLogger, "nodes listed again; the largest node caps again");
+    if (nodes_unlisted_) log::info(kLoopLogger, "nodes listed again; the largest node caps again");
     nodes_unlisted_ = false;
   } else if (!nodes_unlisted_) {
     // The last node list stands (nodes rarely shrink); before any, only the flags cap. Said
     // once: a namespaced install may not list nodes at all.
     nodes_unlisted_ = true;
-    log::warn(kLogger,
+    log::warn(kLoopLogger,
               "cannot list nodes; recommendations are capped by the last node list and the "
               "--container-recommendation-max-allowed-* flags only",
               {{"error", largest.error().to_string()}});
@@ -419,7 +419,7 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
     tracked.history_note = "no history from Prometheus (" + loaded.error() +
                            "); from live samples only, asked again when a replica next starts "
                            "leading";
-    log::warn(kLogger, "no history from Prometheus; the scaler starts from live samples",
+    log::warn(kLoopLogger, "no history from Prometheus; the scaler starts from live samples",
               {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error()}});
     return;
   }
@@ -441,7 +441,7 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
                            std::to_string(days.count() / 24) + "d" +
                            std::to_string(days.count() % 24) + "h";
   }
-  log::info(kLogger, "history loaded from Prometheus",
+  log::info(kLoopLogger, "history loaded from Prometheus",
             {{"namespace", scaler.ns},
              {"name", scaler.name},
              {"points", std::to_string(stats.points)},
@@ -465,7 +465,7 @@ void RecommenderLoop::list_checkpoints(const std::vector<const api::Scaler*>& ac
     auto loaded = api_.load_checkpoints(ns, uids_by_name, options_.aggregate);
     if (!loaded.ok()) {
       // Each scaler asks on its own in pass_scaler, and waits for the next pass if that fails.
-      log::warn(kLogger, "cannot list the namespace's checkpoints; each is read on its own",
+      log::warn(kLoopLogger, "cannot list the namespace's checkpoints; each is read on its own",
                 {{"namespace", ns}, {"error", loaded.error().to_string()}});
       ++summary.requests;
       continue;
@@ -497,7 +497,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     auto loaded = load_checkpoint(scaler, summary);
     if (!loaded.ok()) {
       log::warn(
-          kLogger, "cannot read the checkpoint; the scaler waits for the next pass",
+          kLoopLogger, "cannot read the checkpoint; the scaler waits for the next pass",
           {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error().to_string()}});
       return false;
     }
@@ -508,7 +508,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
         samples += aggregate.state().total_samples_count;
       }
       log::info(
-          kLogger, "history restored from the checkpoint",
+          kLoopLogger, "history restored from the checkpoint",
           {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
     } else if (history_source_ != nullptr) {
       seed_history(scaler, tracked, summary);
@@ -525,7 +525,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
       return true;
     }
     log::warn(
-        kLogger, "cannot read the scaler's inputs; retried next pass",
+        kLoopLogger, "cannot read the scaler's inputs; retried next pass",
         {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", inputs.error().to_string()}});
     return false;
   }
@@ -536,13 +536,13 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
       tracked.history.fold(inputs->metrics, inputs->owned_pods, options_.aggregate, recommended);
   summary.samples += stats.samples_added;
   if (stats.oom_kills_counted > 0) {
-    log::info(kLogger, "OOM kills counted",
+    log::info(kLoopLogger, "OOM kills counted",
               {{"namespace", scaler.ns},
                {"name", scaler.name},
                {"kills", std::to_string(stats.oom_kills_counted)}});
   }
   for (const auto& error : stats.oom_errors) {
-    log::debug(kLogger, "OOM kill not counted",
+    log::debug(kLoopLogger, "OOM kill not counted",
                {{"namespace", scaler.ns}, {"name", scaler.name}, {"reason", error}});
   }
   auto range = [this, &scaler, &inputs](const std::string& container) {
@@ -603,7 +603,7 @@ void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string&
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!queued) {
     // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
-    log::warn(kLogger, "status writers stopped; the recommendation waits for the next pass",
+    log::warn(kLoopLogger, "status writers stopped; the recommendation waits for the next pass",
               {{"scaler", key}});
   }
 }
@@ -638,7 +638,7 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const api::Scaler& know
       auto fresh = api_.get_scaler(scaler.ns, scaler.name);
       if (!fresh.ok()) {
         if (!kube::is_not_found(fresh.error())) {
-          log::warn(kLogger, "cannot read the scaler to publish its recommendation",
+          log::warn(kLoopLogger, "cannot read the scaler to publish its recommendation",
                     {{"namespace", scaler.ns},
                      {"name", scaler.name},
                      {"error", fresh.error().to_string()}});
@@ -661,14 +661,14 @@ bool RecommenderLoop::publish(const api::Scaler& scaler, const api::Scaler& know
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
     if (written.ok()) return true;
     if (!kube::is_conflict(written.error())) {
-      log::warn(kLogger, "cannot write the scaler's recommendation",
+      log::warn(kLoopLogger, "cannot write the scaler's recommendation",
                 {{"namespace", scaler.ns},
                  {"name", scaler.name},
                  {"error", written.error().to_string()}});
       return false;
     }
   }
-  log::warn(kLogger, "the scaler kept changing while its recommendation was written; next pass",
+  log::warn(kLoopLogger, "the scaler kept changing while its recommendation was written; next pass",
             {{"namespace", scaler.ns}, {"name", scaler.name}});
   return false;
 }
@@ -692,7 +692,7 @@ bool RecommenderLoop::still_leading(std::string_view write) {
   if (!hooks_.still_leading || hooks_.still_leading()) return true;
   fenced_writes_.inc();
   if (!fenced_logged_.exchange(true)) {  // once per pass (reset by run_pass): not 10,000 lines
-    log::warn(kLogger, "no longer leading mid-pass: the rest of its writes are dropped",
+    log::warn(kLoopLogger, "no longer leading mid-pass: the rest of its writes are dropped",
               {{"write", std::string(write)}});
   }
   return false;
@@ -724,7 +724,7 @@ RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
       ++round.written;
     } else if (!kube::is_not_found(saved.error())) {
       log::warn(
-          kLogger, "cannot write the checkpoint; next interval",
+          kLoopLogger, "cannot write the checkpoint; next interval",
           {{"namespace", id.namespace_}, {"name", id.name}, {"error", saved.error().to_string()}});
     }
   }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/log.h"
+
 namespace vscaler::webhook {
 namespace {
 
@@ -15,27 +17,11 @@ using kube::Result;
 using Element = simdjson::dom::element;
 using ElementType = simdjson::dom::element_type;
 
-constexpr std::string_view kApiVersion = "admission.k8s.io/v1";
-constexpr std::string_view kKind = "AdmissionReview";
-
 // Bodies up to this size reuse the worker thread's parser (its buffers grow to the largest body
 // seen); larger ones, rare and up to 7 MiB, get a parser of their own that is freed afterwards so
 // a single big review does not pin tens of megabytes per worker thread.
 constexpr std::size_t kReusedParserMaxBytes = 512 * 1024;
 constexpr std::size_t kInitialCapacity = 64 * 1024;
-
-// A short identifier from the body, made safe to print in a message and a log line: printable
-// ASCII only, at most 64 characters.
-std::string quote(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
-    char c = text[i];
-    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
-  }
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
 
 std::string_view type_name(ElementType type) {
   switch (type) {
@@ -385,7 +371,7 @@ Result<Operation> parse_operation(std::string_view text) {
   if (text == "UPDATE") return Operation::kUpdate;
   if (text == "DELETE") return Operation::kDelete;
   if (text == "CONNECT") return Operation::kConnect;
-  return fail("request.operation " + quote(text) +
+  return fail("request.operation " + log::quote_untrusted(text) +
               " is not one of CREATE, UPDATE, DELETE, CONNECT");
 }
 
@@ -531,13 +517,13 @@ Result<AdmissionRequest> parse_with(simdjson::dom::parser& parser, std::string_v
     }
   }
   if (api_version.empty()) return fail("apiVersion is missing; expected admission.k8s.io/v1");
-  if (api_version != kApiVersion) {
-    return fail("apiVersion " + quote(api_version) +
+  if (api_version != kAdmissionApiVersion) {
+    return fail("apiVersion " + log::quote_untrusted(api_version) +
                 " is not supported; expected admission.k8s.io/v1");
   }
-  if (kind != kKind) {
+  if (kind != kAdmissionKind) {
     return fail(kind.empty() ? std::string("kind is missing; expected AdmissionReview")
-                             : "kind " + quote(kind) + " is not AdmissionReview");
+                             : "kind " + log::quote_untrusted(kind) + " is not AdmissionReview");
   }
   if (!request || request->type() == ElementType::NULL_VALUE) {
     return fail("the AdmissionReview has no request");
@@ -573,7 +559,7 @@ kube::Result<Projection> Projection::parse(const std::vector<std::string>& paths
   if (paths.empty()) root->keep_all = true;
   for (const auto& path : paths) {
     if (!path.empty() && path.front() != '/') {
-      return fail("projection path " + quote(path) + " must start with /");
+      return fail("projection path " + log::quote_untrusted(path) + " must start with /");
     }
     Node* node = root.get();
     std::size_t start = 0;

@@ -30,6 +30,10 @@ enum class Operation { kCreate, kUpdate, kDelete, kConnect };
 /// "CREATE", "UPDATE", "DELETE", "CONNECT".
 std::string_view to_string(Operation operation);
 
+/// The apiVersion and kind of every AdmissionReview read and written (admission.k8s.io/v1 only).
+inline constexpr std::string_view kAdmissionApiVersion = "admission.k8s.io/v1";
+inline constexpr std::string_view kAdmissionKind = "AdmissionReview";
+
 /// request.kind / request.requestKind.
 struct GroupVersionKind {
   std::string group;

@@ -9,9 +9,6 @@
 namespace vscaler::webhook {
 namespace {
 
-constexpr std::string_view kApiVersion = "admission.k8s.io/v1";
-constexpr std::string_view kKind = "AdmissionReview";
-
 // EVP_EncodeBlock and EVP_DecodeBlock take an int length: longer input goes in pieces of this
 // many bytes (a multiple of 3 to encode and of 4 to decode, so pieces join without padding).
 constexpr std::size_t kPiece = 3 * 4 * (1 << 20);
@@ -44,9 +41,9 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
   std::string out;
   out.reserve(128 + uid.size() + patch.size() + response.status_message.size());
   out += R"({"apiVersion":")";
-  out += kApiVersion;
+  out += kAdmissionApiVersion;
   out += R"(","kind":")";
-  out += kKind;
+  out += kAdmissionKind;
   out += R"(","response":{"uid":)";
   append_string(out, uid);
   out += response.allowed ? R"(,"allowed":true)" : R"(,"allowed":false)";

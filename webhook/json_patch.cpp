@@ -1,22 +1,11 @@
 #include "webhook/json_patch.h"
 
+#include "base/log.h"
+
 namespace vscaler::webhook {
 namespace {
 
 using kube::fail;
-
-// A short identifier from the patch, quoted for a message: printable ASCII, at most 64
-// characters.
-std::string quote(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < 64; ++i) {
-    char c = text[i];
-    out += (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? c : '?';
-  }
-  if (text.size() > 64) out += "...";
-  out += '"';
-  return out;
-}
 
 // RFC 6901 syntax, checked without building a json_pointer: nlohmann reports a bad pointer
 // by throwing, and a check that runs on every patched response stays exception-free.
@@ -47,7 +36,7 @@ kube::Result<kube::Unit> validate_json_patch(const nlohmann::json& patch) {
     bool needs_value = name == "add" || name == "replace" || name == "test";
     bool needs_from = name == "move" || name == "copy";
     if (!needs_value && !needs_from && name != "remove") {
-      return fail(where() + " has an unknown op " + quote(name));
+      return fail(where() + " has an unknown op " + log::quote_untrusted(name));
     }
     auto path = operation.find("path");
     if (path == operation.end() || !valid_pointer(*path)) {

@@ -21,17 +21,7 @@ using net::FrontEnd;
 using net::FrontEndOptions;
 using net::Request;
 
-constexpr std::string_view kLogger = "webhook.server";
-
-// A registered webhook path with its handler and its metric children, resolved once.
-struct Route {
-  std::string path;
-  Handler handler;
-  std::optional<Projection> projection;
-  bool quick = false;
-  metrics::Histogram* latency = nullptr;
-  metrics::Gauge* in_flight = nullptr;
-};
+constexpr std::string_view kServerLogger = "webhook.server";
 
 http::Response text(int status, std::string body) {
   return http::Response{status, http::kText, std::move(body), {}, false, nullptr};
@@ -50,6 +40,16 @@ http::Response method_not_allowed() {
 }  // namespace
 
 class AdmissionServer::Impl {
+  // A registered webhook path with its handler and its metric children, resolved once.
+  struct Route {
+    std::string path;
+    Handler handler;
+    std::optional<Projection> projection;
+    bool quick = false;
+    metrics::Histogram* latency = nullptr;
+    metrics::Gauge* in_flight = nullptr;
+  };
+
  public:
   Impl(net::CertWatcher& certs, AdmissionServerOptions options)
       : certs_(certs),
@@ -102,7 +102,7 @@ class AdmissionServer::Impl {
     started_ = true;
     port_.store(*port);
     running_.store(true);
-    log::info(kLogger, "admission server listening",
+    log::info(kServerLogger, "admission server listening",
               {{"address", options_.host.empty() ? "::" : options_.host},
                {"port", std::to_string(*port)},
                {"workers", std::to_string(options_.workers)}});
@@ -115,7 +115,7 @@ class AdmissionServer::Impl {
     front_end_->stop(grace);
     front_end_.reset();
     running_.store(false);
-    log::info(kLogger, "admission server stopped", {{"port", std::to_string(port_.load())}});
+    log::info(kServerLogger, "admission server stopped", {{"port", std::to_string(port_.load())}});
   }
 
   int port() const { return port_.load(); }
@@ -200,7 +200,7 @@ class AdmissionServer::Impl {
     auto result = parse_review(request.body, parse_options);
     if (!result) {
       // The message quotes nothing from the body beyond short identifiers: safe to log.
-      log::debug(kLogger, "bad AdmissionReview",
+      log::debug(kServerLogger, "bad AdmissionReview",
                  {{"webhook", route.path}, {"error", result.error()}});
       return text(400, "bad AdmissionReview: " + result.error() + "\n");
     }
@@ -233,7 +233,7 @@ class AdmissionServer::Impl {
   // The message never reaches the client (it may name internals); the log gets it without any
   // of the review (bodies can carry secrets).
   http::Response handler_failed(const Route& route, std::string_view what) {
-    log::error(kLogger, "admission handler failed",
+    log::error(kServerLogger, "admission handler failed",
                {{"webhook", route.path}, {"error", http::printable(what)}});
     errors_.with({"handler"}).inc();
     return text(500, "internal error\n");
@@ -248,13 +248,13 @@ class AdmissionServer::Impl {
         request.operation == Operation::kCreate || request.operation == Operation::kUpdate;
     if (!response.allowed || !mutable_operation) {
       log::error(
-          kLogger, "handler returned a patch for a denied or non-mutating request; dropped",
+          kServerLogger, "handler returned a patch for a denied or non-mutating request; dropped",
           {{"webhook", route.path}, {"operation", std::string(to_string(request.operation))}});
       response.patch = nullptr;
       return;
     }
     if (auto valid = validate_json_patch(response.patch); !valid) {
-      log::error(kLogger, "handler returned an invalid JSON patch; dropped",
+      log::error(kServerLogger, "handler returned an invalid JSON patch; dropped",
                  {{"webhook", route.path}, {"error", valid.error()}});
       response.patch = nullptr;
       response.warnings.push_back("vscaler: internal error, the patch was not applied");
