@@ -103,7 +103,10 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
   auto note = [&plan](std::string text) {
     if (plan.pod_resources_note.empty()) plan.pod_resources_note = std::move(text);
   };
-  for (auto& [resource, pod_request] : requests) {
+  for (auto& entry : requests) {
+    // Named, not a structured binding: clang before 16 (the fuzz build) cannot capture one.
+    const auto& resource = entry.first;
+    auto& pod_request = entry.second;
     // Regular containers and sidecars (init containers with restartPolicy Always) run together;
     // sidecars are never matched, so they count as they are.
     kube::Int128 total = 0;

@@ -95,7 +95,10 @@ ContainerResources apply_recommendation(const ContainerResources& current,
 bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& totals) {
   bool scaled = false;
   for (bool limits : {false, true}) {
-    for (const auto& [resource, max] : limits ? totals.limits : totals.requests) {
+    for (const auto& entry : limits ? totals.limits : totals.requests) {
+      // Named, not a structured binding: clang before 16 (the fuzz build) cannot capture one.
+      const auto& resource = entry.first;
+      const auto& max = entry.second;
       auto section = [limits](const PodMaxMember& c) -> ResourceMap& {
         return limits ? c.resources->limits : c.resources->requests;
       };
