@@ -360,6 +360,10 @@ Result<kube::Unit> read_triple(Element value, std::string_view field, std::strin
                           : key == third     ? &last
                                              : nullptr;
     if (target == nullptr) continue;
+    if (member.type() == ElementType::STRING) {  // the common case, without naming the field
+      *target = std::string(member.get_string().value_unsafe());
+      continue;
+    }
     auto read = read_string(member, std::string(field) + "." + std::string(key), *target);
     if (!read) return read;
   }
