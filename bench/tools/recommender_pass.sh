@@ -11,8 +11,10 @@
 # (KUBECONFIG, KUBECTL, VSCALER_BIN). RECOMMENDER_PASS_NAMESPACE=NS measures on the workloads an
 # earlier run kept there (RECOMMENDER_PASS_KEEP=1) instead of creating them: at 10,000 that is
 # minutes saved, and a restart from the checkpoints that run wrote. RECOMMENDER_PASS_SETTLE=K lets
-# K more passes go by before the two measured (default 0): a young history's bounds move by more
-# than the write tolerance for its first ~10 samples, so every status is written until then.
+# K more passes go by before the two measured (default 0): a young history's upperBound moves by
+# about 1/n of itself in its n-th pass (confidence grows with the history's length), more than the
+# 5 % write tolerance for its first ~20 passes, so every status is written until then and then
+# about one pass in n/20.
 #   bench/tools/recommender_pass.sh [N] [REPLICAS] [INTERVAL]
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../test/e2e/lib.sh"
