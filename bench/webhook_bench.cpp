@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "bench/per_call.h"
 #include "net/cert_watcher.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/admission.h"
@@ -30,6 +31,7 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using vscaler::bench::per_call_us;
 using vscaler::webhook::AdmissionRequest;
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::ParseOptions;
@@ -44,20 +46,6 @@ std::string read_file(const std::string& path) {
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
-}
-
-// Median microseconds per call of `work`, over 7 rounds of `iterations` calls.
-template <typename Work>
-double per_call_us(int iterations, Work work) {
-  std::vector<double> rounds;
-  for (int round = 0; round < 7; ++round) {
-    auto start = Clock::now();
-    for (int i = 0; i < iterations; ++i) work();
-    std::chrono::duration<double, std::micro> elapsed = Clock::now() - start;
-    rounds.push_back(elapsed.count() / iterations);
-  }
-  std::sort(rounds.begin(), rounds.end());
-  return rounds[rounds.size() / 2];
 }
 
 struct LoadResult {
