@@ -88,3 +88,60 @@ TEST_CASE("bounds that moved less than kBoundWriteTolerance are no update; a tar
   // Unparsable stored values compare exactly.
   CHECK_FALSE(same_recommendation(json{{"containerRecommendations", "oops"}}, renamed));
 }
+
+TEST_CASE("an upperBound above every request is rewritten only when it moved by a quarter") {
+  // A young history: target 489Mi, upperBound tens of times that, falling ~1/n a pass.
+  auto memory = [](const char* upper) {
+    return json{
+        {"containerRecommendations", json::array({{{"containerName", "app"},
+                                                   {"target", {{"memory", "489Mi"}}},
+                                                   {"lowerBound", {{"memory", "351Mi"}}},
+                                                   {"upperBound", {{"memory", upper}}},
+                                                   {"uncappedTarget", {{"memory", "489Mi"}}}}})}};
+  };
+  RequestCeilings ceilings;
+  raise_request_ceilings(
+      ceilings,
+      {PodContainer{"app", {{"memory", vscaler::kube::Quantity::parse("400Mi").value()}}, {}}});
+  const json stored = memory("88340Mi");
+  // -11 %: past the 5 % tolerance, but both values lie above the 400Mi request: no decision
+  // can tell them apart, so no write.
+  CHECK(same_recommendation(stored, memory("78579Mi"), ceilings));
+  CHECK_FALSE(same_recommendation(stored, memory("78579Mi")));  // no ceilings: plain tolerance
+  // A move by more than a quarter, down or up, is a write: the shown bound stays within 25 % of
+  // the truth.
+  CHECK(same_recommendation(stored, memory("70672Mi"), ceilings));  // 88340 / 1.25
+  CHECK_FALSE(same_recommendation(stored, memory("70000Mi"), ceilings));
+  CHECK(same_recommendation(stored, memory("110425Mi"), ceilings));  // 88340 x 1.25
+  CHECK_FALSE(same_recommendation(stored, memory("111000Mi"), ceilings));
+
+  // A pod requesting more than the new bound: the bound now decides that pod, so it is written.
+  RequestCeilings big = ceilings;
+  raise_request_ceilings(
+      big,
+      {PodContainer{"app", {{"memory", vscaler::kube::Quantity::parse("80000Mi").value()}}, {}}});
+  CHECK(big["app"]["memory"] == vscaler::kube::Quantity::parse("80000Mi").value());
+  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), big));
+  // Another container's ceiling does not relax this one's.
+  RequestCeilings other;
+  raise_request_ceilings(
+      other,
+      {PodContainer{"sidecar", {{"memory", vscaler::kube::Quantity::parse("1Mi").value()}}, {}}});
+  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), other));
+  // A limit without a request counts as the request (the API server defaults it so).
+  RequestCeilings limited;
+  raise_request_ceilings(
+      limited,
+      {PodContainer{"app", {}, {{"memory", vscaler::kube::Quantity::parse("80000Mi").value()}}}});
+  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), limited));
+
+  // Through status_update: the publication carries the ceilings.
+  Publication p{ProvidedReason::kRecommended, "1 pod, 1 with metrics, 1 container samples", stored,
+                ceilings};
+  auto first = status_update(json::object(), 1, p, "2026-11-29T18:00:00Z");
+  REQUIRE(first);
+  p.recommendation = memory("78579Mi");
+  CHECK_FALSE(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
+  p.request_ceilings = big;
+  CHECK(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
+}
