@@ -569,9 +569,9 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     json list = json::array();
     for (const auto& rec : recs) list.push_back(to_json(rec));
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
-    raise_request_ceilings(publication.request_ceilings, inputs->workload.template_containers);
+    widen_request_spans(publication.request_spans, inputs->workload.template_containers);
     for (const PodInfo& pod : inputs->owned_pods) {
-      raise_request_ceilings(publication.request_ceilings, pod.containers);
+      widen_request_spans(publication.request_spans, pod.containers);
     }
     export_gauges(tracked, recs);
   }

@@ -12,11 +12,15 @@ using nlohmann::json;
 
 namespace {
 
+// Which side of the requests a bound map sits on.
+enum class Side { kLower, kUpper };
+
 // Whether two bound maps name the same resources and each value of `next` lies within
-// kBoundWriteTolerance of the stored one, or, where `ceiling` is given and both values lie at
-// or above its request for that resource, within kFarBoundWriteFactor of it.
-bool bounds_close(const ResourceMap& stored, const ResourceMap& next,
-                  const ResourceMap* ceiling = nullptr) {
+// kBoundWriteTolerance of the stored one, or, where `span` is given and both values lie beyond
+// its requests on `side` (at or under the lowest, at or over the highest), within
+// kFarBoundWriteFactor of it.
+bool bounds_close(const ResourceMap& stored, const ResourceMap& next, Side side,
+                  const RequestSpan* span) {
   if (stored.size() != next.size()) return false;
   for (const auto& [resource, value] : next) {
     auto it = stored.find(resource);
@@ -24,34 +28,38 @@ bool bounds_close(const ResourceMap& stored, const ResourceMap& next,
     const double was = it->second.to_double();
     const double now = value.to_double();
     if (std::fabs(now - was) <= kBoundWriteTolerance * std::fabs(was)) continue;
-    if (ceiling == nullptr) return false;
-    auto request = ceiling->find(resource);
-    const double highest = request == ceiling->end() ? 0.0 : request->second.to_double();
+    if (span == nullptr) return false;
     const double low = std::min(was, now);
     const double high = std::max(was, now);
-    if (low < highest || low <= 0.0 || high > kFarBoundWriteFactor * low) return false;
+    if (low <= 0.0 || high > kFarBoundWriteFactor * low) return false;
+    const ResourceMap& requests = side == Side::kLower ? span->lowest : span->highest;
+    auto request = requests.find(resource);
+    if (request == requests.end()) continue;  // nobody requests it: no decision rests on it
+    const double edge = request->second.to_double();
+    if (side == Side::kLower ? high > edge : low < edge) return false;
   }
   return true;
 }
 
 }  // namespace
 
-void raise_request_ceilings(RequestCeilings& ceilings,
-                            const std::vector<PodContainer>& containers) {
+void widen_request_spans(RequestSpans& spans, const std::vector<PodContainer>& containers) {
   for (const PodContainer& container : containers) {
-    ResourceMap& highest = ceilings[container.name];
-    auto raise = [&highest](const std::string& resource, const kube::Quantity& value) {
-      auto [it, inserted] = highest.try_emplace(resource, value);
-      if (!inserted && it->second < value) it->second = value;
+    RequestSpan& span = spans[container.name];
+    auto widen = [&span](const std::string& resource, const kube::Quantity& value) {
+      auto [low, new_low] = span.lowest.try_emplace(resource, value);
+      if (!new_low && value < low->second) low->second = value;
+      auto [high, new_high] = span.highest.try_emplace(resource, value);
+      if (!new_high && high->second < value) high->second = value;
     };
-    for (const auto& [resource, request] : container.requests) raise(resource, request);
+    for (const auto& [resource, request] : container.requests) widen(resource, request);
     for (const auto& [resource, limit] : container.limits) {
-      if (!container.requests.contains(resource)) raise(resource, limit);
+      if (!container.requests.contains(resource)) widen(resource, limit);
     }
   }
 }
 
-bool same_recommendation(const json& stored, const json& next, const RequestCeilings& ceilings) {
+bool same_recommendation(const json& stored, const json& next, const RequestSpans& spans) {
   if (stored == next) return true;
   auto was = parse_recommendation(stored);
   auto now = parse_recommendation(next);
@@ -59,11 +67,12 @@ bool same_recommendation(const json& stored, const json& next, const RequestCeil
   for (std::size_t i = 0; i < now.value().size(); ++i) {
     const ContainerRecommendation& a = was.value()[i];
     const ContainerRecommendation& b = now.value()[i];
-    auto ceiling = ceilings.find(b.container_name);
+    auto found = spans.find(b.container_name);
+    const RequestSpan* span = found == spans.end() ? nullptr : &found->second;
     if (a.container_name != b.container_name || a.target != b.target ||
-        a.uncapped_target != b.uncapped_target || !bounds_close(a.lower_bound, b.lower_bound) ||
-        !bounds_close(a.upper_bound, b.upper_bound,
-                      ceiling == ceilings.end() ? nullptr : &ceiling->second)) {
+        a.uncapped_target != b.uncapped_target ||
+        !bounds_close(a.lower_bound, b.lower_bound, Side::kLower, span) ||
+        !bounds_close(a.upper_bound, b.upper_bound, Side::kUpper, span)) {
       return false;
     }
   }
@@ -79,7 +88,7 @@ std::optional<json> status_update(const json& stored_status, std::int64_t genera
   if (publication.recommendation) {
     auto it = stored.find("recommendation");
     if (it == stored.end() ||
-        !same_recommendation(*it, *publication.recommendation, publication.request_ceilings)) {
+        !same_recommendation(*it, *publication.recommendation, publication.request_spans)) {
       changed = true;
     }
     update["recommendation"] = *publication.recommendation;

@@ -1,16 +1,16 @@
 // The recommender's part of a VerticalScaler's status: status.recommendation (VPA's shape) and
 // the RecommendationProvided condition (metav1.Condition), computed from the stored status so
 // that an unchanged outcome yields no write and the condition's lastTransitionTime moves only
-// when its status flips. A young history's bounds move a little every pass (confidence grows),
-// so bounds within kBoundWriteTolerance of the stored ones count as unchanged: without it every
-// young scaler's status is written every pass (1,000 writes per pass at 1,000 scalers), while
-// targets, which the webhook and reconciler apply, are always written exact. A young upperBound
+// when its status flips. Targets, which the webhook and reconciler apply, are always written
+// exact. The bounds only decide whether an applied request is off enough to act on (below
+// lowerBound or above upperBound), and a young history's move every pass: its upperBound
 // (p95 x (1 + 1/confidence), tens of times the target) falls by ~1/n of itself in the n-th pass,
-// over 5 % for the first ~20 passes: while both it and the stored one lie above every request
-// the workload carries, no decision can tell them apart (only a request above upperBound is
-// acted on), so there it is rewritten only when it moved by kFarBoundWriteFactor. Everything
-// else in the status (the reconciler's fields and conditions, lastRecommendationUpdateTime) is
-// left as stored.
+// and a percentile a bucket (5 %) away flips both. So a bound within kBoundWriteTolerance of the
+// stored one counts as unchanged, and one that lies, stored and new, beyond every request the
+// workload carries (a lowerBound under the lowest, an upperBound over the highest) within
+// kFarBoundWriteFactor: no decision can tell those two apart. Without that, a young 10,000-scaler
+// install wrote every status every pass for its first ~20 passes. Everything else in the status
+// (the reconciler's fields and conditions, lastRecommendationUpdateTime) is left as stored.
 #pragma once
 
 #include <cstdint>
@@ -29,21 +29,26 @@ namespace vscaler::recommender {
 /// The condition type the recommender owns.
 inline constexpr const char* kRecommendationProvided = "RecommendationProvided";
 
-/// The relative change of a lowerBound or upperBound below which the stored bound is kept (the
-/// bounds only decide whether an applied request is far enough off to act on).
+/// The relative change of a lowerBound or upperBound below which the stored bound is kept.
 inline constexpr double kBoundWriteTolerance = 0.05;
 
-/// The factor by which an upperBound above every applied request (RequestCeilings) must move
-/// before it is rewritten: the shown bound is then never more than 25 % off, and a young
-/// history's rewrites, one every pass for its first ~20 passes, become one each time its length
-/// grows by a quarter (about 10 in those 20 passes and 8 from the 20th to the 120th, where 5 %
-/// writes 20 and 37).
+/// The factor by which a bound beyond every applied request (RequestSpans) must move before it
+/// is rewritten: the shown bound is then never more than 25 % off, and a young upperBound's
+/// rewrites, one every pass for its first ~20 passes, become one each time the history grows by
+/// a quarter (about 10 in those 20 passes and 8 from the 20th to the 120th, where 5 % writes 20
+/// and 37); a percentile's one-bucket flips (5 %) write nothing.
 inline constexpr double kFarBoundWriteFactor = 1.25;
 
-/// Per container name, the highest request per resource among the workload's template and the
-/// pods a pass saw (a resource nobody requests counts as 0: a missing request is acted on
-/// whatever the bounds say). A container not named here gets the plain tolerance.
-using RequestCeilings = std::map<std::string, ResourceMap, std::less<>>;
+/// One container's requests, per resource, among the workload's template and the pods a pass
+/// saw. A resource nobody requests has no entry: no decision rests on its bounds then (a missing
+/// request is acted on whatever they say).
+struct RequestSpan {
+  ResourceMap lowest;   ///< the lowest request: a lowerBound under it decides nothing
+  ResourceMap highest;  ///< the highest request: an upperBound over it decides nothing
+};
+
+/// Per container name. A container not named here gets the plain tolerance only.
+using RequestSpans = std::map<std::string, RequestSpan, std::less<>>;
 
 /// What a pass publishes for one scaler.
 struct Publication {
@@ -52,21 +57,20 @@ struct Publication {
   /// status.recommendation to write; nullopt keeps the stored one (NoMetrics, NoPodsMatched,
   /// InsufficientHistory keep the last recommendation).
   std::optional<nlohmann::json> recommendation;
-  /// What the workload requests now: an upperBound above it may lag (kFarBoundWriteFactor).
-  RequestCeilings request_ceilings = {};
+  /// What the workload requests now: a bound beyond it may lag (kFarBoundWriteFactor).
+  RequestSpans request_spans = {};
 };
 
-/// Raises `ceilings` to the requests of `containers` (a request missing where a limit is set
-/// counts as the limit, as the API server defaults it).
-void raise_request_ceilings(RequestCeilings& ceilings, const std::vector<PodContainer>& containers);
+/// Widens `spans` to the requests of `containers` (a request missing where a limit is set counts
+/// as the limit, as the API server defaults it).
+void widen_request_spans(RequestSpans& spans, const std::vector<PodContainer>& containers);
 
 /// Whether the status.recommendation `next` says nothing new next to `stored`: the same
 /// containers in the same order, the same target and uncappedTarget, and every lowerBound and
-/// upperBound within kBoundWriteTolerance of the stored one, or, for an upperBound whose old and
-/// new values both lie at or above the container's request ceiling, within kFarBoundWriteFactor.
-/// Unparsable input compares exactly.
+/// upperBound within kBoundWriteTolerance of the stored one, or within kFarBoundWriteFactor when
+/// both values lie beyond the container's requests (`spans`). Unparsable input compares exactly.
 bool same_recommendation(const nlohmann::json& stored, const nlohmann::json& next,
-                         const RequestCeilings& ceilings = {});
+                         const RequestSpans& spans = {});
 
 /// The `status` of a merge patch that makes `stored_status` say `publication` (the
 /// recommendation when set, and every stored condition with RecommendationProvided set), or

@@ -89,59 +89,92 @@ TEST_CASE("bounds that moved less than kBoundWriteTolerance are no update; a tar
   CHECK_FALSE(same_recommendation(json{{"containerRecommendations", "oops"}}, renamed));
 }
 
+namespace {
+
+vscaler::kube::Quantity quantity(const char* text) {
+  return vscaler::kube::Quantity::parse(text).value();
+}
+
+// app's memory request in each of `requests` (one pod each).
+RequestSpans spans_of(std::initializer_list<const char*> requests) {
+  RequestSpans spans;
+  for (const char* request : requests) {
+    widen_request_spans(spans, {PodContainer{"app", {{"memory", quantity(request)}}, {}}});
+  }
+  return spans;
+}
+
+json memory_bounds(const char* lower, const char* upper) {
+  return json{
+      {"containerRecommendations", json::array({{{"containerName", "app"},
+                                                 {"target", {{"memory", "489Mi"}}},
+                                                 {"lowerBound", {{"memory", lower}}},
+                                                 {"upperBound", {{"memory", upper}}},
+                                                 {"uncappedTarget", {{"memory", "489Mi"}}}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("widen_request_spans keeps each container's lowest and highest request") {
+  RequestSpans spans = spans_of({"400Mi", "1Gi", "300Mi"});
+  CHECK(spans["app"].lowest["memory"] == quantity("300Mi"));
+  CHECK(spans["app"].highest["memory"] == quantity("1Gi"));
+  // A limit without a request counts as the request (the API server defaults it so).
+  widen_request_spans(
+      spans, {PodContainer{"app", {}, {{"memory", quantity("2Gi")}, {"cpu", quantity("1")}}},
+              PodContainer{"sidecar", {{"cpu", quantity("10m")}}, {{"cpu", quantity("1")}}}});
+  CHECK(spans["app"].highest["memory"] == quantity("2Gi"));
+  CHECK(spans["app"].lowest["cpu"] == quantity("1"));
+  CHECK(spans["sidecar"].highest["cpu"] == quantity("10m"));  // the request, not the limit
+}
+
 TEST_CASE("an upperBound above every request is rewritten only when it moved by a quarter") {
   // A young history: target 489Mi, upperBound tens of times that, falling ~1/n a pass.
-  auto memory = [](const char* upper) {
-    return json{
-        {"containerRecommendations", json::array({{{"containerName", "app"},
-                                                   {"target", {{"memory", "489Mi"}}},
-                                                   {"lowerBound", {{"memory", "351Mi"}}},
-                                                   {"upperBound", {{"memory", upper}}},
-                                                   {"uncappedTarget", {{"memory", "489Mi"}}}}})}};
-  };
-  RequestCeilings ceilings;
-  raise_request_ceilings(
-      ceilings,
-      {PodContainer{"app", {{"memory", vscaler::kube::Quantity::parse("400Mi").value()}}, {}}});
-  const json stored = memory("88340Mi");
-  // -11 %: past the 5 % tolerance, but both values lie above the 400Mi request: no decision
+  const RequestSpans spans = spans_of({"400Mi", "450Mi"});
+  const json stored = memory_bounds("351Mi", "88340Mi");
+  // -11 %: past the 5 % tolerance, but both values lie above the 450Mi request: no decision
   // can tell them apart, so no write.
-  CHECK(same_recommendation(stored, memory("78579Mi"), ceilings));
-  CHECK_FALSE(same_recommendation(stored, memory("78579Mi")));  // no ceilings: plain tolerance
+  CHECK(same_recommendation(stored, memory_bounds("351Mi", "78579Mi"), spans));
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "78579Mi")));  // plain tolerance
   // A move by more than a quarter, down or up, is a write: the shown bound stays within 25 % of
   // the truth.
-  CHECK(same_recommendation(stored, memory("70672Mi"), ceilings));  // 88340 / 1.25
-  CHECK_FALSE(same_recommendation(stored, memory("70000Mi"), ceilings));
-  CHECK(same_recommendation(stored, memory("110425Mi"), ceilings));  // 88340 x 1.25
-  CHECK_FALSE(same_recommendation(stored, memory("111000Mi"), ceilings));
-
+  CHECK(same_recommendation(stored, memory_bounds("351Mi", "70672Mi"), spans));  // 88340 / 1.25
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "70000Mi"), spans));
+  CHECK(same_recommendation(stored, memory_bounds("351Mi", "110425Mi"), spans));  // x 1.25
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "111000Mi"), spans));
   // A pod requesting more than the new bound: the bound now decides that pod, so it is written.
-  RequestCeilings big = ceilings;
-  raise_request_ceilings(
-      big,
-      {PodContainer{"app", {{"memory", vscaler::kube::Quantity::parse("80000Mi").value()}}, {}}});
-  CHECK(big["app"]["memory"] == vscaler::kube::Quantity::parse("80000Mi").value());
-  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), big));
-  // Another container's ceiling does not relax this one's.
-  RequestCeilings other;
-  raise_request_ceilings(
-      other,
-      {PodContainer{"sidecar", {{"memory", vscaler::kube::Quantity::parse("1Mi").value()}}, {}}});
-  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), other));
-  // A limit without a request counts as the request (the API server defaults it so).
-  RequestCeilings limited;
-  raise_request_ceilings(
-      limited,
-      {PodContainer{"app", {}, {{"memory", vscaler::kube::Quantity::parse("80000Mi").value()}}}});
-  CHECK_FALSE(same_recommendation(stored, memory("78579Mi"), limited));
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "78579Mi"),
+                                  spans_of({"400Mi", "80000Mi"})));
+  // Another container's requests do not relax this one's bounds.
+  RequestSpans other;
+  widen_request_spans(other, {PodContainer{"sidecar", {{"memory", quantity("1Mi")}}, {}}});
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "78579Mi"), other));
+  // Nobody requests memory: no decision rests on its bounds.
+  RequestSpans no_memory;
+  widen_request_spans(no_memory, {PodContainer{"app", {{"cpu", quantity("100m")}}, {}}});
+  CHECK(same_recommendation(stored, memory_bounds("351Mi", "78579Mi"), no_memory));
 
-  // Through status_update: the publication carries the ceilings.
+  // Through status_update: the publication carries the spans.
   Publication p{ProvidedReason::kRecommended, "1 pod, 1 with metrics, 1 container samples", stored,
-                ceilings};
+                spans};
   auto first = status_update(json::object(), 1, p, "2026-11-29T18:00:00Z");
   REQUIRE(first);
-  p.recommendation = memory("78579Mi");
+  p.recommendation = memory_bounds("351Mi", "78579Mi");
   CHECK_FALSE(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
-  p.request_ceilings = big;
+  p.request_spans = spans_of({"80000Mi"});
   CHECK(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
+}
+
+TEST_CASE("a lowerBound under every request is rewritten only when it moved by a quarter") {
+  // Applied requests at the target (489Mi); the lowerBound's percentile flips a bucket (5 %).
+  const RequestSpans spans = spans_of({"489Mi", "489Mi"});
+  const json stored = memory_bounds("382Mi", "600Mi");
+  CHECK(same_recommendation(stored, memory_bounds("402Mi", "600Mi"), spans));  // +5.2 %
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("402Mi", "600Mi")));
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("478Mi", "600Mi"), spans));  // +25.1 %
+  // A request under the new lowerBound: that pod is now due, so the bound is written.
+  CHECK_FALSE(
+      same_recommendation(stored, memory_bounds("402Mi", "600Mi"), spans_of({"489Mi", "390Mi"})));
+  // A request exactly at the bound is not under it: still nothing to decide.
+  CHECK(same_recommendation(stored, memory_bounds("402Mi", "600Mi"), spans_of({"402Mi"})));
 }
