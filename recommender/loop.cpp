@@ -283,6 +283,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   if (!was_leading_ || reload) forget_all();  // restore everything from the checkpoints first
   was_leading_ = true;
   summary.ran = true;
+  if (!only_new) ++full_passes_;
   history_failure_.clear();
   const std::string now_text = base::rfc3339(now);
 
@@ -569,6 +570,7 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     json list = json::array();
     for (const auto& rec : recs) list.push_back(to_json(rec));
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
+    publication.refresh_far_bounds = far_bound_refresh_pass(scaler.uid, full_passes_);
     widen_request_spans(publication.request_spans, inputs->workload.template_containers);
     for (const PodInfo& pod : inputs->owned_pods) {
       widen_request_spans(publication.request_spans, pod.containers);

@@ -275,6 +275,9 @@ class RecommenderLoop {
   // The slice the next checkpoint tick writes: the one written longest ago (the loop's thread,
   // then stop() after joining it).
   unsigned next_checkpoint_slice_ = 0;
+  // Full passes run (the loop's thread): picks each scaler's far-bound refresh pass
+  // (far_bound_refresh_pass).
+  std::uint64_t full_passes_ = 0;
   bool reload_ = false;    // set by on_started_leading, consumed by the next pass
   bool woken_ = false;     // set by on_started_leading, consumed by the thread's wait
   bool appeared_ = false;  // set by on_scaler_appeared, consumed by the thread's wait

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "recommender/hash.h"
 #include "recommender/recommendation.h"
 
 namespace vscaler::recommender {
@@ -17,10 +18,10 @@ enum class Side { kLower, kUpper };
 
 // Whether two bound maps name the same resources and each value of `next` lies within
 // kBoundWriteTolerance of the stored one, or, where `span` is given and both values lie beyond
-// its requests on `side` (at or under the lowest, at or over the highest), within
-// kFarBoundWriteFactor of it.
+// its requests on `side` (at or under the lowest, at or over the highest, or a resource nobody
+// requests), within kFarBoundWriteFactor of it (`refresh_far`) or anywhere (not).
 bool bounds_close(const ResourceMap& stored, const ResourceMap& next, Side side,
-                  const RequestSpan* span) {
+                  const RequestSpan* span, bool refresh_far) {
   if (stored.size() != next.size()) return false;
   for (const auto& [resource, value] : next) {
     auto it = stored.find(resource);
@@ -31,12 +32,13 @@ bool bounds_close(const ResourceMap& stored, const ResourceMap& next, Side side,
     if (span == nullptr) return false;
     const double low = std::min(was, now);
     const double high = std::max(was, now);
-    if (low <= 0.0 || high > kFarBoundWriteFactor * low) return false;
     const ResourceMap& requests = side == Side::kLower ? span->lowest : span->highest;
-    auto request = requests.find(resource);
-    if (request == requests.end()) continue;  // nobody requests it: no decision rests on it
-    const double edge = request->second.to_double();
-    if (side == Side::kLower ? high > edge : low < edge) return false;
+    if (auto request = requests.find(resource); request != requests.end()) {
+      const double edge = request->second.to_double();
+      if (side == Side::kLower ? high > edge : low < edge) return false;  // a request between
+    }
+    // Beyond every request (or nobody requests it): no decision rests on the move.
+    if (refresh_far && (low <= 0.0 || high > kFarBoundWriteFactor * low)) return false;
   }
   return true;
 }
@@ -59,7 +61,12 @@ void widen_request_spans(RequestSpans& spans, const std::vector<PodContainer>& c
   }
 }
 
-bool same_recommendation(const json& stored, const json& next, const RequestSpans& spans) {
+bool far_bound_refresh_pass(std::string_view uid, std::uint64_t pass) {
+  return (fnv1a(kFnvBasis, uid) + pass) % kFarBoundRefreshPasses == 0;
+}
+
+bool same_recommendation(const json& stored, const json& next, const RequestSpans& spans,
+                         bool refresh_far_bounds) {
   if (stored == next) return true;
   auto was = parse_recommendation(stored);
   auto now = parse_recommendation(next);
@@ -71,8 +78,8 @@ bool same_recommendation(const json& stored, const json& next, const RequestSpan
     const RequestSpan* span = found == spans.end() ? nullptr : &found->second;
     if (a.container_name != b.container_name || a.target != b.target ||
         a.uncapped_target != b.uncapped_target ||
-        !bounds_close(a.lower_bound, b.lower_bound, Side::kLower, span) ||
-        !bounds_close(a.upper_bound, b.upper_bound, Side::kUpper, span)) {
+        !bounds_close(a.lower_bound, b.lower_bound, Side::kLower, span, refresh_far_bounds) ||
+        !bounds_close(a.upper_bound, b.upper_bound, Side::kUpper, span, refresh_far_bounds)) {
       return false;
     }
   }
@@ -88,7 +95,8 @@ std::optional<json> status_update(const json& stored_status, std::int64_t genera
   if (publication.recommendation) {
     auto it = stored.find("recommendation");
     if (it == stored.end() ||
-        !same_recommendation(*it, *publication.recommendation, publication.request_spans)) {
+        !same_recommendation(*it, *publication.recommendation, publication.request_spans,
+                             publication.refresh_far_bounds)) {
       changed = true;
     }
     update["recommendation"] = *publication.recommendation;

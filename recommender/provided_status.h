@@ -9,7 +9,11 @@
 // stored one counts as unchanged, and one that lies, stored and new, beyond every request the
 // workload carries (a lowerBound under the lowest, an upperBound over the highest) within
 // kFarBoundWriteFactor: no decision can tell those two apart. Without that, a young 10,000-scaler
-// install wrote every status every pass for its first ~20 passes. Everything else in the status
+// install wrote every status every pass for its first ~20 passes. Such a far bound is even kept
+// whatever its move but in one pass of kFarBoundRefreshPasses, chosen per scaler
+// (Publication::refresh_far_bounds): 10,000 histories created in the same minute age together,
+// and their upperBounds crossed 25 % in the same pass, a burst of thousands of writes every few
+// passes. Everything else in the status
 // (the reconciler's fields and conditions, lastRecommendationUpdateTime) is left as stored.
 #pragma once
 
@@ -18,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "recommender/pods.h"
@@ -39,6 +44,13 @@ inline constexpr double kBoundWriteTolerance = 0.05;
 /// and 37); a percentile's one-bucket flips (5 %) write nothing.
 inline constexpr double kFarBoundWriteFactor = 1.25;
 
+/// A scaler's far bounds (see kFarBoundWriteFactor) are rewritten, when they moved that much, in
+/// one pass of this many, the pass picked by the scaler's uid; in the others they are kept
+/// whatever their move. So the shown far bound lags the computed one by at most three more
+/// --recommender-interval, and the rewrites of histories that age together are spread over four
+/// passes instead of landing in one.
+inline constexpr unsigned kFarBoundRefreshPasses = 4;
+
 /// One container's requests, per resource, among the workload's template and the pods a pass
 /// saw. A resource nobody requests has no entry: no decision rests on its bounds then (a missing
 /// request is acted on whatever they say).
@@ -59,7 +71,14 @@ struct Publication {
   std::optional<nlohmann::json> recommendation;
   /// What the workload requests now: a bound beyond it may lag (kFarBoundWriteFactor).
   RequestSpans request_spans = {};
+  /// Whether a bound beyond every request that moved more than kFarBoundWriteFactor is rewritten
+  /// in this pass; false keeps it whatever its move (kFarBoundRefreshPasses).
+  bool refresh_far_bounds = true;
 };
+
+/// Whether the pass numbered `pass` is the one of kFarBoundRefreshPasses in which the scaler with
+/// `uid` has its far bounds rewritten (Publication::refresh_far_bounds). Stable across processes.
+bool far_bound_refresh_pass(std::string_view uid, std::uint64_t pass);
 
 /// Widens `spans` to the requests of `containers` (a request missing where a limit is set counts
 /// as the limit, as the API server defaults it).
@@ -67,10 +86,11 @@ void widen_request_spans(RequestSpans& spans, const std::vector<PodContainer>& c
 
 /// Whether the status.recommendation `next` says nothing new next to `stored`: the same
 /// containers in the same order, the same target and uncappedTarget, and every lowerBound and
-/// upperBound within kBoundWriteTolerance of the stored one, or within kFarBoundWriteFactor when
-/// both values lie beyond the container's requests (`spans`). Unparsable input compares exactly.
+/// upperBound within kBoundWriteTolerance of the stored one, or, when both values lie beyond the
+/// container's requests (`spans`), within kFarBoundWriteFactor (`refresh_far_bounds`) or anywhere
+/// (not). Unparsable input compares exactly.
 bool same_recommendation(const nlohmann::json& stored, const nlohmann::json& next,
-                         const RequestSpans& spans = {});
+                         const RequestSpans& spans = {}, bool refresh_far_bounds = true);
 
 /// The `status` of a merge patch that makes `stored_status` say `publication` (the
 /// recommendation when set, and every stored condition with RecommendationProvided set), or

@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 using namespace vscaler::recommender;
 using nlohmann::json;
 
@@ -177,4 +181,59 @@ TEST_CASE("a lowerBound under every request is rewritten only when it moved by a
       same_recommendation(stored, memory_bounds("402Mi", "600Mi"), spans_of({"489Mi", "390Mi"})));
   // A request exactly at the bound is not under it: still nothing to decide.
   CHECK(same_recommendation(stored, memory_bounds("402Mi", "600Mi"), spans_of({"402Mi"})));
+}
+
+TEST_CASE("a bound beyond every request is kept whatever its move outside its refresh pass") {
+  const RequestSpans spans = spans_of({"400Mi", "450Mi"});
+  const json stored = memory_bounds("351Mi", "88340Mi");
+  // Halved, then doubled: past the quarter, but above every request.
+  for (const char* upper : {"44170Mi", "176680Mi"}) {
+    CAPTURE(upper);
+    CHECK(same_recommendation(stored, memory_bounds("351Mi", upper), spans, false));
+    CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", upper), spans, true));
+  }
+  // A request between the stored and the new bound decides a pod: written in any pass.
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "44170Mi"),
+                                  spans_of({"400Mi", "50000Mi"}), false));
+  // So is a lowerBound that rose over a request, and a bound of a container with no span.
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("420Mi", "88340Mi"), spans, false));
+  CHECK_FALSE(same_recommendation(stored, memory_bounds("351Mi", "44170Mi"), {}, false));
+  // A target is exact in every pass.
+  json moved_target = memory_bounds("351Mi", "88340Mi");
+  moved_target["containerRecommendations"][0]["target"]["memory"] = "500Mi";
+  CHECK_FALSE(same_recommendation(stored, moved_target, spans, false));
+
+  // Through status_update: the publication says which pass this is.
+  Publication p{ProvidedReason::kRecommended, "1 pod, 1 with metrics, 1 container samples", stored,
+                spans};
+  auto first = status_update(json::object(), 1, p, "2026-11-29T18:00:00Z");
+  REQUIRE(first);
+  p.recommendation = memory_bounds("351Mi", "44170Mi");
+  p.refresh_far_bounds = false;
+  CHECK_FALSE(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
+  p.refresh_far_bounds = true;
+  CHECK(status_update(*first, 1, p, "2026-11-29T18:01:00Z"));
+}
+
+TEST_CASE("far_bound_refresh_pass picks one pass of every kFarBoundRefreshPasses per scaler") {
+  std::vector<unsigned> scalers_per_slot(kFarBoundRefreshPasses, 0);
+  for (int i = 0; i < 400; ++i) {
+    const std::string uid = "3f0c9a51-7d2e-4b8a-9c11-" + std::to_string(100000000000 + i);
+    CAPTURE(uid);
+    int refreshes = 0;
+    std::uint64_t first = 0;
+    for (std::uint64_t pass = 1; pass <= 4 * kFarBoundRefreshPasses; ++pass) {
+      if (!far_bound_refresh_pass(uid, pass)) continue;
+      if (refreshes == 0) first = pass;
+      CHECK((pass - first) % kFarBoundRefreshPasses == 0);
+      ++refreshes;
+    }
+    CHECK(refreshes == 4);
+    ++scalers_per_slot[first % kFarBoundRefreshPasses];
+  }
+  // Spread: each pass refreshes about a quarter of the scalers, not all of them at once.
+  for (unsigned count : scalers_per_slot) {
+    CHECK(count > 60);
+    CHECK(count < 140);
+  }
 }
