@@ -46,9 +46,9 @@ inline constexpr double kFarBoundWriteFactor = 1.25;
 
 /// A scaler's far bounds (see kFarBoundWriteFactor) are rewritten, when they moved that much, in
 /// one pass of this many, the pass picked by the scaler's uid; in the others they are kept
-/// whatever their move. So the shown far bound lags the computed one by at most three more
-/// --recommender-interval, and the rewrites of histories that age together are spread over four
-/// passes instead of landing in one.
+/// whatever their move. So the shown far bound is within kFarBoundWriteFactor of the value computed
+/// in the scaler's last refresh pass, at most three passes ago, and the rewrites of histories that
+/// age together are spread over four passes instead of landing in one.
 inline constexpr unsigned kFarBoundRefreshPasses = 4;
 
 /// One container's requests, per resource, among the workload's template and the pods a pass
