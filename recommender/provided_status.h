@@ -10,7 +10,7 @@
 // workload carries (a lowerBound under the lowest, an upperBound over the highest) within
 // kFarBoundWriteFactor: no decision can tell those two apart. Without that, a young 10,000-scaler
 // install wrote every status every pass for its first ~20 passes. Such a far bound is even kept
-// whatever its move but in one pass of kFarBoundRefreshPasses, chosen per scaler
+// whatever its move except in one pass of kFarBoundRefreshPasses, chosen per scaler
 // (Publication::refresh_far_bounds): 10,000 histories created in the same minute age together,
 // and their upperBounds crossed 25 % in the same pass, a burst of thousands of writes every few
 // passes. Everything else in the status
