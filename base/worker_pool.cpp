@@ -25,17 +25,6 @@ bool WorkerPool::submit(Job job) {
   return true;
 }
 
-bool WorkerPool::submit_waiting(Job job) {
-  {
-    std::unique_lock lock(mutex_);
-    room_.wait(lock, [this] { return stopping_ || jobs_.size() < capacity_; });
-    if (stopping_) return false;
-    jobs_.push_back(std::move(job));
-  }
-  ready_.notify_one();
-  return true;
-}
-
 void WorkerPool::wait_idle() {
   std::unique_lock lock(mutex_);
   idle_.wait(lock, [this] { return jobs_.empty() && running_ == 0; });  // stop() empties jobs_
@@ -51,7 +40,6 @@ void WorkerPool::stop() {
     dropped.swap(jobs_);
   }
   ready_.notify_all();
-  room_.notify_all();
   for (auto& thread : threads) thread.join();
   idle_.notify_all();
   // `dropped` is destroyed here, outside the lock (a job's captures may be large).
@@ -71,7 +59,6 @@ void WorkerPool::run() {
     jobs_.pop_front();
     ++running_;
     lock.unlock();
-    room_.notify_one();
     job();
     job = nullptr;  // captures released before the lock is taken again
     lock.lock();

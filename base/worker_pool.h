@@ -1,7 +1,6 @@
 // A fixed set of threads running jobs from a bounded queue: where the admission front end hands
-// complete requests (so that handlers never run on, and never stall, the event loop), and where
-// the recommender hands its status writes (so that a pass over 10,000 scalers waits on several
-// API calls at once, not on one after another).
+// complete requests (so that handlers never run on, and never stall, the event loop). The
+// recommender's status writes, one per scaler and replaceable, go to base::CoalescingPool.
 #pragma once
 
 #include <condition_variable>
@@ -30,9 +29,6 @@ class WorkerPool {
   /// Queues `job`; false (and the job is not run) when the queue is full or the pool stopped.
   /// For a producer that must never wait (an event loop).
   bool submit(Job job);
-  /// Queues `job`, waiting while the queue is full: the producer goes no faster than the
-  /// threads, and what waits stays bounded. False (the job is not run) once the pool stopped.
-  bool submit_waiting(Job job);
   /// Returns once every job submitted so far has finished (none waiting, none running).
   void wait_idle();
   /// Lets running jobs finish, drops those still waiting, joins the threads. Idempotent.
@@ -46,7 +42,6 @@ class WorkerPool {
   const std::size_t capacity_;
   mutable std::mutex mutex_;
   std::condition_variable ready_;  // a job was queued, or stopping
-  std::condition_variable room_;   // a job left the queue, or stopping
   std::condition_variable idle_;   // the last job finished
   std::deque<Job> jobs_;
   std::size_t running_ = 0;

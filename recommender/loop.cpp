@@ -124,10 +124,7 @@ RecommenderLoop::RecommenderLoop(RecommenderApi& api, LoopHooks hooks, LoopOptio
                          .get()),
       write_rate_(options_.write_qps, options_.write_burst) {
   if (options_.status_writers > 0) {
-    // Room for a few writes per writer: the pass computes ahead of the writes by that much, no
-    // more (each waiting write holds its status patch).
-    writers_ =
-        std::make_unique<base::WorkerPool>(options_.status_writers, 4 * options_.status_writers);
+    writers_ = std::make_unique<base::CoalescingPool>(options_.status_writers);
   }
 }
 
@@ -151,12 +148,16 @@ void RecommenderLoop::stop() {
   }
   stop_requested_.store(true);
   wake_.notify_all();
-  if (!thread_.joinable()) return;
-  thread_.join();  // a pass under way ended early, after the writes it had queued
+  const bool started = thread_.joinable();
+  if (started) thread_.join();  // a pass under way ended early
+  // Status writes still waiting are dropped (the running ones finish): the next leader computes
+  // them again in its first pass, and the shutdown budget is the checkpoints'. Without the
+  // thread too: run_pass may have left writes waiting.
+  if (writers_) writers_->stop();
+  if (!started) return;
   // Best effort, and only while still leading (the fencing check of every leader step): a
   // replica that lost the Lease has nothing it may write.
   if (was_leading_) save_checkpoints_at_shutdown();
-  if (writers_) writers_->stop();
 }
 
 void RecommenderLoop::save_checkpoints_at_shutdown() {
@@ -230,14 +231,14 @@ void RecommenderLoop::run() {
         next_pass =
             now + std::min<std::chrono::milliseconds>(options_.interval, std::chrono::seconds(1));
       } else {
-        run_pass();
+        run_pass(std::chrono::system_clock::now(), PassScope::kAll, PassWrites::kLeaveWaiting);
         next_pass = clock::now() + options_.interval;
       }
     } else if (appeared && synced) {
       // A scaler appeared (or its spec changed) between two passes: its first recommendation
       // need not wait for the next tick (VPA's comes within one of its 1m loops too). Scalers
       // appearing together are taken together; the full pass keeps its own schedule.
-      run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers);
+      run_pass(std::chrono::system_clock::now(), PassScope::kNewScalers, PassWrites::kLeaveWaiting);
     }
     if (now >= next_checkpoint) {
       // Cut short by stop(), which goes on from this slice within its budget.
@@ -253,9 +254,13 @@ void RecommenderLoop::run() {
 void RecommenderLoop::forget_all() {
   for (auto& [uid, tracked] : tracked_) remove_gauges(tracked);
   tracked_.clear();
+  // Publications of the histories just dropped: fenced when their turn came anyway
+  // (still_leading), or outdated by the pass that restores the histories from the checkpoints.
+  if (writers_) writers_->drop_waiting();
 }
 
-PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now, PassScope scope) {
+PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now, PassScope scope,
+                                      PassWrites writes) {
   const auto started = std::chrono::steady_clock::now();
   const bool only_new = scope == PassScope::kNewScalers;
   bool reload = false;
@@ -300,12 +305,15 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     TargetWorkload target = target_of(*scaler);
     by_target[{target.namespace_, target.kind, target.name}].push_back(scaler);
   }
-  std::vector<const api::Scaler*> actives;
+  // Shared: a status write may outlast the pass (write_status).
+  std::vector<std::shared_ptr<const api::Scaler>> actives;
   std::map<std::string, std::size_t> per_namespace;
   for (const auto& [target, group] : by_target) {
-    const api::Scaler* active = api::select_active(group);
-    if (active == nullptr || !any_recommended(*active)) continue;
-    if (only_new && tracked_.count(active->uid)) continue;
+    const api::Scaler* selected = api::select_active(group);
+    if (selected == nullptr || !any_recommended(*selected)) continue;
+    if (only_new && tracked_.count(selected->uid)) continue;
+    const auto& active = *std::find_if(group.begin(), group.end(),
+                                       [selected](const auto& s) { return s.get() == selected; });
     actives.push_back(active);
     ++per_namespace[active->ns];
   }
@@ -323,7 +331,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   if (!actives.empty() && (!only_new || !caps_ready_)) refresh_caps(summary);
   list_checkpoints(actives, shared, summary);
   bool cut_short = false;
-  for (const api::Scaler* active : actives) {
+  for (const auto& active : actives) {
     if (stop_requested_.load(std::memory_order_relaxed)) {
       // Shutting down: the rest wait for the next leader's pass, not for the kubelet's SIGKILL.
       cut_short = true;
@@ -333,9 +341,9 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     if (inserted) it->second.key = active->key();
     ++summary.scalers;
     passed.insert(active->uid);
-    if (!pass_scaler(*active, it->second, now_text, summary)) ++summary.failed;
+    if (!pass_scaler(active, it->second, now_text, summary)) ++summary.failed;
   }
-  finish_writes(summary);
+  finish_writes(summary, writes);
   api_.end_pass();
   listed_namespaces_.clear();
   listed_checkpoints_.clear();
@@ -378,7 +386,9 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
              {"aggregates", std::to_string(summary.aggregates)},
              {"history_bytes", std::to_string(summary.history_bytes)},
              {"seconds", std::to_string(summary.seconds)},
-             {"write_wait_seconds", std::to_string(summary.write_wait_seconds)}});
+             {"handed_over", std::to_string(summary.handed_over)},
+             {"writes_replaced", std::to_string(summary.writes_replaced)},
+             {"writes_waiting", std::to_string(summary.writes_waiting)}});
   return summary;
 }
 
@@ -452,10 +462,11 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
              {"ms", std::to_string(took.count())}});
 }
 
-void RecommenderLoop::list_checkpoints(const std::vector<const api::Scaler*>& actives,
-                                       const std::set<std::string>& shared, PassSummary& summary) {
+void RecommenderLoop::list_checkpoints(
+    const std::vector<std::shared_ptr<const api::Scaler>>& actives,
+    const std::set<std::string>& shared, PassSummary& summary) {
   std::map<std::string, std::map<std::string, std::string>> unrestored;  // ns -> name -> uid
-  for (const api::Scaler* active : actives) {
+  for (const auto& active : actives) {
     if (!shared.count(active->ns)) continue;
     auto it = tracked_.find(active->uid);
     if (it != tracked_.end() && it->second.restored) continue;
@@ -492,8 +503,9 @@ kube::Result<LoadedCheckpoint, kube::ApiError> RecommenderLoop::load_checkpoint(
   return api_.load_checkpoint({scaler.ns, scaler.name, scaler.uid}, options_.aggregate);
 }
 
-bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
-                                  const std::string& now, PassSummary& summary) {
+bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shared_scaler,
+                                  Tracked& tracked, const std::string& now, PassSummary& summary) {
+  const api::Scaler& scaler = *shared_scaler;
   if (!tracked.restored) {
     auto loaded = load_checkpoint(scaler, summary);
     if (!loaded.ok()) {
@@ -577,19 +589,32 @@ bool RecommenderLoop::pass_scaler(const api::Scaler& scaler, Tracked& tracked,
     }
     export_gauges(tracked, recs);
   }
-  write_status(scaler, tracked.key, std::move(publication), now, summary);
+  ++summary.handed_over;
+  write_status(shared_scaler, tracked.key, std::move(publication), now);
   return true;
 }
 
-void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string& key,
-                                   Publication publication, const std::string& now,
-                                   PassSummary& summary) {
-  auto write = [this, &scaler, key, publication = std::move(publication), &now] {
+void RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
+                                   const std::string& key, Publication publication,
+                                   const std::string& now) {
+  // While it waits, the publication holds its recommendation as JSON text: a few hundred bytes
+  // where the tree is a few KB, and in a new install's first passes 10,000 may wait.
+  std::string recommendation_text;
+  if (writers_ && publication.recommendation) {
+    recommendation_text = publication.recommendation->dump();
+    publication.recommendation.reset();
+  }
+  auto write = [this, scaler = std::move(scaler), key, publication = std::move(publication),
+                recommendation_text = std::move(recommendation_text), now]() mutable {
+    if (!recommendation_text.empty()) {
+      publication.recommendation = json::parse(recommendation_text);
+      recommendation_text = std::string();
+    }
     std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
-    const api::Scaler& known = current && current->uid == scaler.uid ? *current : scaler;
+    const api::Scaler& known = current && current->uid == scaler->uid ? *current : *scaler;
     const json known_status = known.status();  // parsed once: the write and the hint read it
     std::size_t requests = 0;
-    const bool published = publish(scaler, known, known_status, publication, now, requests);
+    const bool published = publish(*scaler, known, known_status, publication, now, requests);
     written_requests_ += requests;
     if (!published) return;
     ++written_published_;
@@ -603,23 +628,24 @@ void RecommenderLoop::write_status(const api::Scaler& scaler, const std::string&
     write();
     return;
   }
-  const auto started = std::chrono::steady_clock::now();
-  const bool queued = writers_->submit_waiting(std::move(write));
-  summary.write_wait_seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  if (!queued) {
+  if (!writers_->submit(key, std::move(write))) {
     // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
     log::warn(kLoopLogger, "status writers stopped; the recommendation waits for the next pass",
               {{"scaler", key}});
   }
 }
 
-void RecommenderLoop::finish_writes(PassSummary& summary) {
+void RecommenderLoop::wait_for_writes() {
+  if (writers_) writers_->wait_idle();
+}
+
+void RecommenderLoop::finish_writes(PassSummary& summary, PassWrites writes) {
   if (writers_) {
-    const auto started = std::chrono::steady_clock::now();
-    writers_->wait_idle();
-    summary.write_wait_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (writes == PassWrites::kAwait) wait_for_writes();
+    summary.writes_waiting = writers_->waiting();
+    const std::size_t replaced = writers_->replaced();
+    summary.writes_replaced = replaced - replaced_before_;
+    replaced_before_ = replaced;
   }
   summary.requests += written_requests_.exchange(0);
   summary.published += written_published_.exchange(0);

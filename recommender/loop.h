@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "api/scaler.h"
+#include "base/coalescing_pool.h"
 #include "base/rate_limiter.h"
-#include "base/worker_pool.h"
 #include "metrics/registry.h"
 #include "recommender/aggregate_options.h"
 #include "recommender/history_source.h"
@@ -58,9 +58,12 @@ struct LoopOptions {
   /// (a scaler's maxAllowed wins); the largest node's allocatable caps as well.
   ResourceMap max_allowed;
   int status_attempts = 4;  ///< status writes tried on 409 Conflict (re-read each time)
-  /// Threads carrying a pass's status writes while the pass goes on computing: a write waits
-  /// ~10 ms on the API server, so at 10,000 scalers one after another is 100 s, longer than the
-  /// interval. 0: each write on the pass's own thread (the unit tests that follow call order).
+  /// Threads carrying the status writes (base::CoalescingPool): a pass hands each publication
+  /// over and goes on, and a scaler's publication still waiting when a later pass publishes it
+  /// again is replaced by the newer one. A write waits ~10 ms on the API server: at 10,000
+  /// scalers, a new install's first passes publish every scaler, minutes of writes that the
+  /// passes (and the samples they read on schedule) need not wait for. At most one write per
+  /// scaler waits. 0: each write on the pass's own thread (the unit tests that follow call order).
   std::size_t status_writers = 4;
   /// The client-side limit on the recommender's writes (status and checkpoints, retries
   /// included), whatever the number of writers: `write_qps` on average (0: none) after a burst of
@@ -110,10 +113,16 @@ struct LoopHooks {
 
 /// What one pass did (for tests, logs and the benchmark).
 struct PassSummary {
-  bool ran = false;                 ///< false: not leading, nothing done
-  std::size_t scalers = 0;          ///< active scalers passed over
-  std::size_t samples = 0;          ///< container samples folded in
-  std::size_t published = 0;        ///< status writes made
+  bool ran = false;         ///< false: not leading, nothing done
+  std::size_t scalers = 0;  ///< active scalers passed over
+  std::size_t samples = 0;  ///< container samples folded in
+  /// Status writes made while the pass ran (with PassWrites::kLeaveWaiting, whichever pass handed
+  /// them over; with kAwait, this pass's and those left waiting before it).
+  std::size_t published = 0;
+  std::size_t handed_over = 0;  ///< publications this pass handed to the writers (or wrote)
+  /// Waiting publications this pass replaced with its own newer ones (none written twice).
+  std::size_t writes_replaced = 0;
+  std::size_t writes_waiting = 0;   ///< publications still waiting for a writer at the pass's end
   std::size_t failed = 0;           ///< scalers skipped by an API failure (retried next pass)
   std::size_t requests = 0;         ///< API requests made (list pages counted)
   std::size_t history_queries = 0;  ///< requests to the history source (Prometheus)
@@ -122,15 +131,18 @@ struct PassSummary {
   /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
   std::size_t history_bytes = 0;
   double seconds = 0;  ///< wall time
-  /// Of `seconds`, the time the pass's thread waited for its status writers (a full queue, and
-  /// the last writes at its end): the API server's share of a pass.
-  double write_wait_seconds = 0;
 };
 
 /// Which scalers a pass goes over.
 enum class PassScope {
   kAll,         ///< every active scaler (the interval's pass)
   kNewScalers,  ///< only those without a history yet: they just appeared
+};
+
+/// Whether run_pass returns before its status writes are made.
+enum class PassWrites {
+  kAwait,         ///< returns once every write handed over so far is made (tests, tools)
+  kLeaveWaiting,  ///< returns when the pass is done; the writers go on (the loop's thread)
 };
 
 /// The loop (see the file comment). start()/stop()/wake() are thread-safe; run_pass() and
@@ -151,9 +163,9 @@ class RecommenderLoop {
 
   /// Starts the loop's thread (nothing when the interval is zero).
   void start();
-  /// Stops the thread (a pass under way stops after the scaler at hand and the writes already
-  /// queued), then, if still leading, writes the changed checkpoints for at most
-  /// LoopOptions::shutdown_checkpoint_budget. Idempotent.
+  /// Stops the thread (a pass under way stops after the scaler at hand), drops the status writes
+  /// still waiting (those running finish), then, if still leading, writes the changed checkpoints
+  /// for at most LoopOptions::shutdown_checkpoint_budget. Idempotent.
   void stop();
   /// This replica just became leader: the next pass (run now) restores every history from its
   /// checkpoint first (the previous leader may have written newer ones). From any thread.
@@ -165,7 +177,9 @@ class RecommenderLoop {
 
   /// One pass now; `now` stamps condition transitions.
   PassSummary run_pass(std::chrono::system_clock::time_point now = std::chrono::system_clock::now(),
-                       PassScope scope = PassScope::kAll);
+                       PassScope scope = PassScope::kAll, PassWrites writes = PassWrites::kAwait);
+  /// Returns once every status write handed to the writers so far is made (or dropped).
+  void wait_for_writes();
   /// Writes the checkpoint of every history that changed since its last write (when leading);
   /// returns how many were written. With `slices` > 1, only the scalers of slice `slice` (by a
   /// hash of the uid): the loop writes one slice per tick, so 10,000 checkpoints are spread over
@@ -204,23 +218,23 @@ class RecommenderLoop {
                                          const std::function<bool()>& give_up);
   // stop()'s last round: every slice, from the one written longest ago, within the budget.
   void save_checkpoints_at_shutdown();
-  bool pass_scaler(const api::Scaler& scaler, Tracked& tracked, const std::string& now,
-                   PassSummary& summary);
+  bool pass_scaler(const std::shared_ptr<const api::Scaler>& scaler, Tracked& tracked,
+                   const std::string& now, PassSummary& summary);
   // Reads the checkpoints of the pass's unrestored scalers in each shared namespace with one
   // list (listed_checkpoints_), instead of a GET each in pass_scaler.
-  void list_checkpoints(const std::vector<const api::Scaler*>& actives,
+  void list_checkpoints(const std::vector<std::shared_ptr<const api::Scaler>>& actives,
                         const std::set<std::string>& shared, PassSummary& summary);
   // The checkpoint of `scaler`: from this pass's namespace list when there was one, else a GET.
   kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(const api::Scaler& scaler,
                                                                  PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
   void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
-  // Hands the scaler's status write to the writers (or makes it here without them); the pass
-  // waits for them all before it ends (finish_writes), so `scaler` outlives the write.
-  void write_status(const api::Scaler& scaler, const std::string& key, Publication publication,
-                    const std::string& now, PassSummary& summary);
-  // Waits for the pass's status writes and adds what they did to `summary`.
-  void finish_writes(PassSummary& summary);
+  // Hands the scaler's status write to the writers, replacing one of the scaler still waiting
+  // (or makes it here without writers). The write holds `scaler`: it may outlast the pass.
+  void write_status(std::shared_ptr<const api::Scaler> scaler, const std::string& key,
+                    Publication publication, const std::string& now);
+  // Waits for the status writes (kAwait) and adds what the writers did to `summary`.
+  void finish_writes(PassSummary& summary, PassWrites writes);
   // Writes `publication` into the status of `scaler`, resting on `known` (the informer's copy
   // now, else `scaler`) and its parsed status; true when a write landed.
   bool publish(const api::Scaler& scaler, const api::Scaler& known,
@@ -262,10 +276,11 @@ class RecommenderLoop {
   bool nodes_unlisted_ = false;  // the last node list failed (logged once until one succeeds)
 
   base::RateLimiter write_rate_;  // options_.write_qps / write_burst, shared by every writer
-  // What the writers did in this pass, added to its summary by finish_writes.
+  // What the writers did since the last pass's end, added to its summary by finish_writes.
   std::atomic<std::size_t> written_requests_{0};
   std::atomic<std::size_t> written_published_{0};
-  std::unique_ptr<base::WorkerPool> writers_;  // nullptr: options_.status_writers == 0
+  std::size_t replaced_before_ = 0;                // writers_->replaced() at the last pass's end
+  std::unique_ptr<base::CoalescingPool> writers_;  // nullptr: options_.status_writers == 0
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -54,9 +54,9 @@ size="$scalers scalers / $((scalers * replicas)) pods"
 # rows OUT: the table's rows of one recommender's measurement.
 rows() {
   printf 'wall\trecommender pass (VPA: main loop), %s: wall time (s)\t%s\n' "$size" "$(value wall_s "$1")"
-  [ -z "$(value write_wait_s "$1")" ] ||
-    printf 'compute\trecommender pass, %s: wall time less its wait for status writes (s)\t%s\n' "$size" \
-      "$(awk -v w="$(value wall_s "$1")" -v s="$(value write_wait_s "$1")" 'BEGIN {print w - s}')"
+  [ -z "$(value writes_waiting "$1")" ] ||
+    printf 'waiting\trecommender pass, %s: status writes still waiting at its end (the pass does not wait for them)\t%s\n' \
+      "$size" "$(value writes_waiting "$1")"
   printf 'requests\trecommender pass, %s: API requests per interval (%s)\t%s\n' "$size" "$interval" \
     "$(value requests "$1")"
   printf 'cpu\trecommender, %s: process CPU seconds per interval (%s)\t%s\n' "$size" "$interval" \

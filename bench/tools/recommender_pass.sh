@@ -3,8 +3,8 @@
 # of REPLICAS pods each (default 1) with simulated usage, N updateMode "Off" scalers, vscaler with
 # --recommender-interval INTERVAL (default 10s). Once every scaler is Recommended it waits for two
 # more passes and prints, on stderr, the last passes' "recommender pass" log lines and, on stdout,
-# "key<TAB>value" lines: wall_s, requests and write_wait_s (the time the pass waited for its
-# status writes) of the last pass, cpu_s (the operator's CPU seconds between the last two passes:
+# "key<TAB>value" lines: wall_s, requests and writes_waiting (status writes the pass left waiting
+# for the writers at its end; the pass does not wait for them) of the last pass, cpu_s (the operator's CPU seconds between the last two passes:
 # one pass plus an idle interval), rss_kib, rss_peak_kib (VmHWM), pods, namespace (deleted at
 # exit unless RECOMMENDER_PASS_KEEP=1, for a peer to measure on the same pods). Needs a running
 # full cluster (test/cluster/up.sh) with room for N*REPLICAS pods, and the env of test/run.sh
@@ -82,7 +82,7 @@ last=$(grep '"msg":"recommender pass"' "$OPERATOR_LOG" | tail -n 1)
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$last" "$1"; }
 printf 'wall_s\t%s\n' "$(field seconds)"
 printf 'requests\t%s\n' "$(field requests)"
-printf 'write_wait_s\t%s\n' "$(field write_wait_seconds)"
+printf 'writes_waiting\t%s\n' "$(field writes_waiting)"
 printf 'published\t%s\n' "$(field published)"
 printf 'cpu_s\t%s\n' "$(awk -v t="$((ticks1 - ticks0))" -v hz="$(getconf CLK_TCK)" 'BEGIN {print t / hz}')"
 printf 'rss_kib\t%s\n' "$(awk '/VmRSS/ {print $2}' "/proc/$OPERATOR_PID/status")"

@@ -1,5 +1,4 @@
-// base/worker_pool: the bounded pool behind the admission front end and the recommender's
-// status writes.
+// base/worker_pool: the bounded pool behind the admission front end.
 #include "base/worker_pool.h"
 
 #include <doctest/doctest.h>
@@ -36,7 +35,7 @@ class Gate {
 };
 }  // namespace
 
-TEST_CASE("submit refuses past the capacity; submit_waiting waits for room instead") {
+TEST_CASE("submit refuses past the capacity, and takes jobs again once there is room") {
   base::WorkerPool pool(1, 2);
   Gate gate;
   std::atomic<int> ran{0};
@@ -50,23 +49,20 @@ TEST_CASE("submit refuses past the capacity; submit_waiting waits for room inste
   REQUIRE(pool.submit(job));
   REQUIRE(pool.submit(job));
   CHECK_FALSE(pool.submit(job));  // full: refused, never run
-  std::atomic<bool> queued{false};
-  std::thread producer([&] { queued = pool.submit_waiting(job); });
-  std::this_thread::sleep_for(20ms);
-  CHECK_FALSE(queued.load());  // still waiting for room
   gate.open();
-  producer.join();
-  CHECK(queued.load());
+  pool.wait_idle();
+  CHECK(ran.load() == 3);
+  REQUIRE(pool.submit(job));  // room again
   pool.wait_idle();
   CHECK(ran.load() == 4);
   CHECK(pool.waiting() == 0);
 }
 
 TEST_CASE("wait_idle returns only after the running jobs finished, on every thread") {
-  base::WorkerPool pool(4, 8);
+  base::WorkerPool pool(4, 40);
   std::atomic<int> finished{0};
   for (int i = 0; i < 40; ++i) {
-    REQUIRE(pool.submit_waiting([&] {
+    REQUIRE(pool.submit([&] {
       std::this_thread::sleep_for(1ms);
       ++finished;
     }));
@@ -92,6 +88,5 @@ TEST_CASE("stop drops the waiting jobs, and later submissions are refused") {
   stopper.join();
   CHECK(ran.load() == 1);  // the running one finished; the waiting one was dropped
   CHECK_FALSE(pool.submit([] {}));
-  CHECK_FALSE(pool.submit_waiting([] {}));
   pool.wait_idle();  // nothing left: returns
 }

@@ -312,3 +312,60 @@ TEST_CASE("in updateMode Off the reconciler hears of new targets, not of bounds 
     CHECK(f.published.size() == hinted);
   }
 }
+
+TEST_CASE(
+    "the loop's passes hand their writes over and go on; a newer publication replaces one "
+    "still waiting") {
+  Fixture f;
+  for (int i = 0; i < 8; ++i) {
+    const std::string name = "w" + std::to_string(i);
+    f.add_scaler(scaler_object(name, "u" + std::to_string(i)));
+    f.api.inputs[name] = usage(1, 0);
+  }
+  f.api.patch_delay = std::chrono::milliseconds(100);
+  LoopOptions options;
+  options.status_writers = 1;
+  options.write_qps = 0;
+  SUBCASE("a pass does not wait for the API server; the next one replaces what still waits") {
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    auto first = loop.run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
+    CHECK(first.handed_over == 8);
+    CHECK(first.seconds < 0.4);  // the 8 writes one after another: 800 ms
+    CHECK(first.writes_waiting >= 6);
+    for (int i = 0; i < 8; ++i) f.api.inputs["w" + std::to_string(i)] = usage(2, 1);
+    auto second =
+        loop.run_pass(kT0 + std::chrono::minutes(1), PassScope::kAll, PassWrites::kLeaveWaiting);
+    CHECK(second.handed_over == 8);
+    CHECK(second.writes_waiting == 8);  // w0's second waits behind its first, still running
+    CHECK(second.writes_replaced == first.writes_waiting);
+    loop.wait_for_writes();
+    // Those replaced were written once, with the newer publication (2 pods); w0 (and any a
+    // writer took before the second pass) twice, the second a 409 re-read (the informer's copy
+    // is not refreshed here) and then a write or, unchanged, none.
+    int written_once = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string name = "w" + std::to_string(i);
+      CAPTURE(name);
+      const int patches = f.api.count("patch " + name);
+      CHECK(patches >= 1);
+      if (patches == 1) {
+        ++written_once;
+        CHECK(f.condition(name)["message"].get<std::string>().rfind("2 pods", 0) == 0);
+      }
+    }
+    CHECK(written_once == static_cast<int>(first.writes_waiting));
+    CHECK(f.api.status_writes <= 8 + 8 - static_cast<int>(first.writes_waiting));
+  }
+  SUBCASE("stop() drops the writes still waiting; the running one finishes") {
+    auto loop = std::make_unique<RecommenderLoop>(f.api, f.hooks(), options, f.registry);
+    auto pass = loop->run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
+    CHECK(pass.writes_waiting >= 6);
+    const auto started = std::chrono::steady_clock::now();
+    loop->stop();
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(400));
+    const int written = f.api.status_writes;
+    CHECK(written <= 2);
+    loop.reset();
+    CHECK(f.api.status_writes == written);
+  }
+}
