@@ -21,14 +21,26 @@ bool CoalescingPool::submit(const std::string& key, Job job) {
     if (stopping_) return false;
     auto [it, inserted] = jobs_.try_emplace(key);
     if (inserted) {
-      order_.push_back(key);
+      it->second.place = next_place_++;
+      order_.emplace_back(it->second.place, key);
     } else {
-      outdated = std::move(it->second);
+      outdated = std::move(it->second.job);
       ++replaced_;
     }
-    it->second = std::move(job);
+    it->second.job = std::move(job);
   }
   ready_.notify_one();
+  return true;
+}
+
+bool CoalescingPool::cancel(const std::string& key) {
+  Job cancelled;  // destroyed outside the lock
+  std::lock_guard lock(mutex_);
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return false;
+  cancelled = std::move(it->second.job);
+  jobs_.erase(it);  // its entry in order_ is dropped when it reaches the front
+  if (jobs_.empty() && running_.empty()) idle_.notify_all();
   return true;
 }
 
@@ -38,7 +50,7 @@ void CoalescingPool::wait_idle() {
 }
 
 std::size_t CoalescingPool::drop_waiting() {
-  std::map<std::string, Job> dropped;
+  std::map<std::string, Waiting> dropped;
   {
     std::lock_guard lock(mutex_);
     dropped.swap(jobs_);
@@ -50,7 +62,7 @@ std::size_t CoalescingPool::drop_waiting() {
 
 void CoalescingPool::stop() {
   std::vector<std::thread> threads;
-  std::map<std::string, Job> dropped;
+  std::map<std::string, Waiting> dropped;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -73,11 +85,18 @@ std::size_t CoalescingPool::replaced() const {
   return replaced_;
 }
 
-std::deque<std::string>::iterator CoalescingPool::next_runnable() {
+bool CoalescingPool::holds_place(const std::pair<std::uint64_t, std::string>& entry) const {
+  auto it = jobs_.find(entry.second);
+  return it != jobs_.end() && it->second.place == entry.first;
+}
+
+std::deque<std::pair<std::uint64_t, std::string>>::iterator CoalescingPool::next_runnable() {
+  while (!order_.empty() && !holds_place(order_.front())) order_.pop_front();
   // Keys re-submitted while running are rare (a write slower than a pass): the scan passes over
-  // at most as many keys as there are threads.
-  return std::find_if(order_.begin(), order_.end(),
-                      [this](const std::string& key) { return running_.count(key) == 0; });
+  // about as many keys as there are threads.
+  return std::find_if(order_.begin(), order_.end(), [this](const auto& entry) {
+    return holds_place(entry) && running_.count(entry.second) == 0;
+  });
 }
 
 void CoalescingPool::run() {
@@ -90,10 +109,10 @@ void CoalescingPool::run() {
       return next != order_.end();
     });
     if (stopping_) return;
-    std::string key = std::move(*next);
+    std::string key = std::move(next->second);
     order_.erase(next);
     auto it = jobs_.find(key);
-    Job job = std::move(it->second);
+    Job job = std::move(it->second.job);
     jobs_.erase(it);
     running_.insert(key);
     lock.unlock();

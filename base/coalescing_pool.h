@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace vscaler::base {
@@ -37,6 +39,8 @@ class CoalescingPool {
   /// its place in line) and true is returned: the newer job holds everything the older would
   /// have done. False (the job is not run) once the pool stopped.
   bool submit(const std::string& key, Job job);
+  /// Drops the job of `key` still waiting, if any (one running finishes); true when one was.
+  bool cancel(const std::string& key);
   /// Returns once every job submitted so far has finished (none waiting, none running).
   void wait_idle();
   /// Drops the jobs still waiting (running ones finish); returns how many were dropped.
@@ -50,15 +54,27 @@ class CoalescingPool {
 
  private:
   void run();
-  // The first key in line that is not running, or order_.end(); with mutex_ held.
-  std::deque<std::string>::iterator next_runnable();
+  // A waiting job and its place in line (a replacement keeps it).
+  struct Waiting {
+    Job job;
+    std::uint64_t place = 0;
+  };
+  // Whether `entry` of order_ is a waiting job's place; with mutex_ held.
+  bool holds_place(const std::pair<std::uint64_t, std::string>& entry) const;
+  // The first place in line of a key that is not running, or order_.end(); drops the places in
+  // front that no longer count (cancelled). With mutex_ held.
+  std::deque<std::pair<std::uint64_t, std::string>>::iterator next_runnable();
 
   mutable std::mutex mutex_;
-  std::condition_variable ready_;    // a job was queued, a key stopped running, or stopping
-  std::condition_variable idle_;     // the last job finished
-  std::deque<std::string> order_;    // waiting keys, oldest first
-  std::map<std::string, Job> jobs_;  // the waiting job of each key in order_
-  std::set<std::string> running_;    // keys a thread is running
+  std::condition_variable ready_;  // a job was queued, a key stopped running, or stopping
+  std::condition_variable idle_;   // the last job finished
+  // Places in line, oldest first. A cancelled key's place stays until it reaches the front
+  // (erasing it from the middle is a scan of up to 10,000): a place counts only while jobs_ holds
+  // its key at that place, so a key submitted again after a cancel goes to the back.
+  std::deque<std::pair<std::uint64_t, std::string>> order_;
+  std::map<std::string, Waiting> jobs_;  // the waiting job of each key
+  std::uint64_t next_place_ = 0;
+  std::set<std::string> running_;  // keys a thread is running
   std::size_t replaced_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;

@@ -589,14 +589,26 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
     }
     export_gauges(tracked, recs);
   }
-  ++summary.handed_over;
-  write_status(shared_scaler, tracked.key, std::move(publication), now);
+  if (write_status(shared_scaler, tracked.key, std::move(publication), now)) {
+    ++summary.handed_over;
+  }
   return true;
 }
 
-void RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
+bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
                                    const std::string& key, Publication publication,
                                    const std::string& now) {
+  if (writers_) {
+    // Only what changes the status is handed over (the writer asks again, against the status as
+    // it is then). What says what the status already says cancels a write of an older
+    // publication still waiting, which would undo it.
+    std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
+    const api::Scaler& known = current && current->uid == scaler->uid ? *current : *scaler;
+    if (!status_update(known.status(), known.generation, publication, now)) {
+      writers_->cancel(key);
+      return false;
+    }
+  }
   // While it waits, the publication holds its recommendation as JSON text: a few hundred bytes
   // where the tree is a few KB, and in a new install's first passes 10,000 may wait.
   std::string recommendation_text;
@@ -626,13 +638,14 @@ void RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
   };
   if (!writers_) {
     write();
-    return;
+    return true;
   }
   if (!writers_->submit(key, std::move(write))) {
     // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
     log::warn(kLoopLogger, "status writers stopped; the recommendation waits for the next pass",
               {{"scaler", key}});
   }
+  return true;
 }
 
 void RecommenderLoop::wait_for_writes() {

@@ -119,7 +119,8 @@ struct PassSummary {
   /// Status writes made while the pass ran (with PassWrites::kLeaveWaiting, whichever pass handed
   /// them over; with kAwait, this pass's and those left waiting before it).
   std::size_t published = 0;
-  std::size_t handed_over = 0;  ///< publications this pass handed to the writers (or wrote)
+  /// Publications this pass handed to the writers (or wrote): those that change the status.
+  std::size_t handed_over = 0;
   /// Waiting publications this pass replaced with its own newer ones (none written twice).
   std::size_t writes_replaced = 0;
   std::size_t writes_waiting = 0;   ///< publications still waiting for a writer at the pass's end
@@ -229,9 +230,10 @@ class RecommenderLoop {
                                                                  PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
   void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
-  // Hands the scaler's status write to the writers, replacing one of the scaler still waiting
-  // (or makes it here without writers). The write holds `scaler`: it may outlast the pass.
-  void write_status(std::shared_ptr<const api::Scaler> scaler, const std::string& key,
+  // Hands the scaler's status write to the writers, replacing one of the scaler still waiting,
+  // when it changes the status (or makes it here without writers); false when it changes
+  // nothing. The write holds `scaler`: it may outlast the pass.
+  bool write_status(std::shared_ptr<const api::Scaler> scaler, const std::string& key,
                     Publication publication, const std::string& now);
   // Waits for the status writes (kAwait) and adds what the writers did to `summary`.
   void finish_writes(PassSummary& summary, PassWrites writes);

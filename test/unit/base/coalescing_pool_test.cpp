@@ -141,3 +141,25 @@ TEST_CASE("drop_waiting and stop drop what waits, let the running job finish, re
   pool.wait_idle();  // returns at once after stop
   pool.stop();       // idempotent
 }
+
+TEST_CASE("cancel drops a key's waiting job; the key submitted again runs once") {
+  base::CoalescingPool pool(1);
+  Gate gate;
+  Ran ran;
+  REQUIRE(pool.submit("busy", [&] {
+    gate.wait();
+    ran.add("busy");
+  }));
+  wait_for_waiting(pool, 0);
+  REQUIRE(pool.submit("a", [&] { ran.add("a1"); }));
+  REQUIRE(pool.submit("b", [&] { ran.add("b1"); }));
+  CHECK(pool.cancel("a"));
+  CHECK_FALSE(pool.cancel("a"));     // nothing waits for it any more
+  CHECK_FALSE(pool.cancel("busy"));  // running: it finishes
+  CHECK(pool.waiting() == 1);
+  REQUIRE(pool.submit("a", [&] { ran.add("a2"); }));  // behind b now
+  CHECK(pool.waiting() == 2);
+  gate.open();
+  pool.wait_idle();
+  CHECK(ran.names == std::vector<std::string>{"busy", "b1", "a2"});
+}

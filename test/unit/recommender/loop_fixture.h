@@ -51,6 +51,24 @@ class FakeApi final : public RecommenderApi {
   int most_patches_in_flight = 0;
   std::mutex mutex;
   std::condition_variable written;
+  // While set, status writes wait on the "server" (up to 5 s, so a failing test still ends)
+  // until release_patches(); patches_held counts those waiting.
+  bool hold_patches = false;
+  int patches_held = 0;
+  std::condition_variable held;
+
+  void release_patches() {
+    {
+      std::lock_guard lock(mutex);
+      hold_patches = false;
+    }
+    held.notify_all();
+  }
+  // Waits (up to 5 s) until `count` status writes are held.
+  void wait_for_held(int count) {
+    std::unique_lock lock(mutex);
+    held.wait_for(lock, std::chrono::seconds(5), [this, count] { return patches_held == count; });
+  }
 
   void begin_pass(std::set<std::string> shared) override {
     std::lock_guard lock(mutex);
@@ -82,6 +100,13 @@ class FakeApi final : public RecommenderApi {
   kube::Result<json, kube::ApiError> patch_scaler_status(const std::string&,
                                                          const std::string& name,
                                                          const json& patch) override {
+    {
+      std::unique_lock lock(mutex);
+      ++patches_held;
+      held.notify_all();
+      held.wait_for(lock, std::chrono::seconds(5), [this] { return !hold_patches; });
+      --patches_held;
+    }
     if (patch_delay.count() > 0) {
       {
         std::lock_guard lock(mutex);
