@@ -5,36 +5,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "test/unit/support/gate.h"
+
 using namespace vscaler;
+using vscaler::testing::Gate;
 using namespace std::chrono_literals;
 
 namespace {
-// Holds the jobs that wait on it until open() (or 5 s: a failing test must still end).
-class Gate {
- public:
-  void wait() {
-    std::unique_lock lock(mutex_);
-    opened_cv_.wait_for(lock, 5s, [this] { return opened_; });
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      opened_ = true;
-    }
-    opened_cv_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_cv_;
-  bool opened_ = false;
-};
 
 // Waits (up to 5 s) until `pool` holds `count` waiting jobs.
 void wait_for_waiting(const base::CoalescingPool& pool, std::size_t count) {
@@ -50,17 +32,21 @@ struct Ran {
     names.push_back(name);
   }
 };
+// Keeps the pool's one thread busy on the job "busy" until `gate` opens.
+void occupy(base::CoalescingPool& pool, Gate& gate, Ran& ran) {
+  REQUIRE(pool.submit("busy", [&] {
+    gate.wait();
+    ran.add("busy");
+  }));
+  wait_for_waiting(pool, 0);
+}
 }  // namespace
 
 TEST_CASE("a newer job of a waiting key replaces it and keeps its place in line") {
   base::CoalescingPool pool(1);
   Gate gate;
   Ran ran;
-  REQUIRE(pool.submit("busy", [&] {
-    gate.wait();
-    ran.add("busy");
-  }));
-  wait_for_waiting(pool, 0);  // the thread holds "busy"
+  occupy(pool, gate, ran);  // the thread holds "busy"
   REQUIRE(pool.submit("a", [&] { ran.add("a1"); }));
   REQUIRE(pool.submit("b", [&] { ran.add("b1"); }));
   REQUIRE(pool.submit("a", [&] { ran.add("a2"); }));
@@ -120,11 +106,7 @@ TEST_CASE("drop_waiting and stop drop what waits, let the running job finish, re
   base::CoalescingPool pool(1);
   Gate gate;
   Ran ran;
-  REQUIRE(pool.submit("busy", [&] {
-    gate.wait();
-    ran.add("busy");
-  }));
-  wait_for_waiting(pool, 0);
+  occupy(pool, gate, ran);
   REQUIRE(pool.submit("a", [&] { ran.add("a"); }));
   REQUIRE(pool.submit("b", [&] { ran.add("b"); }));
   CHECK(pool.drop_waiting() == 2);
@@ -146,11 +128,7 @@ TEST_CASE("cancel drops a key's waiting job; the key submitted again runs once")
   base::CoalescingPool pool(1);
   Gate gate;
   Ran ran;
-  REQUIRE(pool.submit("busy", [&] {
-    gate.wait();
-    ran.add("busy");
-  }));
-  wait_for_waiting(pool, 0);
+  occupy(pool, gate, ran);
   REQUIRE(pool.submit("a", [&] { ran.add("a1"); }));
   REQUIRE(pool.submit("b", [&] { ran.add("b1"); }));
   CHECK(pool.cancel("a"));

@@ -5,35 +5,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "test/unit/support/gate.h"
+
 using namespace vscaler;
+using vscaler::testing::Gate;
 using namespace std::chrono_literals;
 
-namespace {
-// Holds the jobs that wait on it until open() (or 5 s: a failing test must still end).
-class Gate {
- public:
-  void wait() {
-    std::unique_lock lock(mutex_);
-    opened_cv_.wait_for(lock, 5s, [this] { return opened_; });
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      opened_ = true;
-    }
-    opened_cv_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_cv_;
-  bool opened_ = false;
-};
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("submit refuses past the capacity, and takes jobs again once there is room") {
   base::WorkerPool pool(1, 2);
