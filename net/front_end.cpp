@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/cpus.h"
 #include "base/log.h"
 #include "net/event_loop.h"
 
@@ -141,7 +142,8 @@ base::Result<int> FrontEnd::start() {
   shared.listen_fd = *listening;
   int port = bound_port(shared.listen_fd);
   std::size_t loops = options.event_loops;
-  if (loops == 0) loops = std::max<std::size_t>(4, std::thread::hardware_concurrency());
+  // The CPUs the pod may use, not the node's: 64 loops under a 1-CPU limit only get throttled.
+  if (loops == 0) loops = std::max<std::size_t>(4, base::usable_cpus());
   for (std::size_t i = 0; i < loops; ++i) {
     auto loop = std::make_unique<EventLoop>(shared);
     if (auto opened = loop->open(); !opened) {

@@ -40,7 +40,8 @@ struct FrontEndOptions {
   int port = 9443;
   /// Threads running handlers.
   std::size_t workers = 16;
-  /// Event loop threads sharing the connections; 0: max(4, cores). A burst of new connections
+  /// Event loop threads sharing the connections; 0: max(4, the CPUs the process may use,
+  /// base::usable_cpus: its affinity and cgroup quota). A burst of new connections
   /// costs a TLS handshake each (the dominant cost), spread over the loops.
   std::size_t event_loops = 0;
   /// Open connections at most (also bounded by RLIMIT_NOFILE, raised to its hard limit).
