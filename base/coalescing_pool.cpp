@@ -80,6 +80,16 @@ std::size_t CoalescingPool::waiting() const {
   return jobs_.size();
 }
 
+bool CoalescingPool::running(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return running_.count(key) > 0;
+}
+
+bool CoalescingPool::pending(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return running_.count(key) > 0 || jobs_.count(key) > 0;
+}
+
 std::size_t CoalescingPool::replaced() const {
   std::lock_guard lock(mutex_);
   return replaced_;

@@ -49,6 +49,10 @@ class CoalescingPool {
   void stop();
   /// Jobs waiting to run.
   std::size_t waiting() const;
+  /// Whether a job of `key` is running now.
+  bool running(const std::string& key) const;
+  /// Whether a job of `key` waits or runs.
+  bool pending(const std::string& key) const;
   /// Jobs replaced by a newer one of their key since the pool started.
   std::size_t replaced() const;
 

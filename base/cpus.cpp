@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace vscaler::base {
 namespace {
@@ -62,24 +63,41 @@ CgroupPaths cgroup_paths() {
   return paths;
 }
 
-// The quota in CPUs from the cgroup files; nullopt where there is none (or none is readable).
+// `path` and each of its parents up to "/": a quota set on the pod's cgroup (or a systemd slice)
+// binds the container's too.
+std::vector<std::string> with_parents(std::string path) {
+  std::vector<std::string> paths;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  while (true) {
+    paths.push_back(path);
+    if (path.empty()) return paths;
+    path.erase(path.rfind('/') == std::string::npos ? 0 : path.rfind('/'));
+  }
+}
+
+// The smallest quota in CPUs over the cgroup and its parents; nullopt where there is none (or
+// none is readable).
 std::optional<std::size_t> quota_cpus() {
   const CgroupPaths paths = cgroup_paths();
-  // Inside a cgroup namespace the process's own cgroup is the root of the mount.
-  for (const std::string& dir :
-       {std::string("/sys/fs/cgroup") + paths.unified, std::string("/sys/fs/cgroup")}) {
-    const std::string text = read_all(dir + "/cpu.max");
-    if (!text.empty()) return cpus_of_quota(trimmed(text));
+  std::optional<std::size_t> smallest;
+  auto take = [&smallest](std::optional<std::size_t> cpus) {
+    if (cpus && (!smallest || *cpus < *smallest)) smallest = cpus;
+  };
+  // cgroup v2. Inside a cgroup namespace the process's own cgroup is the mount's root ("0::/").
+  for (const std::string& path : with_parents(paths.unified)) {
+    const std::string text = read_all("/sys/fs/cgroup" + path + "/cpu.max");
+    if (!text.empty()) take(cpus_of_quota(trimmed(text)));
   }
-  if (paths.cpu_v1_controllers.empty()) return std::nullopt;
-  for (const std::string& dir : {"/sys/fs/cgroup/" + paths.cpu_v1_controllers + paths.cpu_v1,
-                                 "/sys/fs/cgroup/" + paths.cpu_v1_controllers}) {
+  if (smallest || paths.cpu_v1_controllers.empty()) return smallest;
+  // cgroup v1, at its usual mount (/sys/fs/cgroup/cpu,cpuacct).
+  for (const std::string& path : with_parents(paths.cpu_v1)) {
+    const std::string dir = "/sys/fs/cgroup/" + paths.cpu_v1_controllers + path;
     auto quota = parse_number(trimmed(read_all(dir + "/cpu.cfs_quota_us")));
     auto period = parse_number(trimmed(read_all(dir + "/cpu.cfs_period_us")));
-    if (!quota || !period) continue;
-    return cpus_of_quota(std::to_string(*quota) + " " + std::to_string(*period));
+    if (quota && period)
+      take(cpus_of_quota(std::to_string(*quota) + " " + std::to_string(*period)));
   }
-  return std::nullopt;
+  return smallest;
 }
 
 }  // namespace

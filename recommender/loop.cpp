@@ -364,6 +364,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     }
     remove_gauges(it->second);
     api_.forget_checkpoint(id_of(it->first, it->second));
+    if (writers_) writers_->cancel(it->second.key);  // the scaler is gone: nothing to write
     it = tracked_.erase(it);
   }
   for (const auto& [uid, tracked] : tracked_) {
@@ -582,7 +583,12 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
     json list = json::array();
     for (const auto& rec : recs) list.push_back(to_json(rec));
     publication.recommendation = json{{"containerRecommendations", std::move(list)}};
-    publication.refresh_far_bounds = far_bound_refresh_pass(scaler.uid, full_passes_);
+    // A write of the scaler's refresh pass still pending (the API server a pass behind) is
+    // replaced or cancelled by this publication, which carries the refresh on.
+    publication.refresh_far_bounds =
+        far_bound_refresh_pass(scaler.uid, full_passes_) ||
+        (writers_ && full_passes_ > 1 && far_bound_refresh_pass(scaler.uid, full_passes_ - 1) &&
+         writers_->pending(tracked.key));
     widen_request_spans(publication.request_spans, inputs->workload.template_containers);
     for (const PodInfo& pod : inputs->owned_pods) {
       widen_request_spans(publication.request_spans, pod.containers);
@@ -598,14 +604,15 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
 bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
                                    const std::string& key, Publication publication,
                                    const std::string& now) {
-  if (writers_) {
-    // Only what changes the status is handed over (the writer asks again, against the status as
-    // it is then). What says what the status already says cancels a write of an older
-    // publication still waiting, which would undo it.
-    std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
-    const api::Scaler& known = current && current->uid == scaler->uid ? *current : *scaler;
-    if (!status_update(known.status(), known.generation, publication, now)) {
-      writers_->cancel(key);
+  // Only what changes the status is handed over (the writer asks again, against the status as it
+  // is then).
+  std::shared_ptr<const api::Scaler> latest = hooks_.scaler ? hooks_.scaler(key) : nullptr;
+  const api::Scaler& seen = latest && latest->uid == scaler->uid ? *latest : *scaler;
+  if (!status_update(seen.status(), seen.generation, publication, now)) {
+    // The status already says this. A write of an older publication still waiting would undo
+    // it: cancelled. One running may land after this check: this one follows it, judged again.
+    if (!writers_ || !writers_->running(key)) {
+      if (writers_) writers_->cancel(key);
       return false;
     }
   }
@@ -644,8 +651,13 @@ bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
     // Only stop() stops the writers, after the pass's thread ended: not reached in a pass.
     log::warn(kLoopLogger, "status writers stopped; the recommendation waits for the next pass",
               {{"scaler", key}});
+    return false;
   }
   return true;
+}
+
+std::size_t RecommenderLoop::writes_waiting() const {
+  return writers_ ? writers_->waiting() : 0;
 }
 
 void RecommenderLoop::wait_for_writes() {
@@ -736,6 +748,9 @@ ScalerId RecommenderLoop::id_of(const std::string& uid, const Tracked& tracked) 
 bool RecommenderLoop::still_leading(std::string_view write) {
   if (!hooks_.still_leading || hooks_.still_leading()) return true;
   fenced_writes_.inc();
+  // The status writes still waiting were this leadership's: should it come back before the next
+  // pass (which restores every history), they must not land.
+  if (writers_) writers_->drop_waiting();
   if (!fenced_logged_.exchange(true)) {  // once per pass (reset by run_pass): not 10,000 lines
     log::warn(kLoopLogger, "no longer leading mid-pass: the rest of its writes are dropped",
               {{"write", std::string(write)}});

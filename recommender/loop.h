@@ -119,7 +119,8 @@ struct PassSummary {
   /// Status writes made while the pass ran (with PassWrites::kLeaveWaiting, whichever pass handed
   /// them over; with kAwait, this pass's and those left waiting before it).
   std::size_t published = 0;
-  /// Publications this pass handed to the writers (or wrote): those that change the status.
+  /// Publications this pass handed to the writers (or wrote): those that change the status as
+  /// the informer has it, and those that follow a write of the scaler still running.
   std::size_t handed_over = 0;
   /// Waiting publications this pass replaced with its own newer ones (none written twice).
   std::size_t writes_replaced = 0;
@@ -181,6 +182,8 @@ class RecommenderLoop {
                        PassScope scope = PassScope::kAll, PassWrites writes = PassWrites::kAwait);
   /// Returns once every status write handed to the writers so far is made (or dropped).
   void wait_for_writes();
+  /// Status writes waiting for a writer now. From any thread.
+  std::size_t writes_waiting() const;
   /// Writes the checkpoint of every history that changed since its last write (when leading);
   /// returns how many were written. With `slices` > 1, only the scalers of slice `slice` (by a
   /// hash of the uid): the loop writes one slice per tick, so 10,000 checkpoints are spread over
@@ -230,9 +233,9 @@ class RecommenderLoop {
                                                                  PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
   void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
-  // Hands the scaler's status write to the writers, replacing one of the scaler still waiting,
-  // when it changes the status (or makes it here without writers); false when it changes
-  // nothing. The write holds `scaler`: it may outlast the pass.
+  // Hands the scaler's status write to the writers (or makes it here without them), replacing
+  // one of the scaler still waiting, when it changes the status; false, and a waiting older
+  // write cancelled, when it does not. The write holds `scaler`: it may outlast the pass.
   bool write_status(std::shared_ptr<const api::Scaler> scaler, const std::string& key,
                     Publication publication, const std::string& now);
   // Waits for the status writes (kAwait) and adds what the writers did to `summary`.

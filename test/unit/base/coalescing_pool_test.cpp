@@ -113,7 +113,9 @@ TEST_CASE("drop_waiting and stop drop what waits, let the running job finish, re
   CHECK(pool.waiting() == 0);
   REQUIRE(pool.submit("c", [&] { ran.add("c"); }));
   std::thread opener([&] {
-    std::this_thread::sleep_for(20ms);
+    // Opens once stop() refuses jobs (it dropped "c" then): the probe waits, replacing itself,
+    // until then.
+    for (int i = 0; i < 5000 && pool.submit("probe", [] {}); ++i) std::this_thread::sleep_for(1ms);
     gate.open();
   });
   pool.stop();  // "busy" finishes; "c" waits and is dropped
@@ -131,9 +133,14 @@ TEST_CASE("cancel drops a key's waiting job; the key submitted again runs once")
   occupy(pool, gate, ran);
   REQUIRE(pool.submit("a", [&] { ran.add("a1"); }));
   REQUIRE(pool.submit("b", [&] { ran.add("b1"); }));
+  CHECK(pool.pending("a"));
+  CHECK_FALSE(pool.running("a"));
+  CHECK(pool.running("busy"));
   CHECK(pool.cancel("a"));
+  CHECK_FALSE(pool.pending("a"));
   CHECK_FALSE(pool.cancel("a"));     // nothing waits for it any more
   CHECK_FALSE(pool.cancel("busy"));  // running: it finishes
+  CHECK(pool.pending("busy"));
   CHECK(pool.waiting() == 1);
   REQUIRE(pool.submit("a", [&] { ran.add("a2"); }));  // behind b now
   CHECK(pool.waiting() == 2);

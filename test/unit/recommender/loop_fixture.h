@@ -118,7 +118,10 @@ class FakeApi final : public RecommenderApi {
     }
     std::lock_guard lock(mutex);
     calls.push_back("patch " + name);
-    json& stored = scalers.at(name);
+    auto found = scalers.find(name);
+    if (found == scalers.end())
+      return kube::fail(kube::make_error(kube::ErrorKind::kNotFound, name));
+    json& stored = found->second;
     if (conflicts_to_inject > 0) {
       --conflicts_to_inject;
       bump(stored);  // someone else wrote meanwhile

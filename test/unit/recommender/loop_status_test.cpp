@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -378,23 +379,57 @@ TEST_CASE(
       }
     }
     auto second = loop.run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
-    CHECK(second.handed_over == 0);     // each status already says it
-    CHECK(second.writes_waiting == 0);  // and the 7 older writes waiting were cancelled
+    // Each status already says it: the 7 older writes waiting are cancelled. w0's follows its
+    // write still running, to be judged again once that one landed.
+    CHECK(second.handed_over == 1);
+    CHECK(second.writes_waiting == 1);
     f.api.release_patches();
     loop.wait_for_writes();
-    CHECK(f.api.status_writes == 1);  // w0's, already running
+    CHECK(f.api.status_writes == 1);  // w0's first; its second found the status saying it
+  }
+  SUBCASE("a deleted scaler's write still waiting is cancelled") {
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    (void)loop.run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
+    f.api.wait_for_held(1);
+    f.api.scalers.erase("w3");
+    f.refresh();
+    auto second =
+        loop.run_pass(kT0 + std::chrono::minutes(1), PassScope::kAll, PassWrites::kLeaveWaiting);
+    CHECK(second.scalers == 7);
+    f.api.release_patches();
+    loop.wait_for_writes();
+    CHECK(f.api.count("patch w3") == 0);
+    CHECK(f.api.count("patch w4") == 1);
+  }
+  SUBCASE("a write fenced (leadership lost) drops the writes still waiting") {
+    std::atomic<bool> armed{false};
+    std::atomic<int> asked{0};
+    LoopHooks hooks = f.hooks();
+    // Not leading once, at the first write asked after arming; leading again right after.
+    hooks.still_leading = [&] { return !(armed.load() && asked++ == 0); };
+    RecommenderLoop loop(f.api, std::move(hooks), options, f.registry);
+    (void)loop.run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
+    f.api.wait_for_held(1);  // w0 was asked before it was held
+    armed = true;
+    f.api.release_patches();
+    loop.wait_for_writes();
+    CHECK(f.api.status_writes == 1);  // w0; w1 fenced, w2..w7 dropped with it
+    CHECK(f.api.count("patch w2") == 0);
   }
   SUBCASE("stop() drops the writes still waiting; the running one finishes") {
     auto loop = std::make_unique<RecommenderLoop>(f.api, f.hooks(), options, f.registry);
     auto pass = loop->run_pass(kT0, PassScope::kAll, PassWrites::kLeaveWaiting);
     f.api.wait_for_held(1);
     CHECK(pass.handed_over == 8);
-    std::thread releaser([&f] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      f.api.release_patches();
-    });
-    loop->stop();
-    releaser.join();
+    CHECK(loop->writes_waiting() == 7);
+    std::thread stopper([&loop] { loop->stop(); });
+    // stop() drops the 7 waiting writes, then waits for the running one: released only then.
+    for (int i = 0; i < 5000 && loop->writes_waiting() != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK(loop->writes_waiting() == 0);
+    f.api.release_patches();
+    stopper.join();
     CHECK(f.api.status_writes == 1);
     loop.reset();
     CHECK(f.api.status_writes == 1);
