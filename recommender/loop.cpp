@@ -606,9 +606,8 @@ bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
                                    const std::string& now) {
   // Only what changes the status is handed over (the writer asks again, against the status as it
   // is then).
-  std::shared_ptr<const api::Scaler> latest = hooks_.scaler ? hooks_.scaler(key) : nullptr;
-  const api::Scaler& seen = latest && latest->uid == scaler->uid ? *latest : *scaler;
-  if (!status_update(seen.status(), seen.generation, publication, now)) {
+  const std::shared_ptr<const api::Scaler> seen = informer_copy(key, scaler);
+  if (!status_update(seen->status(), seen->generation, publication, now)) {
     // The status already says this. A write of an older publication still waiting would undo
     // it: cancelled. One running may land after this check: this one follows it, judged again.
     if (!writers_ || !writers_->running(key)) {
@@ -629,8 +628,8 @@ bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
       publication.recommendation = json::parse(recommendation_text);
       recommendation_text = std::string();
     }
-    std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
-    const api::Scaler& known = current && current->uid == scaler->uid ? *current : *scaler;
+    const std::shared_ptr<const api::Scaler> current = informer_copy(key, scaler);
+    const api::Scaler& known = *current;
     const json known_status = known.status();  // parsed once: the write and the hint read it
     std::size_t requests = 0;
     const bool published = publish(*scaler, known, known_status, publication, now, requests);
@@ -654,6 +653,12 @@ bool RecommenderLoop::write_status(std::shared_ptr<const api::Scaler> scaler,
     return false;
   }
   return true;
+}
+
+std::shared_ptr<const api::Scaler> RecommenderLoop::informer_copy(
+    const std::string& key, const std::shared_ptr<const api::Scaler>& scaler) const {
+  std::shared_ptr<const api::Scaler> current = hooks_.scaler ? hooks_.scaler(key) : nullptr;
+  return current && current->uid == scaler->uid ? current : scaler;
 }
 
 std::size_t RecommenderLoop::writes_waiting() const {

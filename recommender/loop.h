@@ -238,6 +238,10 @@ class RecommenderLoop {
   // write cancelled, when it does not. The write holds `scaler`: it may outlast the pass.
   bool write_status(std::shared_ptr<const api::Scaler> scaler, const std::string& key,
                     Publication publication, const std::string& now);
+  // The informer's copy of `key` now when it is still `scaler` (same uid), else `scaler`: what
+  // a status write rests on, before it is handed over and when it is made.
+  std::shared_ptr<const api::Scaler> informer_copy(
+      const std::string& key, const std::shared_ptr<const api::Scaler>& scaler) const;
   // Waits for the status writes (kAwait) and adds what the writers did to `summary`.
   void finish_writes(PassSummary& summary, PassWrites writes);
   // Writes `publication` into the status of `scaler`, resting on `known` (the informer's copy
