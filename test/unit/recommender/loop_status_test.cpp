@@ -164,6 +164,86 @@ TEST_CASE("far-bound rewrites of histories that age together are spread over pas
   CHECK(most_in_one_pass < kScalers);
 }
 
+TEST_CASE(
+    "a refresh pass's write still waiting when the next pass comes: that pass carries it on") {
+  // The setup of the test above, one writer, and "a-first" (its target sorts first) whose status
+  // changes every pass: its write is the one the held API server keeps running, so the writes
+  // handed over after it wait. Run once without holding to learn the passes that rewrite a far
+  // bound (writes from minute 16 on are all such, see above), then again, holding the API server
+  // through one of them and the pass after it.
+  constexpr int kScalers = 8;
+  auto inputs_at = [](Fixture& f, int minute) {
+    for (int i = 0; i < kScalers; ++i) {
+      ScalerInputs in = usage(3, minute);
+      for (PodInfo& pod : in.owned_pods) {
+        pod.containers[0].requests["memory"] = kube::Quantity::parse("489Mi").value();
+      }
+      f.api.inputs["web" + std::to_string(i)] = in;
+    }
+    f.api.inputs["a-first"] = usage(1 + minute % 2, minute);  // "1 pods" / "2 pods": a write
+  };
+  auto add_scalers = [](Fixture& f) {
+    f.add_scaler(scaler_object("a-first", "uid-first"));
+    for (int i = 0; i < kScalers; ++i) {
+      f.add_scaler(scaler_object("web" + std::to_string(i), "uid-" + std::to_string(i)));
+    }
+  };
+  LoopOptions options;
+  options.status_writers = 1;
+  options.write_qps = 0;
+  auto pass = [](RecommenderLoop& loop, int minute) {
+    (void)loop.run_pass(kT0 + std::chrono::minutes(minute), PassScope::kAll,
+                        PassWrites::kLeaveWaiting);
+  };
+
+  // Reference: the first minute from 16 on whose pass rewrote some webN.
+  int minute_of_refresh = -1;
+  std::string refreshed;
+  {
+    Fixture f;
+    add_scalers(f);
+    RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+    for (int minute = 0; minute < 48 && minute_of_refresh < 0; ++minute) {
+      inputs_at(f, minute);
+      f.api.calls.clear();
+      pass(loop, minute);
+      loop.wait_for_writes();
+      f.refresh();
+      for (int i = 0; minute >= 16 && i < kScalers && refreshed.empty(); ++i) {
+        if (f.api.count("patch web" + std::to_string(i)) == 0) continue;
+        refreshed = "web" + std::to_string(i);
+        minute_of_refresh = minute;
+      }
+    }
+  }
+  REQUIRE(minute_of_refresh >= 16);
+  CAPTURE(minute_of_refresh);
+  CAPTURE(refreshed);
+
+  Fixture f;
+  add_scalers(f);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  for (int minute = 0; minute < minute_of_refresh; ++minute) {
+    inputs_at(f, minute);
+    pass(loop, minute);
+    loop.wait_for_writes();
+    f.refresh();
+  }
+  f.api.calls.clear();
+  f.api.hold_patches = true;
+  inputs_at(f, minute_of_refresh);
+  pass(loop, minute_of_refresh);
+  f.api.wait_for_held(1);  // a-first's write runs, held; the refresh waits behind it
+  inputs_at(f, minute_of_refresh + 1);
+  auto next = loop.run_pass(kT0 + std::chrono::minutes(minute_of_refresh + 1), PassScope::kAll,
+                            PassWrites::kLeaveWaiting);
+  // Not its refresh pass, but the refresh's write still waits: replaced, not cancelled.
+  CHECK(next.writes_replaced >= 1);
+  f.api.release_patches();
+  loop.wait_for_writes();
+  CHECK(f.api.count("patch " + refreshed) == 1);
+}
+
 TEST_CASE("the first status write rests on the informer's copy, with no GET") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
