@@ -555,6 +555,18 @@ json Scaler::status() const {
   return status;
 }
 
+json recommendation_targets(const json& recommendation) {
+  json targets = json::array();
+  if (!recommendation.is_object()) return targets;
+  auto list = recommendation.find("containerRecommendations");
+  if (list == recommendation.end() || !list->is_array()) return targets;
+  for (const auto& container : *list) {
+    if (!container.is_object()) continue;
+    targets.push_back({container.value("containerName", ""), container.value("target", json())});
+  }
+  return targets;
+}
+
 json Scaler::recommendation() const {
   if (stored_recommendation.empty()) return json();
   json parsed = json::parse(stored_recommendation, nullptr, false);

@@ -35,6 +35,19 @@ constexpr bool in_place(UpdateMode mode) {
   return mode == UpdateMode::kInPlaceOrRecreate || mode == UpdateMode::kInPlace;
 }
 
+/// Whether the reconciler of a scaler in `mode` reads a status.recommendation's bounds. In every
+/// mode but Off the bounds decide which running pods are resized or replaced; in Off nothing is
+/// applied and the reconciler shows the targets only (status.containers), so a move of the bounds
+/// alone (a young history's, every pass) is no news to it. The recommender's hint and the
+/// manager's check of the informer's update both ask here before they wake the reconciler.
+constexpr bool reconciler_reads_bounds(UpdateMode mode) {
+  return mode != UpdateMode::kOff;
+}
+
+/// The (containerName, target) pairs of a status.recommendation, in order ([] when it has none
+/// or is unreadable): all of it the reconciler reads when !reconciler_reads_bounds(mode).
+nlohmann::json recommendation_targets(const nlohmann::json& recommendation);
+
 /// The API text of an update mode ("Auto", "Reconcile", "Initial", "Off", "InPlaceOrRecreate",
 /// "InPlace").
 std::string_view to_string(UpdateMode mode);

@@ -3,6 +3,7 @@
 #include <set>
 #include <string_view>
 
+#include "api/scaler.h"
 #include "base/log.h"
 #include "kube/object_meta.h"
 
@@ -298,9 +299,14 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   bool spec_changed = old_object == nullptr || previous == nullptr ||
                       kube::meta_generation(*old_object) != scaler->generation;
   if (!spec_changed) {
-    // A new recommendation (the recommender's status write) may be due: reconcile the scaler.
-    // Other status-only (or metadata-only) updates, like the reconciler's own, change nothing.
-    if (previous->stored_recommendation != scaler->stored_recommendation) {
+    // A new recommendation (a status write of the recommender, this process's or another
+    // leader's) may be due: reconcile the scaler, unless in Off only its bounds moved, which the
+    // reconciler does not read (the recommender's own hint follows the same rule). Other
+    // status-only (or metadata-only) updates, like the reconciler's own, change nothing.
+    if (previous->stored_recommendation != scaler->stored_recommendation &&
+        (api::reconciler_reads_bounds(scaler->update_mode) ||
+         api::recommendation_targets(previous->recommendation()) !=
+             api::recommendation_targets(scaler->recommendation()))) {
       queue_->add(key);
     }
     return;

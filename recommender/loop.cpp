@@ -55,20 +55,6 @@ std::string describe(const ScalerInputs& inputs, const PassStats& stats, Provide
   return seen;
 }
 
-// Each container's target, the part of a recommendation a scaler in updateMode Off shows
-// (status.containers): [[name, target], ...].
-json targets_of(const json& recommendation) {
-  json targets = json::array();
-  if (!recommendation.is_object()) return targets;
-  auto list = recommendation.find("containerRecommendations");
-  if (list == recommendation.end() || !list->is_array()) return targets;
-  for (const auto& container : *list) {
-    if (!container.is_object()) continue;
-    targets.push_back({container.value("containerName", ""), container.value("target", json())});
-  }
-  return targets;
-}
-
 // The RecommendationProvided reason stored in `status` ("" when none).
 std::string stored_reason(const json& status) {
   auto conditions = status.is_object() ? status.find("conditions") : status.end();
@@ -81,17 +67,16 @@ std::string stored_reason(const json& status) {
   return "";
 }
 
-// Whether the reconciler acts on this publication. In every mode but Off the bounds decide which
-// running pods are resized or replaced, so any change is its to see. In Off nothing is applied:
-// its status shows the targets and the condition only, while a young history's bounds move every
-// pass; at 10,000 scalers in Off a reconcile (a GET of the workload) per scaler per pass was
-// 10,000 reads a pass for nothing.
+// Whether the reconciler acts on this publication: any change in every mode but Off; in Off a new
+// reason or new targets only (api::reconciler_reads_bounds). At 10,000 scalers in Off a reconcile
+// (a GET of the workload) per scaler per pass was 10,000 reads a pass for nothing.
 bool reconciler_reads(const api::Scaler& scaler, const json& stored_status,
                       const Publication& publication) {
-  if (scaler.update_mode != api::UpdateMode::kOff) return true;
+  if (api::reconciler_reads_bounds(scaler.update_mode)) return true;
   if (stored_reason(stored_status) != to_string(publication.reason)) return true;
   if (!publication.recommendation) return false;  // the stored one is kept
-  return targets_of(scaler.recommendation()) != targets_of(*publication.recommendation);
+  return api::recommendation_targets(scaler.recommendation()) !=
+         api::recommendation_targets(*publication.recommendation);
 }
 
 }  // namespace

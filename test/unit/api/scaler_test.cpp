@@ -296,3 +296,27 @@ TEST_CASE("the stored status is kept as compact text and reads back as the same 
   CHECK(without->status() == object["status"]);
   CHECK(without->recommendation().is_null());
 }
+
+TEST_CASE("recommendation_targets: each container's target in order, the bounds left out") {
+  json recommendation = json::parse(R"({"containerRecommendations":[
+    {"containerName":"app","target":{"cpu":"300m","memory":"489Mi"},
+     "lowerBound":{"cpu":"200m"},"upperBound":{"cpu":"2"},"uncappedTarget":{"cpu":"300m"}},
+    {"containerName":"sidecar","target":{"cpu":"10m"}}]})");
+  json targets = vscaler::api::recommendation_targets(recommendation);
+  CHECK(targets == json::parse(R"([["app",{"cpu":"300m","memory":"489Mi"}],
+                                    ["sidecar",{"cpu":"10m"}]])"));
+  json moved = recommendation;
+  moved["containerRecommendations"][0]["upperBound"]["cpu"] = "4";
+  CHECK(vscaler::api::recommendation_targets(moved) == targets);
+  moved["containerRecommendations"][1]["target"]["cpu"] = "20m";
+  CHECK(vscaler::api::recommendation_targets(moved) != targets);
+  CHECK(vscaler::api::recommendation_targets(json()) == json::array());
+  CHECK(vscaler::api::recommendation_targets(json{{"containerRecommendations", 3}}) ==
+        json::array());
+  // Only Off reads the targets alone.
+  CHECK_FALSE(vscaler::api::reconciler_reads_bounds(UpdateMode::kOff));
+  for (auto mode : {UpdateMode::kAuto, UpdateMode::kReconcile, UpdateMode::kInitial,
+                    UpdateMode::kInPlaceOrRecreate, UpdateMode::kInPlace}) {
+    CHECK(vscaler::api::reconciler_reads_bounds(mode));
+  }
+}

@@ -36,7 +36,19 @@ class FakeApiServer : public testing::LocalHttpServer {
     const std::string web = "/apis/apps/v1/namespaces/shop/deployments/web";
     server().Get(scalers, [this](const httplib::Request& req, httplib::Response& res) {
       if (req.has_param("watch")) {
-        std::this_thread::sleep_for(200ms);  // a quiet watch that the server ends
+        std::string events;
+        {
+          std::lock_guard lock(mutex_);
+          for (const json& object : modified_) {
+            events += json{{"type", "MODIFIED"}, {"object", object}}.dump() + "\n";
+          }
+          modified_.clear();
+        }
+        if (events.empty()) {
+          std::this_thread::sleep_for(200ms);  // a quiet watch that the server ends
+          return;
+        }
+        res.set_content(events, "application/json");
         return;
       }
       std::lock_guard lock(mutex_);
@@ -79,6 +91,19 @@ class FakeApiServer : public testing::LocalHttpServer {
     std::lock_guard lock(mutex_);
     return deployment_;
   }
+  json scaler() {
+    std::lock_guard lock(mutex_);
+    return scaler_;
+  }
+  // Serves `scaler` from now on, with a resourceVersion one above the stored one; with `watched`
+  // the next watch request gets it as a MODIFIED event.
+  void update_scaler(json scaler, bool watched) {
+    std::lock_guard lock(mutex_);
+    const int version = std::stoi(scaler_["metadata"]["resourceVersion"].get<std::string>());
+    scaler["metadata"]["resourceVersion"] = std::to_string(version + 1);
+    scaler_ = std::move(scaler);
+    if (watched) modified_.push_back(scaler_);
+  }
   int deployment_gets() {
     std::lock_guard lock(mutex_);
     return deployment_gets_;
@@ -91,6 +116,7 @@ class FakeApiServer : public testing::LocalHttpServer {
  private:
   std::mutex mutex_;
   json scaler_;
+  std::vector<json> modified_;  // MODIFIED events for the next watch request
   json deployment_;
   int deployment_gets_ = 0;
   int deployment_patches_ = 0;
@@ -129,4 +155,68 @@ TEST_CASE("manager: a listed scaler is reconciled; a hint re-checks until its wr
   auto start = std::chrono::steady_clock::now();
   manager.stop();
   CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
+TEST_CASE("manager: a recommendation whose bounds alone moved wakes the reconciler unless in Off") {
+  // A status.recommendation as the recommender writes it (another leader's, or this process's
+  // echo from the informer): in Off the reconciler shows the targets only.
+  auto recommendation = [](const char* target, const char* upper) {
+    return json{{"containerRecommendations", json::array({{{"containerName", "app"},
+                                                           {"target", {{"cpu", target}}},
+                                                           {"lowerBound", {{"cpu", target}}},
+                                                           {"upperBound", {{"cpu", upper}}}}})}};
+  };
+  for (const char* mode : {"Off", "Auto"}) {
+    CAPTURE(mode);
+    FakeApiServer server;
+    json scaler = server.scaler();
+    scaler["spec"]["updateMode"] = mode;
+    scaler["spec"].erase("containers");  // every container recommended
+    scaler["status"]["recommendation"] = recommendation("300m", "1");
+    server.update_scaler(scaler, false);
+    metrics::Registry registry;
+    controller::ManagerOptions options;
+    options.ns = "shop";
+    options.workers = 2;
+    options.resync_period = 1h;
+    controller::Manager manager(server.client(), options, registry);
+    manager.start();
+    REQUIRE(eventually([&] { return manager.synced(); }));
+    REQUIRE(eventually([&] { return server.deployment_gets() >= 1; }));
+    // Settled: no GET for half a second.
+    int gets = -1;
+    REQUIRE(eventually([&] {
+      int before = server.deployment_gets();
+      std::this_thread::sleep_for(500ms);
+      gets = server.deployment_gets();
+      return gets == before;
+    }));
+    auto stored = [&manager](const json& expected) {
+      return eventually([&] {
+        auto current = manager.store().get("shop/web");
+        return current != nullptr && current->recommendation() == expected;
+      });
+    };
+
+    // The upperBound moved, the target did not.
+    scaler = server.scaler();
+    scaler["status"]["recommendation"] = recommendation("300m", "2");
+    server.update_scaler(scaler, true);
+    REQUIRE(stored(recommendation("300m", "2")));
+    if (std::string(mode) == "Off") {
+      std::this_thread::sleep_for(500ms);
+      CHECK(server.deployment_gets() == gets);
+    } else {
+      CHECK(eventually([&] { return server.deployment_gets() > gets; }));
+    }
+
+    // A new target: read in every mode.
+    gets = server.deployment_gets();
+    scaler = server.scaler();
+    scaler["status"]["recommendation"] = recommendation("400m", "2");
+    server.update_scaler(scaler, true);
+    REQUIRE(stored(recommendation("400m", "2")));
+    CHECK(eventually([&] { return server.deployment_gets() > gets; }));
+    manager.stop();
+  }
 }
