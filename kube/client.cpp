@@ -148,13 +148,16 @@ Result<std::string, ApiError> Client::call_raw(const HttpRequest& request) const
 }
 
 Result<json, ApiError> Client::write(std::string_view method, std::string target, std::string body,
-                                     std::string_view type) const {
+                                     std::string_view type, bool parse_answer) const {
   HttpRequest request;
   request.method = std::string(method);
   request.target = std::move(target);
   request.body = std::move(body);
   request.content_type = std::string(type);
-  return call(request);
+  if (parse_answer) return call(request);
+  auto raw = call_raw(request);
+  if (!raw) return fail(std::move(raw).error());
+  return json();
 }
 
 Result<json, ApiError> Client::get(const ResourceType& type, std::string_view ns,
@@ -345,7 +348,7 @@ Result<json, ApiError> Client::patch(const ResourceType& type, std::string_view 
   Query query;
   add_write_options(query, options, patch_type == PatchType::kApply);
   return write("PATCH", with_query(type.path(ns, name, subresource), query), patch.dump(),
-               content_type(patch_type));
+               content_type(patch_type), options.parse_answer);
 }
 
 Result<json, ApiError> Client::patch_status(const ResourceType& type, std::string_view ns,

@@ -50,6 +50,7 @@ kube::Result<nlohmann::json, kube::ApiError> KubeRecommenderApi::patch_scaler_st
     const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) {
   kube::WriteOptions options;
   options.field_manager = "vscaler";
+  options.parse_answer = false;  // the loop reads success only; the informer brings the object
   return client_.patch_status(kube::resources::kVerticalScalers, ns, name, kube::PatchType::kMerge,
                               merge_patch, options);
 }

@@ -38,7 +38,8 @@ class RecommenderApi {
   virtual kube::Result<nlohmann::json, kube::ApiError> get_scaler(const std::string& ns,
                                                                   const std::string& name) = 0;
   /// PATCH the scaler's /status with a JSON merge patch carrying metadata.resourceVersion as a
-  /// precondition (a stale one answers 409 Conflict).
+  /// precondition (a stale one answers 409 Conflict). Success or the error only: the object
+  /// written is not read (the result may be null).
   virtual kube::Result<nlohmann::json, kube::ApiError> patch_scaler_status(
       const std::string& ns, const std::string& name, const nlohmann::json& merge_patch) = 0;
   /// CheckpointStore::load.

@@ -460,6 +460,27 @@ TEST_CASE("status subresource: get, update and patch touch status only") {
   CHECK((*got)["status"]["phase"] == "Scaled");
   CHECK((*got)["status"]["observedGeneration"] == 1);
 
+  // An answer nobody reads: success is null, a failure still its error.
+  WriteOptions unread;
+  unread.parse_answer = false;
+  auto quiet = client.patch_status(
+      kWidgets, ns.name, "w", PatchType::kMerge,
+      {{"metadata", {{"resourceVersion", (*got)["metadata"]["resourceVersion"]}}},
+       {"status", {{"phase", "Quiet"}}}},
+      unread);
+  REQUIRE_MESSAGE(quiet.ok(), text(quiet));
+  CHECK(quiet->is_null());
+  auto quiet_stale = client.patch_status(
+      kWidgets, ns.name, "w", PatchType::kMerge,
+      {{"metadata", {{"resourceVersion", (*got)["metadata"]["resourceVersion"]}}},
+       {"status", {{"phase", "Stale"}}}},
+      unread);
+  REQUIRE_FALSE(quiet_stale.ok());
+  CHECK(is_conflict(quiet_stale.error()));
+  got = client.get_status(kWidgets, ns.name, "w");
+  REQUIRE(got.ok());
+  CHECK((*got)["status"]["phase"] == "Quiet");
+
   json spec_change = *got;
   spec_change["spec"]["size"] = 2;
   spec_change["status"]["phase"] = "ignored";
