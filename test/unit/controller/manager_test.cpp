@@ -127,16 +127,21 @@ bool eventually(const std::function<bool()>& condition) {
   return testing::eventually(condition, 20s);
 }
 
+// The manager of namespace "shop" with two workers and no resync during a test.
+controller::ManagerOptions test_options() {
+  controller::ManagerOptions options;
+  options.ns = "shop";
+  options.workers = 2;
+  options.resync_period = 1h;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("manager: a listed scaler is reconciled; a hint re-checks until its write is visible") {
   FakeApiServer server;
   metrics::Registry registry;
-  controller::ManagerOptions options;
-  options.ns = "shop";
-  options.workers = 2;
-  options.resync_period = 1h;
-  controller::Manager manager(server.client(), options, registry);
+  controller::Manager manager(server.client(), test_options(), registry);
   manager.start();
   REQUIRE(eventually([&] { return manager.synced(); }));
   REQUIRE(eventually([&] { return server.deployment_patches() == 1; }));
@@ -175,11 +180,7 @@ TEST_CASE("manager: a recommendation whose bounds alone moved wakes the reconcil
     scaler["status"]["recommendation"] = recommendation("300m", "1");
     server.update_scaler(scaler, false);
     metrics::Registry registry;
-    controller::ManagerOptions options;
-    options.ns = "shop";
-    options.workers = 2;
-    options.resync_period = 1h;
-    controller::Manager manager(server.client(), options, registry);
+    controller::Manager manager(server.client(), test_options(), registry);
     manager.start();
     REQUIRE(eventually([&] { return manager.synced(); }));
     REQUIRE(eventually([&] { return server.deployment_gets() >= 1; }));
