@@ -305,7 +305,7 @@ Result<json, ApiError> Client::create(const ResourceType& type, std::string_view
   Query query;
   add_write_options(query, options, false);
   return write("POST", with_query(type.path(namespace_name), query), object.dump(),
-               "application/json");
+               "application/json", options.parse_answer);
 }
 
 Result<json, ApiError> Client::update(const ResourceType& type, const json& object,
@@ -318,7 +318,8 @@ Result<json, ApiError> Client::update(const ResourceType& type, const json& obje
   if (type.namespaced && ns.empty()) return fail(needs_namespace(type));
   Query query;
   add_write_options(query, options, false);
-  return write("PUT", with_query(type.path(ns, name), query), object.dump(), "application/json");
+  return write("PUT", with_query(type.path(ns, name), query), object.dump(), "application/json",
+               options.parse_answer);
 }
 
 Result<json, ApiError> Client::update_status(const ResourceType& type, const json& object,
@@ -333,7 +334,7 @@ Result<json, ApiError> Client::update_status(const ResourceType& type, const jso
   Query query;
   add_write_options(query, options, false);
   return write("PUT", with_query(type.path(ns, name, "status"), query), object.dump(),
-               "application/json");
+               "application/json", options.parse_answer);
 }
 
 Result<json, ApiError> Client::patch(const ResourceType& type, std::string_view ns,
