@@ -136,9 +136,10 @@ struct WriteOptions {
   /// "" (server default), "Ignore", "Warn" or "Strict": what to do with unknown fields.
   std::string field_validation;
   /// False: the API server's answer (the object as written) is checked for success only and
-  /// dropped unparsed; the result is null (create, update, update_status, patch). For writes whose object nobody reads back, like the
-  /// recommender's status writes (the informer brings it anyway): parsing that answer, a
-  /// VerticalScaler with its managedFields, was ~40 % of such a write's CPU here.
+  /// dropped unparsed; the result is null (create, update, update_status, patch). For writes whose
+  /// object nobody reads back, like the recommender's status writes (the informer brings it
+  /// anyway): parsing that answer, a VerticalScaler with its managedFields, was ~40 % of such a
+  /// write's CPU here.
   bool parse_answer = true;
 };
 
