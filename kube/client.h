@@ -15,6 +15,7 @@
 
 #include "base/result.h"
 #include "kube/errors.h"
+#include "kube/json_projection.h"
 #include "kube/transport.h"
 
 namespace vscaler::kube {
@@ -106,6 +107,11 @@ struct ListOptions {
   /// ListPage::restart: after an expired continue token the list starts over from its first
   /// page, and items of the abandoned attempt were already handed over. May be empty.
   std::function<void(nlohmann::json& item, int restart)> on_item;
+  /// When set, each item is parsed keeping only these paths (see kube/json_projection.h), item
+  /// by item as with on_item: a reader of a pod's containers and owners skips building its
+  /// managedFields and status, most of its bytes. A projected path the reader forgets is simply
+  /// absent, so each reader keeps its projection next to its parser and tests them together.
+  std::optional<JsonProjection> projection;
   /// An expired continue token (410, after an etcd compaction) restarts the list from the
   /// beginning at most this many times before the Expired error is returned.
   int max_restarts = 3;

@@ -256,6 +256,7 @@ kube::Result<WorkloadIndex, SourceError> MetricsSource::list_workloads(
   WorkloadIndex index;
   kube::ListOptions options;
   options.limit = options_.page_limit;
+  options.projection = workload_projection();
   int attempt = 0;
   options.on_item = [&index, &kind, &attempt](json& item, int restart) {
     if (restart != attempt) {  // the list started over: forget the abandoned attempt's items
@@ -284,6 +285,7 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   const std::string pods_what = "list pods" + scope;
   kube::ListOptions pod_options = by_selector;
   std::vector<std::string> pod_errors;
+  pod_options.projection = pod_projection();
   collect_by_item(pod_options, parse_pod, lists.pods, pod_errors, "pod");
   auto pods = client_.list(kube::resources::kPods, ns, pod_options);
   if (!pods.ok()) return kube::fail(api_failure(pods_what, pods.error()));
@@ -293,6 +295,7 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   if (replica_sets) {
     const std::string what = "list replicasets.apps" + scope;
     kube::ListOptions rs_options = by_selector;
+    rs_options.projection = replica_set_projection();
     parse_by_page(
         rs_options,
         [&](json page) {
@@ -312,6 +315,7 @@ kube::Result<WorkloadLists, SourceError> MetricsSource::read_lists(const std::st
   const std::string metrics_what = "list " + options_.pod_metrics.display() + scope;
   kube::ListOptions metrics_options = by_selector;
   std::vector<std::string> metrics_errors;
+  metrics_options.projection = pod_metrics_projection();
   collect_by_item(metrics_options, parse_pod_metrics, lists.metrics, metrics_errors, "PodMetrics");
   auto metrics = client_.list(options_.pod_metrics, ns, metrics_options);
   if (!metrics.ok()) {

@@ -6,6 +6,18 @@
 
 namespace vscaler::recommender {
 
+const kube::JsonProjection& pod_metrics_projection() {
+  static const kube::JsonProjection projection = *kube::JsonProjection::parse({
+      "/metadata/name",
+      "/metadata/namespace",
+      "/timestamp",
+      "/window",
+      "/containers/*/name",
+      "/containers/*/usage",
+  });
+  return projection;
+}
+
 kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::string& path) {
   if (!item.is_object()) return kube::fail(path + ": must be an object");
   PodUsage pod;

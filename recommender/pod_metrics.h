@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kube/json_projection.h"
 #include "recommender/time.h"
 
 namespace vscaler::recommender {
@@ -37,6 +38,9 @@ struct PodMetricsParse {
 };
 
 /// Parses one PodMetrics of a list; the error names the field after `path` ("items[3]").
+/// The parts of a PodMetrics parse_pod_metrics reads.
+const kube::JsonProjection& pod_metrics_projection();
+
 kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::string& path);
 
 /// Parses a PodMetricsList. An error only when the document is not a list at all (no `items`

@@ -32,6 +32,30 @@ const json* items_of(const json& list) {
 
 }  // namespace
 
+const kube::JsonProjection& pod_projection() {
+  static const kube::JsonProjection projection = *kube::JsonProjection::parse({
+      "/metadata/name",
+      "/metadata/uid",
+      "/metadata/labels",
+      "/metadata/ownerReferences",
+      "/spec/containers/*/name",
+      "/spec/containers/*/resources",
+      "/status/containerStatuses/*/name",
+      "/status/containerStatuses/*/restartCount",
+      "/status/containerStatuses/*/lastState/terminated",
+  });
+  return projection;
+}
+
+const kube::JsonProjection& replica_set_projection() {
+  static const kube::JsonProjection projection = *kube::JsonProjection::parse({
+      "/metadata/name",
+      "/metadata/uid",
+      "/metadata/ownerReferences",
+  });
+  return projection;
+}
+
 kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
   PodInfo pod;
   const auto* metadata = child(item, "metadata");

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kube/json_projection.h"
 #include "recommender/resources.h"
 #include "recommender/selector.h"
 #include "recommender/time.h"
@@ -71,6 +72,13 @@ struct PodListParse {
   std::vector<PodInfo> pods;        ///< the pods that parsed
   std::vector<std::string> errors;  ///< one message per skipped pod, naming the field
 };
+
+/// The parts of a Pod parse_pod reads: a pods list parsed through it skips the rest (managedFields,
+/// most of status), which is most of a pod's bytes.
+const kube::JsonProjection& pod_projection();
+
+/// The parts of a ReplicaSet (or its metadata) parse_replica_set_list reads.
+const kube::JsonProjection& replica_set_projection();
 
 /// Parses one Pod of a PodList; the error names the field after `path` ("items[3]").
 kube::Result<PodInfo> parse_pod(const nlohmann::json& item, const std::string& path);

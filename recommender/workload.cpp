@@ -11,6 +11,17 @@ const kube::ResourceType* workload_resource(std::string_view kind) {
   return kube::workload_resource(kind);  // the one kind table, shared with the operator
 }
 
+const kube::JsonProjection& workload_projection() {
+  static const kube::JsonProjection projection = *kube::JsonProjection::parse({
+      "/metadata/name",
+      "/metadata/uid",
+      "/spec/selector",
+      "/spec/template/spec/containers/*/name",
+      "/spec/template/spec/containers/*/resources",
+  });
+  return projection;
+}
+
 kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::string_view kind) {
   WorkloadInfo info;
   info.ref.kind = std::string(kind);

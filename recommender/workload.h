@@ -29,6 +29,9 @@ struct WorkloadInfo {
 
 /// Parses a workload object of `kind` as the API returns it. The error names the field
 /// (metadata.uid missing, an empty or malformed spec.selector, a malformed quantity).
+/// The parts of a workload parse_workload reads.
+const kube::JsonProjection& workload_projection();
+
 kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::string_view kind);
 
 }  // namespace vscaler::recommender

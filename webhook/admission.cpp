@@ -48,91 +48,6 @@ std::string wrong_type(std::string_view field, std::string_view expected, Elemen
          std::string(type_name(value.type()));
 }
 
-nlohmann::json to_json(Element element);
-
-nlohmann::json scalar_to_json(Element element) {
-  switch (element.type()) {
-    case ElementType::INT64:
-      return element.get_int64().value_unsafe();
-    case ElementType::UINT64:
-      return element.get_uint64().value_unsafe();
-    case ElementType::DOUBLE:
-      return element.get_double().value_unsafe();
-    case ElementType::STRING:
-      return element.get_string().value_unsafe();  // built in place, no temporary string
-    case ElementType::BOOL:
-      return element.get_bool().value_unsafe();
-    case ElementType::NULL_VALUE:
-      return nullptr;
-    case ElementType::ARRAY:
-    case ElementType::OBJECT:
-      break;
-  }
-  return to_json(element);
-}
-
-// Whole-subtree conversion. Recursion depth is bounded by ParseOptions::max_depth, which the
-// parser enforced before this runs.
-nlohmann::json to_json(Element element) {
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      nlohmann::json result = nlohmann::json::object();
-      auto& members = result.get_ref<nlohmann::json::object_t&>();
-      simdjson::dom::object element_members = element.get_object().value_unsafe();
-      for (auto [key, value] : element_members) {
-        // Last one wins on duplicate keys, like nlohmann_json and Go's encoding/json.
-        members.insert_or_assign(std::string(key), to_json(value));
-      }
-      return result;
-    }
-    case ElementType::ARRAY: {
-      nlohmann::json result = nlohmann::json::array();
-      auto& items = result.get_ref<nlohmann::json::array_t&>();
-      simdjson::dom::array array = element.get_array().value_unsafe();
-      items.reserve(array.size());
-      for (Element item : array) items.push_back(to_json(item));
-      return result;
-    }
-    default:
-      return scalar_to_json(element);
-  }
-}
-
-const Projection::Node* child(const Projection::Node& node, std::string_view key) {
-  for (const auto& [name, next] : node.children) {
-    if (name == key) return next.get();
-  }
-  return node.any.get();
-}
-
-nlohmann::json project(Element element, const Projection::Node& node) {
-  if (node.keep_all) return to_json(element);
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      nlohmann::json result = nlohmann::json::object();
-      auto& members = result.get_ref<nlohmann::json::object_t&>();
-      simdjson::dom::object element_members = element.get_object().value_unsafe();
-      for (auto [key, value] : element_members) {
-        if (const auto* next = child(node, key)) {
-          members.insert_or_assign(std::string(key), project(value, *next));
-        }
-      }
-      return result;
-    }
-    case ElementType::ARRAY: {
-      nlohmann::json result = nlohmann::json::array();
-      if (node.any == nullptr) return result;
-      auto& items = result.get_ref<nlohmann::json::array_t&>();
-      simdjson::dom::array array = element.get_array().value_unsafe();
-      items.reserve(array.size());
-      for (Element item : array) items.push_back(project(item, *node.any));
-      return result;
-    }
-    default:
-      return scalar_to_json(element);
-  }
-}
-
 // ---- subtree comparison (Projection::compare_subtree) ----
 
 using Pattern = std::vector<std::string>;
@@ -336,8 +251,8 @@ std::optional<bool> subtrees_equal(std::optional<Element> object, std::optional<
 }
 
 nlohmann::json convert(Element element, const ParseOptions& options) {
-  if (options.projection == nullptr) return to_json(element);
-  return project(element, options.projection->root());
+  if (options.projection == nullptr) return kube::json_of(element);
+  return kube::project_element(element, options.projection->paths().root());
 }
 
 // Reads an optional string field; null counts as absent.
@@ -558,48 +473,10 @@ Projection& Projection::compare_subtree(std::vector<std::string> path,
 }
 
 kube::Result<Projection> Projection::parse(const std::vector<std::string>& paths) {
+  auto parsed = kube::JsonProjection::parse(paths);
+  if (!parsed) return fail(std::move(parsed).error());
   Projection projection;
-  auto root = std::make_shared<Node>();
-  if (paths.empty()) root->keep_all = true;
-  for (const auto& path : paths) {
-    if (!path.empty() && path.front() != '/') {
-      return fail("projection path " + log::quote_untrusted(path) + " must start with /");
-    }
-    Node* node = root.get();
-    std::size_t start = 0;
-    while (!node->keep_all && start < path.size()) {
-      std::size_t end = path.find('/', start + 1);
-      if (end == std::string::npos) end = path.size();
-      std::string token;
-      for (std::size_t i = start + 1; i < end; ++i) {
-        if (path[i] == '~' && i + 1 < end && (path[i + 1] == '0' || path[i + 1] == '1')) {
-          token += path[i + 1] == '0' ? '~' : '/';
-          ++i;
-        } else {
-          token += path[i];
-        }
-      }
-      if (token == "*" && end - start == 2) {
-        if (!node->any) node->any = std::make_unique<Node>();
-        node = node->any.get();
-      } else {
-        Node* next = nullptr;
-        for (auto& [name, existing] : node->children) {
-          if (name == token) next = existing.get();
-        }
-        if (next == nullptr) {
-          next = node->children.emplace_back(token, std::make_unique<Node>()).second.get();
-        }
-        node = next;
-      }
-      start = end;
-    }
-    // A path ends where its whole subtree is kept; a shorter path subsumes longer ones.
-    node->keep_all = true;
-    node->children.clear();
-    node->any.reset();
-  }
-  projection.root_ = std::move(root);
+  projection.paths_ = std::move(parsed).value();
   return projection;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kube/json_projection.h"
 #include "webhook/json_patch.h"
 
 namespace vscaler::webhook {
@@ -78,29 +79,19 @@ struct AdmissionRequest {
   std::chrono::steady_clock::time_point deadline{};  ///< from ?timeout=; {}: unknown
 };
 
-/// Which parts of object/oldObject to keep, as JSON-pointer-like paths whose tokens may be "*"
-/// (every array element or object member): {"/metadata", "/spec/template/spec/containers/*/name"}.
-/// Kept subtrees are copied whole; array elements keep their positions (index i of a projected
-/// array is index i of the original, so JSON patch paths computed from it are right). A value of
-/// another kind than the path expects is kept if it is a scalar, and becomes an empty object or
-/// array if it is a container (so a handler still sees the wrong type, at no cost).
+/// Which parts of object/oldObject to keep (a kube::JsonProjection: paths whose tokens may be
+/// "*", {"/metadata", "/spec/template/spec/containers/*/name"}; array elements keep their
+/// positions, so JSON patch paths computed from a projected object are right), and optionally
+/// which subtree of both to compare.
 class Projection {
  public:
   /// Keeps everything (the same as no projection).
   Projection() = default;
-  /// Paths use "/" separators and JSON-pointer escapes (~0 for "~", ~1 for "/"); the empty path
-  /// "" keeps the whole object. Fails on a path that does not start with "/".
+  /// See kube::JsonProjection::parse. Fails on a path that does not start with "/".
   static kube::Result<Projection> parse(const std::vector<std::string>& paths);
 
-  /// A node of the path trie; exposed for the codec, not meant for callers.
-  struct Node {
-    bool keep_all = false;
-    // Few entries: a linear scan is fastest. (Children by pointer: clang before 16, which builds
-    // the fuzz targets, rejects a std::pair holding this still incomplete type by value.)
-    std::vector<std::pair<std::string, std::unique_ptr<Node>>> children;
-    std::unique_ptr<Node> any;  // the "*" child
-  };
-  const Node& root() const { return *root_; }
+  /// The kept paths.
+  const kube::JsonProjection& paths() const { return paths_; }
 
   /// What compare_subtree asked for.
   struct Comparison {
@@ -118,7 +109,7 @@ class Projection {
   const Comparison* comparison() const { return comparison_.get(); }
 
  private:
-  std::shared_ptr<Node> root_ = std::make_shared<Node>(Node{true, {}, nullptr});
+  kube::JsonProjection paths_;
   std::shared_ptr<const Comparison> comparison_;
 };
 

@@ -271,6 +271,20 @@ TEST_CASE(
   REQUIRE(one->items.size() == 1);
   CHECK(one->items[0]["metadata"]["name"] == "cm-3");
 
+  // A projection: every page's items, each with only the paths kept (managedFields dropped).
+  ListOptions slim;
+  slim.label_selector = "group=odd";
+  slim.limit = 4;
+  slim.projection = *vscaler::kube::JsonProjection::parse({"/metadata/name", "/metadata/labels"});
+  auto projected = client.list(resources::kConfigMaps, ns.name, slim);
+  REQUIRE_MESSAGE(projected.ok(), projected.error().to_string());
+  REQUIRE(projected->items.size() == 6);
+  CHECK(projected->pages == 2);
+  for (const auto& item : projected->items) {
+    CHECK(item ==
+          json{{"metadata", {{"name", item["metadata"]["name"]}, {"labels", {{"group", "odd"}}}}}});
+  }
+
   ListOptions bad;
   bad.label_selector = "a b c";
   auto refused = client.list(resources::kConfigMaps, ns.name, bad);

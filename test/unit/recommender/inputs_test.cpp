@@ -243,3 +243,105 @@ TEST_CASE("a bad LabelSelector is an error naming the field") {
   CHECK_FALSE(label_selector_query(json::parse(R"({"matchLabels": {"app": 1}})")).ok());
   CHECK_FALSE(label_selector_query(json::parse(R"({"matchLabels": []})")).ok());
 }
+
+namespace {
+
+// Each list item is parsed through its reader's projection (kube/json_projection.h): what the
+// projection leaves out, the parser must never read. These render everything a parse yields.
+json projected(const json& item, const vscaler::kube::JsonProjection& projection) {
+  vscaler::kube::ProjectingParser parser;
+  const std::string text = item.dump();
+  auto parsed = parser.parse(text, 0, projection);
+  REQUIRE(parsed.ok());
+  return std::move(parsed).value();
+}
+
+std::string rendered(const ResourceMap& resources) {
+  std::string out;
+  for (const auto& [name, quantity] : resources) out += name + "=" + quantity.to_string() + " ";
+  return out;
+}
+
+std::string rendered(const std::optional<ControllerRef>& ref) {
+  return ref ? ref->kind + "/" + ref->name + "/" + ref->uid : "-";
+}
+
+std::string rendered(const vscaler::kube::Result<PodInfo>& pod) {
+  if (!pod.ok()) return "error: " + pod.error();
+  std::string out = pod->name + " " + pod->uid + " " + rendered(pod->controller) + " labels:";
+  for (const auto& [key, value] : pod->labels) out += key + "=" + value + " ";
+  for (const auto& c : pod->containers) {
+    out += "| " + c.name + " " + rendered(c.requests) + "/ " + rendered(c.limits);
+  }
+  for (const auto& kill : pod->oom_kills) {
+    out += "| oom " + kill.pod_uid + " " + kill.container + " " +
+           std::to_string(kill.restart_count) + " " + format_rfc3339(kill.finished_at) + " " +
+           std::to_string(kill.memory_request_bytes);
+  }
+  return out;
+}
+
+std::string rendered(const vscaler::kube::Result<PodUsage>& pod) {
+  if (!pod.ok()) return "error: " + pod.error();
+  std::string out = pod->name + " " + pod->namespace_ + " " + format_rfc3339(pod->timestamp) + " " +
+                    std::to_string(pod->window.count());
+  for (const auto& c : pod->containers) {
+    out += "| " + c.name + " " + std::to_string(c.cpu_cores) + " " + std::to_string(c.memory_bytes);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("each list's projection keeps every field its parser reads") {
+  SUBCASE("pods, well formed and malformed, with what the projection drops") {
+    json pods = kPods;
+    json managed = json::array({{{"manager", "kubelet"}, {"fieldsV1", {{"f:status", {}}}}}});
+    pods["items"][0]["metadata"]["managedFields"] = managed;
+    json broken = kPods;
+    broken["items"][1]["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "-1"}}}};
+    broken["items"][2]["status"] = json::parse(R"({"containerStatuses": [{"name": "postgres",
+      "restartCount": 1, "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": 7}}}]})");
+    broken["items"][3]["spec"]["containers"] = json::object();
+    broken["items"][0]["metadata"].erase("uid");
+    int compared = 0;
+    for (const json* list : {&pods, &broken}) {
+      for (std::size_t i = 0; i < (*list)["items"].size(); ++i) {
+        const json& item = (*list)["items"][i];
+        const json slim = projected(item, pod_projection());
+        const std::string path = "items[" + std::to_string(i) + "]";
+        CHECK(rendered(parse_pod(slim, path)) == rendered(parse_pod(item, path)));
+        ++compared;
+      }
+    }
+    CHECK(compared == 8);
+    const json slim = projected(pods["items"][0], pod_projection());
+    CHECK_FALSE(slim["metadata"].contains("managedFields"));
+    CHECK_FALSE(slim["spec"].contains("initContainers"));
+    CHECK_FALSE(slim["status"].contains("phase"));
+    CHECK(slim.dump().size() < pods["items"][0].dump().size());
+  }
+  SUBCASE("PodMetrics") {
+    for (std::size_t i = 0; i < kPodMetrics["items"].size(); ++i) {
+      const json& item = kPodMetrics["items"][i];
+      const json slim = projected(item, pod_metrics_projection());
+      CHECK(rendered(parse_pod_metrics(slim, "m")) == rendered(parse_pod_metrics(item, "m")));
+    }
+  }
+  SUBCASE("ReplicaSets") {
+    json slim_list = {{"items", json::array()}};
+    for (const auto& item : kReplicaSets["items"]) {
+      slim_list["items"].push_back(projected(item, replica_set_projection()));
+    }
+    auto full = parse_replica_set_list(kReplicaSets);
+    auto slim = parse_replica_set_list(slim_list);
+    REQUIRE(full.ok());
+    REQUIRE(slim.ok());
+    REQUIRE(full->size() == slim->size());
+    for (std::size_t i = 0; i < full->size(); ++i) {
+      CHECK((*slim)[i].name == (*full)[i].name);
+      CHECK((*slim)[i].uid == (*full)[i].uid);
+      CHECK(rendered((*slim)[i].controller) == rendered((*full)[i].controller));
+    }
+  }
+}

@@ -170,3 +170,38 @@ TEST_CASE("a pass's indexed lists find ReplicaSets by uid and PodMetrics by pod 
   CHECK(owned_pods_by_lookup(lists.pods, lookup, {"Deployment", "web", "d1"}).size() == 1);
   CHECK(owned_pods_by_lookup(lists.pods, lookup, {"Deployment", "web", "d2"}).empty());
 }
+
+TEST_CASE("a workload list's projection keeps every field parse_workload reads") {
+  auto render = [](const vscaler::kube::Result<WorkloadInfo>& info) {
+    if (!info.ok()) return "error: " + info.error();
+    std::string out =
+        info->ref.kind + " " + info->ref.name + " " + info->ref.uid + " " + info->selector;
+    for (const auto& c : info->template_containers) {
+      out += " | " + c.name;
+      for (const auto& [name, quantity] : c.requests)
+        out += " " + name + "=" + quantity.to_string();
+      out += " /";
+      for (const auto& [name, quantity] : c.limits) out += " " + name + "=" + quantity.to_string();
+    }
+    return out;
+  };
+  auto slim = [](const json& object) {
+    vscaler::kube::ProjectingParser parser;
+    const std::string text = object.dump();
+    auto parsed = parser.parse(text, 0, workload_projection());
+    REQUIRE(parsed.ok());
+    return std::move(parsed).value();
+  };
+  std::vector<json> objects(5, deployment());
+  objects[1]["metadata"].erase("uid");
+  objects[2]["spec"]["selector"] = json::object();
+  objects[3]["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "x";
+  objects[4]["metadata"]["managedFields"] = json::array({{{"manager", "kubectl"}}});
+  objects[4]["status"] = {{"replicas", 3}};
+  for (const auto& object : objects) {
+    CHECK(render(parse_workload(slim(object), "Deployment")) ==
+          render(parse_workload(object, "Deployment")));
+  }
+  CHECK_FALSE(slim(objects[4]).contains("status"));
+  CHECK_FALSE(slim(objects[4])["metadata"].contains("managedFields"));
+}

@@ -1,0 +1,158 @@
+// JsonProjection: the path trie, simdjson elements to nlohmann values, and the reusable parser.
+#include "kube/json_projection.h"
+
+#include <simdjson.h>
+
+#include "base/log.h"
+
+namespace vscaler::kube {
+namespace {
+
+using Element = simdjson::dom::element;
+using ElementType = simdjson::dom::element_type;
+
+nlohmann::json scalar_to_json(Element element) {
+  switch (element.type()) {
+    case ElementType::INT64:
+      return element.get_int64().value_unsafe();
+    case ElementType::UINT64:
+      return element.get_uint64().value_unsafe();
+    case ElementType::DOUBLE:
+      return element.get_double().value_unsafe();
+    case ElementType::STRING:
+      return element.get_string().value_unsafe();  // built in place, no temporary string
+    case ElementType::BOOL:
+      return element.get_bool().value_unsafe();
+    case ElementType::NULL_VALUE:
+      return nullptr;
+    case ElementType::ARRAY:
+    case ElementType::OBJECT:
+      break;
+  }
+  return json_of(element);
+}
+
+const JsonProjection::Node* child(const JsonProjection::Node& node, std::string_view key) {
+  for (const auto& [name, next] : node.children) {
+    if (name == key) return next.get();
+  }
+  return node.any.get();
+}
+
+}  // namespace
+
+base::Result<JsonProjection, std::string> JsonProjection::parse(
+    const std::vector<std::string>& paths) {
+  auto root = std::make_shared<Node>();
+  if (paths.empty()) root->keep_all = true;
+  for (const auto& path : paths) {
+    if (!path.empty() && path.front() != '/') {
+      return base::fail("projection path " + log::quote_untrusted(path) + " must start with /");
+    }
+    Node* node = root.get();
+    std::size_t start = 0;
+    while (!node->keep_all && start < path.size()) {
+      std::size_t end = path.find('/', start + 1);
+      if (end == std::string::npos) end = path.size();
+      std::string token;
+      for (std::size_t i = start + 1; i < end; ++i) {
+        if (path[i] == '~' && i + 1 < end && (path[i + 1] == '0' || path[i + 1] == '1')) {
+          token += path[i + 1] == '0' ? '~' : '/';
+          ++i;
+        } else {
+          token += path[i];
+        }
+      }
+      if (token == "*" && end - start == 2) {
+        if (!node->any) node->any = std::make_unique<Node>();
+        node = node->any.get();
+      } else {
+        Node* next = nullptr;
+        for (auto& [name, existing] : node->children) {
+          if (name == token) next = existing.get();
+        }
+        if (next == nullptr) {
+          next = node->children.emplace_back(token, std::make_unique<Node>()).second.get();
+        }
+        node = next;
+      }
+      start = end;
+    }
+    // A path ends where its whole subtree is kept; a shorter path subsumes longer ones.
+    node->keep_all = true;
+    node->children.clear();
+    node->any.reset();
+  }
+  JsonProjection projection;
+  projection.root_ = std::move(root);
+  return projection;
+}
+
+nlohmann::json json_of(const Element& element) {
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      nlohmann::json result = nlohmann::json::object();
+      auto& members = result.get_ref<nlohmann::json::object_t&>();
+      simdjson::dom::object element_members = element.get_object().value_unsafe();
+      for (auto [key, value] : element_members) {
+        members.insert_or_assign(std::string(key), json_of(value));
+      }
+      return result;
+    }
+    case ElementType::ARRAY: {
+      nlohmann::json result = nlohmann::json::array();
+      auto& items = result.get_ref<nlohmann::json::array_t&>();
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      items.reserve(array.size());
+      for (Element item : array) items.push_back(json_of(item));
+      return result;
+    }
+    default:
+      return scalar_to_json(element);
+  }
+}
+
+nlohmann::json project_element(const Element& element, const JsonProjection::Node& node) {
+  if (node.keep_all) return json_of(element);
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      nlohmann::json result = nlohmann::json::object();
+      auto& members = result.get_ref<nlohmann::json::object_t&>();
+      simdjson::dom::object element_members = element.get_object().value_unsafe();
+      for (auto [key, value] : element_members) {
+        if (const auto* next = child(node, key)) {
+          members.insert_or_assign(std::string(key), project_element(value, *next));
+        }
+      }
+      return result;
+    }
+    case ElementType::ARRAY: {
+      nlohmann::json result = nlohmann::json::array();
+      if (node.any == nullptr) return result;
+      auto& items = result.get_ref<nlohmann::json::array_t&>();
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      items.reserve(array.size());
+      for (Element item : array) items.push_back(project_element(item, *node.any));
+      return result;
+    }
+    default:
+      return scalar_to_json(element);
+  }
+}
+
+ProjectingParser::ProjectingParser() : parser_(std::make_unique<simdjson::dom::parser>()) {}
+
+ProjectingParser::~ProjectingParser() = default;
+
+base::Result<nlohmann::json, std::string> ProjectingParser::parse(
+    std::string_view text, std::size_t readable_padding, const JsonProjection& projection) {
+  Element element;
+  const bool in_place = readable_padding >= simdjson::SIMDJSON_PADDING;
+  if (auto error =
+          parser_->parse(text.data(), text.size(), /*realloc_if_needed=*/!in_place).get(element)) {
+    return base::fail(std::string(simdjson::error_message(error)));
+  }
+  return project_element(element, projection.root());
+}
+
+}  // namespace vscaler::kube

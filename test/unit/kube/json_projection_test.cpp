@@ -1,0 +1,130 @@
+// JsonProjection and ProjectingParser: kept paths only, whole trees equal to nlohmann's parse
+// (a property over random documents), items of a page parsed in place, bad text refused.
+#include "kube/json_projection.h"
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kube/list_page.h"
+
+using nlohmann::json;
+using vscaler::kube::JsonProjection;
+using vscaler::kube::ProjectingParser;
+
+namespace {
+
+json parse(ProjectingParser& parser, const std::string& text, const JsonProjection& projection) {
+  auto parsed = parser.parse(text, 0, projection);
+  REQUIRE_MESSAGE(parsed.ok(), (parsed.ok() ? "" : parsed.error()));
+  return std::move(parsed).value();
+}
+
+// A random JSON value of every kind, nested up to `depth`, with escapes and non-ASCII text.
+json random_value(std::mt19937_64& random, int depth) {
+  std::uniform_int_distribution<int> kind(0, depth > 0 ? 8 : 5);
+  switch (kind(random)) {
+    case 0:
+      return nullptr;
+    case 1:
+      return random() % 2 == 0;
+    case 2:
+      return static_cast<std::int64_t>(random()) >> (random() % 63);
+    case 3:
+      return static_cast<std::uint64_t>(random());
+    case 4:
+      return std::ldexp(static_cast<double>(random() % 1000000) - 500000.0,
+                        static_cast<int>(random() % 40) - 20);
+    case 5: {
+      static const std::vector<std::string> texts = {"",      "a",   "q\"uote", "back\\slash",
+                                                     "tab\t", "é€😀", "/~0~1",   "line\nbreak"};
+      return texts[random() % texts.size()];
+    }
+    case 6:
+    case 7: {
+      json object = json::object();
+      const int members = static_cast<int>(random() % 5);
+      for (int i = 0; i < members; ++i) {
+        object["k" + std::to_string(random() % 6)] = random_value(random, depth - 1);
+      }
+      return object;
+    }
+    default: {
+      json array = json::array();
+      const int items = static_cast<int>(random() % 5);
+      for (int i = 0; i < items; ++i) array.push_back(random_value(random, depth - 1));
+      return array;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a projection keeps only its paths; array elements keep their positions") {
+  auto projection = JsonProjection::parse({"/metadata/name", "/spec/containers/*/resources"});
+  REQUIRE(projection.ok());
+  ProjectingParser parser;
+  json slim = parse(parser, R"({"metadata": {"name": "web", "managedFields": [{"a": 1}]},
+    "spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}},
+                            {"name": "b"}], "volumes": []},
+    "status": {"phase": "Running"}})",
+                    *projection);
+  CHECK(slim == json::parse(R"({"metadata": {"name": "web"},
+    "spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {}]}})"));
+}
+
+TEST_CASE("property: keeping everything gives nlohmann's own parse of the text") {
+  std::mt19937_64 random(20261205);
+  ProjectingParser parser;  // one parser for every document: its buffers are reused
+  const JsonProjection everything;
+  for (int i = 0; i < 500; ++i) {
+    const json document = random_value(random, 5);
+    const std::string text = document.dump();
+    CAPTURE(text);
+    CHECK(parse(parser, text, everything) == json::parse(text));
+  }
+}
+
+TEST_CASE("items of a page parse in place, reading past an item into the rest of the page") {
+  std::mt19937_64 random(7);
+  json page = {{"metadata", {{"resourceVersion", "9"}}}, {"items", json::array()}};
+  for (int i = 0; i < 50; ++i) {
+    page["items"].push_back(
+        {{"metadata", {{"name", "p" + std::to_string(i)}}}, {"spec", random_value(random, 4)}});
+  }
+  std::string body = page.dump();
+  ProjectingParser parser;
+  const JsonProjection everything;
+  std::size_t index = 0;
+  auto read = vscaler::kube::for_each_list_item(body, [&](std::string_view text) {
+    const char* readable_end = body.data() + body.capacity();
+    auto parsed = parser.parse(
+        text, static_cast<std::size_t>(readable_end - (text.data() + text.size())), everything);
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == page["items"][index++]);
+    return true;
+  });
+  REQUIRE(read.ok());
+  CHECK(index == 50);
+}
+
+TEST_CASE("text that is not JSON is refused, and the parser goes on") {
+  ProjectingParser parser;
+  const JsonProjection everything;
+  for (std::string bad : {"{", "{\"a\": }", "[1, 2", "nul", "\"\xff\xfe\"", ""}) {
+    CAPTURE(bad);
+    auto parsed = parser.parse(bad, 0, everything);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK_FALSE(parsed.error().empty());
+  }
+  CHECK(parse(parser, R"({"a": [1]})", everything) == json{{"a", {1}}});
+}
+
+TEST_CASE("a projection path must start with /") {
+  auto bad = JsonProjection::parse({"/metadata", "spec"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error() == "projection path \"spec\" must start with /");
+}
