@@ -209,7 +209,7 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
     std::string continue_token;
     size_t count = 0;
   };
-  ProjectingParser projecting;  // used only with options.projection; reused across pages
+  ProjectingParser projecting;  // item by item: reused across items and pages
   auto read_page = [&](const HttpRequest& request, int restart,
                        ObjectList& out) -> Result<PageRead, ApiError> {
     if (options.on_item || options.projection) {
@@ -218,20 +218,14 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       if (!raw) return fail(std::move(raw).error());
       bool bad_item = false;
       auto read = for_each_list_item(*raw, [&](std::string_view text) {
-        json item;
-        if (options.projection) {
-          // The item is a view into the page, which for_each_list_item has padded: the rest of
-          // the page and its padding may be read past the item's end.
-          const char* readable_end = raw->data() + raw->capacity();
-          auto parsed = projecting.parse(
-              text, static_cast<std::size_t>(readable_end - (text.data() + text.size())),
-              *options.projection);
-          if (!parsed) return !(bad_item = true);
-          item = std::move(parsed).value();
-        } else {
-          item = json::parse(text, nullptr, /*allow_exceptions=*/false);
-          if (item.is_discarded()) return !(bad_item = true);
-        }
+        // The item is a view into the page, which for_each_list_item has padded: the rest of
+        // the page and its padding may be read past the item's end.
+        const char* readable_end = raw->data() + raw->capacity();
+        auto parsed = projecting.parse(
+            text, static_cast<std::size_t>(readable_end - (text.data() + text.size())),
+            options.projection ? *options.projection : keep_everything());
+        if (!parsed) return !(bad_item = true);
+        json item = std::move(parsed).value();
         if (options.transform) options.transform(item);
         if (options.on_item) {
           options.on_item(item, restart);

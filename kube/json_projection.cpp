@@ -140,6 +140,11 @@ nlohmann::json project_element(const Element& element, const JsonProjection::Nod
   }
 }
 
+const JsonProjection& keep_everything() {
+  static const JsonProjection everything;
+  return everything;
+}
+
 ProjectingParser::ProjectingParser() : parser_(std::make_unique<simdjson::dom::parser>()) {}
 
 ProjectingParser::~ProjectingParser() = default;

@@ -52,6 +52,9 @@ class JsonProjection {
   std::shared_ptr<const Node> root_ = std::make_shared<const Node>(Node{true, {}, nullptr});
 };
 
+/// A projection that keeps everything, shared (its trie is built once).
+const JsonProjection& keep_everything();
+
 /// The whole of a parsed simdjson element as an nlohmann value (duplicate keys: the last wins,
 /// as in nlohmann_json and Go's encoding/json). Recursion follows the element's depth, which the
 /// parser bounded.

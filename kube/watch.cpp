@@ -67,8 +67,12 @@ std::string_view to_string(EventType type) {
   return "UNKNOWN";
 }
 
-Result<WatchEvent, ApiError> parse_watch_event(std::string_view line) {
-  json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
+Result<WatchEvent, ApiError> parse_watch_event(std::string_view line, ProjectingParser* parser) {
+  std::optional<ProjectingParser> own;
+  if (parser == nullptr) parser = &own.emplace();
+  // The line is a view into the stream's buffer, with no padding promised: simdjson copies it.
+  auto read = parser->parse(line, 0, keep_everything());
+  json parsed = read ? std::move(read).value() : json(json::value_t::discarded);
   if (parsed.is_discarded() || !parsed.is_object()) {
     return fail(make_error(ErrorKind::kDecode, "watch event is not a JSON object (" +
                                                    std::to_string(line.size()) + " bytes)"));
@@ -122,8 +126,9 @@ void Watch::cancel() {
 Result<Unit, ApiError> Watch::run(const std::function<bool(const WatchEvent&)>& on_event) {
   LineFramer framer(options_.max_event_bytes);
   std::optional<ApiError> stream_error;
+  ProjectingParser parser;  // its buffers grow to the largest event, for this request only
   auto on_line = [&](std::string_view line) {
-    auto event = parse_watch_event(line);
+    auto event = parse_watch_event(line, &parser);
     if (!event) {
       stream_error = std::move(event).error();
       return false;

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "kube/client.h"
 #include "kube/errors.h"
+#include "kube/json_projection.h"
 #include "kube/transport.h"
 
 namespace vscaler::kube {
@@ -61,9 +62,12 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
-/// Parses one line of a watch stream ({"type":..,"object":{..}}). Decode errors name what is
-/// wrong without echoing the line (it may hold secret data).
-Result<WatchEvent, ApiError> parse_watch_event(std::string_view line);
+/// Parses one line of a watch stream ({"type":..,"object":{..}}) with `parser` (simdjson, about
+/// twice as fast as nlohmann's own parse; a watch passes one parser for all its events), or one
+/// of its own when null. Decode errors name what is wrong without echoing the line (it may hold
+/// secret data).
+Result<WatchEvent, ApiError> parse_watch_event(std::string_view line,
+                                               ProjectingParser* parser = nullptr);
 
 /// Options of a watch request.
 struct WatchOptions {

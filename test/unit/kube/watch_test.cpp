@@ -154,6 +154,23 @@ TEST_CASE("watch events parse; malformed ones are decode errors that do not echo
   }
 }
 
+TEST_CASE("one parser serves a watch's events, large and small, each parsed whole") {
+  vscaler::kube::ProjectingParser parser;
+  std::string big_value(100000, 'x');
+  for (int round = 0; round < 3; ++round) {
+    json big = {{"type", "MODIFIED"},
+                {"object", {{"metadata", {{"name", "big"}}}, {"data", {{"k", big_value}}}}}};
+    auto large = parse_watch_event(big.dump(), &parser);
+    REQUIRE(large.ok());
+    CHECK(large->object == big["object"]);
+    auto small =
+        parse_watch_event(event_line("ADDED", "s" + std::to_string(round), round), &parser);
+    REQUIRE(small.ok());
+    CHECK(small->object["metadata"]["name"] == "s" + std::to_string(round));
+    CHECK_FALSE(parse_watch_event("{\"type\":", &parser).ok());
+  }
+}
+
 TEST_CASE("an in-stream ERROR with code 410 is Expired; other codes keep their kind") {
   json expired = {{"kind", "Status"},    {"apiVersion", "v1"},
                   {"status", "Failure"}, {"message", "too old resource version: 5 (100)"},
