@@ -24,12 +24,11 @@ nlohmann::json scalar_to_json(Element element) {
     case ElementType::BOOL:
       return element.get_bool().value_unsafe();
     case ElementType::NULL_VALUE:
-      return nullptr;
     case ElementType::ARRAY:
     case ElementType::OBJECT:
       break;
   }
-  return json_of(element);
+  return nullptr;
 }
 
 const JsonProjection::Node* child(const JsonProjection::Node& node, std::string_view key) {
@@ -37,6 +36,38 @@ const JsonProjection::Node* child(const JsonProjection::Node& node, std::string_
     if (name == key) return next.get();
   }
   return node.any.get();
+}
+
+// The one walk: `node` null (or keep_all) keeps the whole subtree. Duplicate keys: the last wins,
+// as in nlohmann_json and Go's encoding/json. Recursion follows the element's depth, which the
+// parser bounded.
+nlohmann::json walk(const Element& element, const JsonProjection::Node* node) {
+  if (node != nullptr && node->keep_all) node = nullptr;
+  switch (element.type()) {
+    case ElementType::OBJECT: {
+      nlohmann::json result = nlohmann::json::object();
+      auto& members = result.get_ref<nlohmann::json::object_t&>();
+      simdjson::dom::object element_members = element.get_object().value_unsafe();
+      for (auto [key, value] : element_members) {
+        const JsonProjection::Node* next = nullptr;
+        if (node != nullptr && (next = child(*node, key)) == nullptr) continue;
+        members.insert_or_assign(std::string(key), walk(value, next));
+      }
+      return result;
+    }
+    case ElementType::ARRAY: {
+      nlohmann::json result = nlohmann::json::array();
+      if (node != nullptr && node->any == nullptr) return result;
+      const JsonProjection::Node* next = node != nullptr ? node->any.get() : nullptr;
+      auto& items = result.get_ref<nlohmann::json::array_t&>();
+      simdjson::dom::array array = element.get_array().value_unsafe();
+      items.reserve(array.size());
+      for (Element item : array) items.push_back(walk(item, next));
+      return result;
+    }
+    default:
+      return scalar_to_json(element);
+  }
 }
 
 }  // namespace
@@ -89,55 +120,11 @@ base::Result<JsonProjection, std::string> JsonProjection::parse(
 }
 
 nlohmann::json json_of(const Element& element) {
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      nlohmann::json result = nlohmann::json::object();
-      auto& members = result.get_ref<nlohmann::json::object_t&>();
-      simdjson::dom::object element_members = element.get_object().value_unsafe();
-      for (auto [key, value] : element_members) {
-        members.insert_or_assign(std::string(key), json_of(value));
-      }
-      return result;
-    }
-    case ElementType::ARRAY: {
-      nlohmann::json result = nlohmann::json::array();
-      auto& items = result.get_ref<nlohmann::json::array_t&>();
-      simdjson::dom::array array = element.get_array().value_unsafe();
-      items.reserve(array.size());
-      for (Element item : array) items.push_back(json_of(item));
-      return result;
-    }
-    default:
-      return scalar_to_json(element);
-  }
+  return walk(element, nullptr);
 }
 
 nlohmann::json project_element(const Element& element, const JsonProjection::Node& node) {
-  if (node.keep_all) return json_of(element);
-  switch (element.type()) {
-    case ElementType::OBJECT: {
-      nlohmann::json result = nlohmann::json::object();
-      auto& members = result.get_ref<nlohmann::json::object_t&>();
-      simdjson::dom::object element_members = element.get_object().value_unsafe();
-      for (auto [key, value] : element_members) {
-        if (const auto* next = child(node, key)) {
-          members.insert_or_assign(std::string(key), project_element(value, *next));
-        }
-      }
-      return result;
-    }
-    case ElementType::ARRAY: {
-      nlohmann::json result = nlohmann::json::array();
-      if (node.any == nullptr) return result;
-      auto& items = result.get_ref<nlohmann::json::array_t&>();
-      simdjson::dom::array array = element.get_array().value_unsafe();
-      items.reserve(array.size());
-      for (Element item : array) items.push_back(project_element(item, *node.any));
-      return result;
-    }
-    default:
-      return scalar_to_json(element);
-  }
+  return walk(element, &node);
 }
 
 const JsonProjection& keep_everything() {
