@@ -132,12 +132,25 @@ const JsonProjection& keep_everything() {
   return everything;
 }
 
-ProjectingParser::ProjectingParser() : parser_(std::make_unique<simdjson::dom::parser>()) {}
+ProjectingParser::ProjectingParser(std::size_t max_retained_bytes)
+    : parser_(std::make_unique<simdjson::dom::parser>()), max_retained_bytes_(max_retained_bytes) {}
 
 ProjectingParser::~ProjectingParser() = default;
 
+std::size_t ProjectingParser::retained_capacity() const {
+  return parser_->capacity();
+}
+
 base::Result<nlohmann::json, std::string> ProjectingParser::parse(
     std::string_view text, std::size_t readable_padding, const JsonProjection& projection) {
+  // A text above the retained size: its buffers go when this parse ends, whatever its outcome.
+  struct Release {
+    ProjectingParser& self;
+    bool release;
+    ~Release() {
+      if (release) self.parser_ = std::make_unique<simdjson::dom::parser>();
+    }
+  } release{*this, text.size() > max_retained_bytes_};
   Element element;
   const bool in_place = readable_padding >= simdjson::SIMDJSON_PADDING;
   if (auto error =

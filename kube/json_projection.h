@@ -65,10 +65,15 @@ nlohmann::json project_element(const simdjson::dom::element& element,
                                const JsonProjection::Node& node);
 
 /// Parses JSON texts one after another into projected nlohmann trees, reusing one simdjson
-/// parser's buffers (they grow to the largest text seen). Not thread-safe: one per reader.
+/// parser's buffers. Not thread-safe: one per reader.
 class ProjectingParser {
  public:
-  ProjectingParser();
+  /// Buffers grow to the largest text seen up to `max_retained_bytes`; a larger text (a rare
+  /// 1 MB ConfigMap in a watch that lasts minutes) is parsed with them and they are freed after
+  /// it, so it pins nothing.
+  explicit ProjectingParser(std::size_t max_retained_bytes = kDefaultMaxRetainedBytes);
+  /// Default for max_retained_bytes: a pod with its status is a few KB, a review ~20 KB.
+  static constexpr std::size_t kDefaultMaxRetainedBytes = 256 * 1024;
   ~ProjectingParser();
   ProjectingParser(const ProjectingParser&) = delete;
   ProjectingParser& operator=(const ProjectingParser&) = delete;
@@ -80,8 +85,12 @@ class ProjectingParser {
                                                   std::size_t readable_padding,
                                                   const JsonProjection& projection);
 
+  /// The text size the buffers are allocated for now (0 before a parse and after a large one).
+  std::size_t retained_capacity() const;
+
  private:
   std::unique_ptr<simdjson::dom::parser> parser_;
+  std::size_t max_retained_bytes_;
 };
 
 }  // namespace vscaler::kube

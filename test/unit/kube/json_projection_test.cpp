@@ -123,6 +123,21 @@ TEST_CASE("text that is not JSON is refused, and the parser goes on") {
   CHECK(parse(parser, R"({"a": [1]})", everything) == json{{"a", {1}}});
 }
 
+TEST_CASE("a text above the retained size is parsed, then its buffers are freed") {
+  ProjectingParser parser(64 * 1024);
+  const JsonProjection everything;
+  CHECK(parse(parser, json{{"small", std::string(10000, 'a')}}.dump(), everything).size() == 1);
+  const std::size_t small = parser.retained_capacity();
+  CHECK(small >= 10000);
+  const json big = {{"big", std::string(300000, 'b')}};
+  CHECK(parse(parser, big.dump(), everything) == big);
+  CHECK(parser.retained_capacity() == 0);
+  CHECK_FALSE(parser.parse("[" + std::string(100000, ' '), 0, everything).ok());
+  CHECK(parser.retained_capacity() == 0);  // freed after a failed parse too
+  CHECK(parse(parser, R"({"a": 1})", everything) == json{{"a", 1}});
+  CHECK(parser.retained_capacity() > 0);
+}
+
 TEST_CASE("a projection path must start with /") {
   auto bad = JsonProjection::parse({"/metadata", "spec"});
   REQUIRE_FALSE(bad.ok());
