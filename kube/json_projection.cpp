@@ -3,6 +3,8 @@
 
 #include <simdjson.h>
 
+#include <cstdint>
+
 #include "base/log.h"
 
 namespace vscaler::kube {
@@ -11,10 +13,15 @@ namespace {
 using Element = simdjson::dom::element;
 using ElementType = simdjson::dom::element_type;
 
+// Numbers take the kinds nlohmann's own parser gives them: an integer of no sign is unsigned
+// (a reader asking is_number_unsigned() must see the same tree either way).
 nlohmann::json scalar_to_json(Element element) {
   switch (element.type()) {
-    case ElementType::INT64:
-      return element.get_int64().value_unsafe();
+    case ElementType::INT64: {
+      const std::int64_t value = element.get_int64().value_unsafe();
+      if (value >= 0) return static_cast<std::uint64_t>(value);
+      return value;
+    }
     case ElementType::UINT64:
       return element.get_uint64().value_unsafe();
     case ElementType::DOUBLE:

@@ -13,6 +13,7 @@
 
 using nlohmann::json;
 using vscaler::kube::JsonProjection;
+using vscaler::kube::keep_everything;
 using vscaler::kube::ProjectingParser;
 
 namespace {
@@ -61,6 +62,22 @@ json random_value(std::mt19937_64& random, int depth) {
   }
 }
 
+// Equal values of the same kinds all the way down: json's == holds 1 (signed) and 1 (unsigned)
+// equal, but a reader asking is_number_unsigned() tells them apart.
+bool identical(const json& a, const json& b) {
+  if (a.type() != b.type() || a != b) return false;
+  if (a.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!identical(it.value(), b.at(it.key()))) return false;
+    }
+  } else if (a.is_array()) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!identical(a[i], b[i])) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("a projection keeps only its paths; array elements keep their positions") {
@@ -84,8 +101,23 @@ TEST_CASE("property: keeping everything gives nlohmann's own parse of the text")
     const json document = random_value(random, 5);
     const std::string text = document.dump();
     CAPTURE(text);
-    CHECK(parse(parser, text, everything) == json::parse(text));
+    CHECK(identical(parse(parser, text, everything), json::parse(text)));
   }
+}
+
+TEST_CASE(
+    "numbers take nlohmann's kinds: no sign is unsigned, a sign is signed, a dot is a double") {
+  ProjectingParser parser;
+  const std::string text = R"([0, 7, -7, 18446744073709551615, -9223372036854775808, 1.0, 2e3])";
+  json parsed = parse(parser, text, keep_everything());
+  CHECK(identical(parsed, json::parse(text)));
+  CHECK(parsed[0].is_number_unsigned());
+  CHECK(parsed[1].is_number_unsigned());
+  CHECK(parsed[2].type() == json::value_t::number_integer);
+  CHECK(parsed[3].is_number_unsigned());
+  CHECK(parsed[4].type() == json::value_t::number_integer);
+  CHECK(parsed[5].is_number_float());
+  CHECK(parsed[6].is_number_float());
 }
 
 TEST_CASE("items of a page parse in place, reading past an item into the rest of the page") {
@@ -104,6 +136,7 @@ TEST_CASE("items of a page parse in place, reading past an item into the rest of
     auto parsed = parser.parse(
         text, static_cast<std::size_t>(readable_end - (text.data() + text.size())), everything);
     REQUIRE(parsed.ok());
+    CHECK(identical(*parsed, json::parse(text)));
     CHECK(*parsed == page["items"][index++]);
     return true;
   });
