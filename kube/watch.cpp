@@ -72,11 +72,11 @@ Result<WatchEvent, ApiError> parse_watch_event(std::string_view line, Projecting
   if (parser == nullptr) parser = &own.emplace();
   // The line is a view into the stream's buffer, with no padding promised: simdjson copies it.
   auto read = parser->parse(line, 0, keep_everything());
-  json parsed = read ? std::move(read).value() : json(json::value_t::discarded);
-  if (parsed.is_discarded() || !parsed.is_object()) {
+  if (!read || !read->is_object()) {
     return fail(make_error(ErrorKind::kDecode, "watch event is not a JSON object (" +
                                                    std::to_string(line.size()) + " bytes)"));
   }
+  json parsed = std::move(read).value();
   auto type = parsed.find("type");
   auto object = parsed.find("object");
   if (type == parsed.end() || !type->is_string()) {
