@@ -41,8 +41,10 @@ ContainerResources apply_recommendation(const ContainerResources& current,
   for (const auto& [resource, recommended] : target) {
     if (!policy.controls(resource)) continue;
     const auto old_limit = lookup(current.limits, resource);
-    auto old_request = lookup(current.requests, resource);
-    if (!old_request) old_request = old_limit;  // the API server defaults a request to its limit
+    std::optional<Quantity> old_request;
+    if (const Quantity* q = effective_request(current.requests, current.limits, resource)) {
+      old_request = *q;
+    }
     // The limit the pod will run with: the template's, else the LimitRange default.
     auto effective_limit = old_limit;
     if (!effective_limit && limit_range)

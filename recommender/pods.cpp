@@ -115,8 +115,7 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
       }
       kill.finished_at = *finished;
       if (const auto* container = find_container(pod, kill.container)) {
-        const auto* memory = find(container->requests, kMemory);
-        if (!memory) memory = find(container->limits, kMemory);
+        const auto* memory = effective_request(container->requests, container->limits, kMemory);
         if (memory) kill.memory_request_bytes = base_units(*memory);
       }
       pod.oom_kills.push_back(std::move(kill));

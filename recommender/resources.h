@@ -43,4 +43,15 @@ inline const kube::Quantity* find(const ResourceMap& map, const std::string& res
   return it == map.end() ? nullptr : &it->second;
 }
 
+/// The request a container runs with for `resource`: its request, else its limit (the API server
+/// defaults a missing request to the limit), else nullptr. Every reader of "the current request"
+/// goes through this one rule: the update bounds, the scaling of limits, the OOM kill's memory and
+/// the spans of requests a status publishes.
+inline const kube::Quantity* effective_request(const ResourceMap& requests,
+                                               const ResourceMap& limits,
+                                               const std::string& resource) {
+  const kube::Quantity* request = find(requests, resource);
+  return request != nullptr ? request : find(limits, resource);
+}
+
 }  // namespace vscaler::recommender

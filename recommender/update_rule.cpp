@@ -10,8 +10,8 @@ std::string out_of_bounds(const AppliedContainer& container, const std::string& 
   const auto* lower = find(r.lower_bound, resource);
   const auto* upper = find(r.upper_bound, resource);
   if (!lower || !upper) return {};
-  const auto* request = find(container.current.requests, resource);
-  if (!request) request = find(container.current.limits, resource);  // defaulted from its limit
+  const auto* request =
+      effective_request(container.current.requests, container.current.limits, resource);
   const std::string prefix = "container " + container.name + ": " + resource + " request ";
   if (!request) return prefix + "is not set";
   if (*request < *lower) {

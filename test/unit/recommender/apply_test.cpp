@@ -42,6 +42,17 @@ TEST_CASE("RequestsAndLimits: a missing request counts as equal to its limit") {
   CHECK(out.limits == map("300m", "600Mi"));
 }
 
+TEST_CASE("effective_request: the request, else the limit the API server defaults it to") {
+  ResourceMap requests = map("100m", nullptr);
+  ResourceMap limits = map("200m", "1Gi");
+  REQUIRE(effective_request(requests, limits, kCpu) != nullptr);
+  CHECK(*effective_request(requests, limits, kCpu) == q("100m"));  // the request wins
+  REQUIRE(effective_request(requests, limits, kMemory) != nullptr);
+  CHECK(*effective_request(requests, limits, kMemory) == q("1Gi"));  // no request: the limit
+  CHECK(effective_request(requests, {}, kMemory) == nullptr);        // neither
+  CHECK(effective_request({}, {}, kCpu) == nullptr);
+}
+
 TEST_CASE("RequestsAndLimits: a scaled limit rounds up and never falls below the request") {
   ContainerResources current{map("300m", nullptr), map("400m", nullptr)};
   auto out = apply_recommendation(current, map("100m", nullptr), ContainerPolicy{});
