@@ -71,9 +71,11 @@ wait_port() {
 
 "$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler.port" 2>"$tmp/vscaler.log" &
 pids+=($!)
+echo $! >"$tmp/vscaler.pid"
 "$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
   2>"$tmp/controller-runtime.log" &
 pids+=($!)
+echo $! >"$tmp/controller-runtime.pid"
 nginx_port=$(free_port)
 mkdir -p "$tmp/nginx-prefix"
 cat >"$tmp/nginx-prefix/nginx.conf" <<EOF
@@ -107,6 +109,7 @@ EOF
 "$nginx" -p "$tmp/nginx-prefix" -c "$tmp/nginx-prefix/nginx.conf" -e "$tmp/nginx-prefix/error.log" \
   -g 'daemon off;' 2>"$tmp/nginx-prefix/stderr.log" &
 pids+=($!)
+echo $! >"$tmp/nginx.pid"
 wait_port "$tmp/vscaler.port"
 wait_port "$tmp/controller-runtime.port"
 for i in $(seq 100); do
@@ -116,20 +119,42 @@ for i in $(seq 100); do
 done
 echo "$nginx_port" >"$tmp/nginx.port"
 
+# server_pid NAME: the pid of server NAME (nginx: its master, whose workers are its children).
+server_pid() { cat "$tmp/$1.pid"; }
+# cpu_ticks PID: user + system clock ticks of PID and of its children (nginx's workers), every
+# thread of each counted.
+cpu_ticks() {
+  local pid total=0 fields
+  for pid in "$1" $(pgrep -P "$1" || true); do
+    [ -r "/proc/$pid/stat" ] || continue
+    # Fields 14 and 15 (utime, stime), counted after the ")" that ends the command name.
+    fields=$(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')
+    total=$((total + fields))
+  done
+  echo "$total"
+}
+ticks_per_second=$(getconf CLK_TCK)
+
 # measure NAME RUN: 1 and 4 connections against server NAME; appends "id<TAB>label<TAB>value"
-# rows to $tmp/NAME.RUN (latencies in microseconds).
+# rows to $tmp/NAME.RUN (latencies in microseconds). Besides the rates, the server's own CPU time
+# per review over the whole closed-loop run (warm-up included, divided by every answer of it):
+# what the server costs, apart from the load generator's share of the two cores, which the rates
+# include and which moves with how the scheduler places the two processes.
 measure() {
-  local name=$1 run=$2 port connections out check=""
+  local name=$1 run=$2 port connections out check="" pid before after
   port=$(cat "$tmp/$name.port")
+  pid=$(server_pid "$name")
   [ "$name" = nginx ] || check=--check-uid # nginx's fixed answer cannot echo the uid
   for connections in 1 4; do
+    before=$(cpu_ticks "$pid")
     if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" \
       --connections "$connections" --seconds "$seconds" $check 2>>"$tmp/load.err"); then
       echo "webhook.sh: requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
       exit 1
     fi
-    echo "webhook.sh: run $run $name: $out" >&2
-    awk -v c="$connections" '
+    after=$(cpu_ticks "$pid")
+    echo "webhook.sh: run $run $name: $out cpu_ticks=$((after - before))" >&2
+    awk -v c="$connections" -v ticks=$((after - before)) -v hz="$ticks_per_second" '
       {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         conns = c == 1 ? "1 conn" : c " conns"
@@ -137,6 +162,7 @@ measure() {
         printf "rate%s\t20 KB UPDATE review over TLS, %s (reviews/s, client and server share 2 cores%s)\t%s\n", c, conns, goal, v["reviews_per_second"]
         printf "p50_%s\t20 KB UPDATE review over TLS, %s, p50 (us)\t%.1f\n", c, conns, v["p50_ms"] * 1000
         printf "p99_%s\t20 KB UPDATE review over TLS, %s, p99 (us)\t%.1f\n", c, conns, v["p99_ms"] * 1000
+        printf "cpu_%s\t20 KB UPDATE review over TLS, %s, server CPU per review (us; user + system, all threads)\t%.1f\n", c, conns, ticks / hz / v["answered"] * 1e6
       }' <<<"$out" >>"$tmp/$name.$run"
   done
   # A steady rate, open loop (latency from when each request was due): what an API server

@@ -19,7 +19,9 @@
 //
 // Runs --seconds after --warmup (0: until SIGTERM/SIGINT), then prints one line on stdout:
 //   admission_load connections=N sent=N ok=N failed=N seconds=S reviews_per_second=R p50_ms=X
-//   p99_ms=X p999_ms=X max_ms=X handshakes=N certificates=N tls=VERSION:CIPHER
+//   p99_ms=X p999_ms=X max_ms=X handshakes=N certificates=N tls=VERSION:CIPHER answered=N
+// (answered: every answer of the whole run, warm-up included, whatever its status: what a
+// server's CPU time over the run divides by)
 // and on stderr the distinct errors and the serving certificates seen (with when first seen).
 // --timeline FILE also writes every measured request as "SECONDS LATENCY_MS" (when it was due,
 // from the start; its latency), in time order: to see whether slow answers cluster (a stall).
@@ -362,6 +364,7 @@ class Connection {
 
 // What one client thread saw.
 struct ThreadResult {
+  long answered = 0;  // every exchange that got an answer, warm-up and the window's end included
   long ok = 0;
   long failed = 0;
   long handshakes = 0;
@@ -591,6 +594,7 @@ int main(int argc, char** argv) {
           connection.close();
           continue;
         }
+        ++mine.answered;
         if (response.status != 200) {
           fail("HTTP " + std::to_string(response.status));
         } else if (options.check_uid &&
@@ -647,6 +651,7 @@ int main(int argc, char** argv) {
   }
   ThreadResult total;
   for (auto& result : results) {
+    total.answered += result.answered;
     total.ok += result.ok;
     total.failed += result.failed;
     total.handshakes += result.handshakes;
@@ -675,12 +680,12 @@ int main(int argc, char** argv) {
   std::printf(
       "admission_load connections=%d sent=%ld ok=%ld failed=%ld seconds=%.2f "
       "reviews_per_second=%.1f p50_ms=%.3f p99_ms=%.3f p999_ms=%.3f max_ms=%.3f "
-      "handshakes=%ld certificates=%zu tls=%s\n",
+      "handshakes=%ld certificates=%zu tls=%s answered=%ld\n",
       options.connections, total.ok + total.failed, total.ok, total.failed, seconds,
       seconds > 0 ? static_cast<double>(total.ok) / seconds : 0.0,
       percentile(total.latencies_ms, 0.5), percentile(total.latencies_ms, 0.99),
       percentile(total.latencies_ms, 0.999),
       total.latencies_ms.empty() ? 0.0 : total.latencies_ms.back(), total.handshakes,
-      total.certificates.size(), total.tls.empty() ? "none" : total.tls.c_str());
+      total.certificates.size(), total.tls.empty() ? "none" : total.tls.c_str(), total.answered);
   return total.failed == 0 ? 0 : 1;
 }
