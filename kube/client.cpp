@@ -216,7 +216,8 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
       // Item by item (kube/list_page.h): one object's DOM at a time, never the page's.
       auto raw = call_raw(request);
       if (!raw) return fail(std::move(raw).error());
-      bool bad_item = false;
+      std::string bad_item;  // why an item could not be parsed, and which
+      std::size_t index = 0;
       auto read = for_each_list_item(*raw, [&](std::string_view text) {
         // The item is a view into the page, which for_each_list_item has padded: the rest of
         // the page and its padding may be read past the item's end.
@@ -224,7 +225,12 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
         auto parsed = projecting.parse(
             text, static_cast<std::size_t>(readable_end - (text.data() + text.size())),
             options.projection ? *options.projection : keep_everything());
-        if (!parsed) return !(bad_item = true);
+        if (!parsed) {
+          bad_item = "items[" + std::to_string(index) +
+                     "] (of this page) is not valid JSON: " + parsed.error();
+          return false;
+        }
+        ++index;
         json item = std::move(parsed).value();
         if (options.transform) options.transform(item);
         if (options.on_item) {
@@ -235,9 +241,9 @@ Result<ObjectList, ApiError> Client::list_impl(const ResourceType& type, std::st
         return true;
       });
       if (!read) {
-        return fail(make_error(ErrorKind::kDecode,
-                               "list of " + type.display() + ": " +
-                                   (bad_item ? "an item is not valid JSON" : read.error())));
+        return fail(make_error(
+            ErrorKind::kDecode,
+            "list of " + type.display() + ": " + (bad_item.empty() ? read.error() : bad_item)));
       }
       return PageRead{std::move(read->resource_version), std::move(read->continue_token),
                       read->count};

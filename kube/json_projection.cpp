@@ -3,7 +3,9 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "base/log.h"
 
@@ -38,11 +40,97 @@ nlohmann::json scalar_to_json(Element element) {
   return nullptr;
 }
 
+// The node a member named `key` continues in: its named child, else the "*" child. A named child
+// also holds the "*" child's paths (fold_wildcards), so taking it loses none of them.
 const JsonProjection::Node* child(const JsonProjection::Node& node, std::string_view key) {
   for (const auto& [name, next] : node.children) {
     if (name == key) return next.get();
   }
   return node.any.get();
+}
+
+// Adds every path `source` keeps to `target`.
+void merge_into(JsonProjection::Node& target, const JsonProjection::Node& source) {
+  if (target.keep_all) return;
+  if (source.keep_all) {
+    target.keep_all = true;
+    target.children.clear();
+    target.any.reset();
+    return;
+  }
+  for (const auto& [name, next] : source.children) {
+    JsonProjection::Node* existing = nullptr;
+    for (auto& [target_name, target_next] : target.children) {
+      if (target_name == name) existing = target_next.get();
+    }
+    if (existing == nullptr) {
+      existing =
+          target.children.emplace_back(name, std::make_unique<JsonProjection::Node>()).second.get();
+    }
+    merge_into(*existing, *next);
+  }
+  if (source.any) {
+    if (!target.any) target.any = std::make_unique<JsonProjection::Node>();
+    merge_into(*target.any, *source.any);
+  }
+}
+
+// {"/a/*/x", "/a/b/y"}: member b of a keeps y and x. The walk takes one child per member (the
+// named one when there is one), so each named child is given its "*" sibling's paths here, once,
+// when the trie is built.
+void fold_wildcards(JsonProjection::Node& node) {
+  if (node.any) {
+    for (auto& [name, next] : node.children) merge_into(*next, *node.any);
+    fold_wildcards(*node.any);
+  }
+  for (auto& [name, next] : node.children) fold_wildcards(*next);
+}
+
+// The parts of a tree nlohmann parsed that `node` keeps, pruned in place: the same rule as
+// walk's, for the texts simdjson refuses (ProjectingParser::parse).
+void prune(nlohmann::json& value, const JsonProjection::Node& node) {
+  if (node.keep_all) return;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end();) {
+      if (const JsonProjection::Node* next = child(node, it.key())) {
+        prune(*it, *next);
+        ++it;
+      } else {
+        it = value.erase(it);
+      }
+    }
+  } else if (value.is_array()) {
+    if (!node.any) {
+      value = nlohmann::json::array();
+      return;
+    }
+    for (auto& item : value) prune(item, *node.any);
+  }
+}
+
+// The deepest nesting of arrays and objects in `text` (strings skipped): bounds the recursion of
+// the fallback below before nlohmann builds anything.
+std::size_t nesting_depth(std::string_view text) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 // The one walk: `node` null (or keep_all) keeps the whole subtree. Duplicate keys: the last wins,
@@ -121,6 +209,7 @@ base::Result<JsonProjection, std::string> JsonProjection::parse(
     node->children.clear();
     node->any.reset();
   }
+  fold_wildcards(*root);
   JsonProjection projection;
   projection.root_ = std::move(root);
   return projection;
@@ -160,11 +249,24 @@ base::Result<nlohmann::json, std::string> ProjectingParser::parse(
   } release{*this, text.size() > max_retained_bytes_};
   Element element;
   const bool in_place = readable_padding >= simdjson::SIMDJSON_PADDING;
-  if (auto error =
-          parser_->parse(text.data(), text.size(), /*realloc_if_needed=*/!in_place).get(element)) {
+  auto error =
+      parser_->parse(text.data(), text.size(), /*realloc_if_needed=*/!in_place).get(element);
+  if (!error) return project_element(element, projection.root());
+  if (error != simdjson::NUMBER_ERROR)
     return base::fail(std::string(simdjson::error_message(error)));
+  // simdjson refuses an integer beyond 64 bits, which is valid JSON: Go's encoding/json writes a
+  // float64 from 1e19 to 1e21 in plain digits, and a field that keeps unknown members (a
+  // checkpoint's spec) may hold one. nlohmann reads it as a double, as it did before simdjson
+  // parsed these texts; one such object must not fail a whole list. Its depth is bounded first,
+  // as simdjson's would have been.
+  if (nesting_depth(text) > simdjson::DEFAULT_MAX_DEPTH) {
+    return base::fail("JSON nesting is deeper than " + std::to_string(simdjson::DEFAULT_MAX_DEPTH) +
+                      " levels");
   }
-  return project_element(element, projection.root());
+  nlohmann::json whole = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (whole.is_discarded()) return base::fail(std::string(simdjson::error_message(error)));
+  prune(whole, projection.root());
+  return whole;
 }
 
 }  // namespace vscaler::kube

@@ -24,6 +24,7 @@ namespace vscaler::kube {
 
 /// Which parts of a JSON object to keep, as JSON-pointer-like paths whose tokens may be "*"
 /// (every array element or object member): {"/metadata/name", "/spec/containers/*/resources"}.
+/// A member matched both by name and by "*" keeps the paths of both.
 /// Kept subtrees are copied whole; array elements keep their positions (index i of a projected
 /// array is index i of the original, so JSON patch paths computed from it are right). A value of
 /// another kind than the path expects is kept if it is a scalar, and becomes an empty object or
@@ -80,7 +81,9 @@ class ProjectingParser {
 
   /// Parses `text` and keeps what `projection` names. `readable_padding` is how many bytes past
   /// the text's end may be read (not written): with 64 or more (simdjson's padding) the text is
-  /// parsed in place, else copied first. The error says why the text is not valid JSON.
+  /// parsed in place, else copied first. A valid text simdjson refuses for an integer beyond 64
+  /// bits is parsed by nlohmann instead (such a number becomes a double, as nlohmann reads it),
+  /// within the same nesting limit (1,024). The error says why the text is not valid JSON.
   base::Result<nlohmann::json, std::string> parse(std::string_view text,
                                                   std::size_t readable_padding,
                                                   const JsonProjection& projection);

@@ -72,7 +72,12 @@ Result<WatchEvent, ApiError> parse_watch_event(std::string_view line, Projecting
   if (parser == nullptr) parser = &own.emplace();
   // The line is a view into the stream's buffer, with no padding promised: simdjson copies it.
   auto read = parser->parse(line, 0, keep_everything());
-  if (!read || !read->is_object()) {
+  if (!read) {
+    return fail(make_error(ErrorKind::kDecode, "watch event is not valid JSON (" +
+                                                   std::to_string(line.size()) +
+                                                   " bytes): " + read.error()));
+  }
+  if (!read->is_object()) {
     return fail(make_error(ErrorKind::kDecode, "watch event is not a JSON object (" +
                                                    std::to_string(line.size()) + " bytes)"));
   }

@@ -419,6 +419,15 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   CHECK_FALSE(unparsed->history.has_value());
   CHECK(unparsed->ignored.find("spec") != std::string::npos);
   MESSAGE("ignored: " << unparsed->ignored);
+  // 6b. One holding an integer beyond 64 bits (spec keeps unknown fields; the API server writes a
+  //     float64 of 1e20 in plain digits, which simdjson refuses): the namespace's list still
+  //     loads, and that checkpoint alone is ignored.
+  replace_checkpoint("web", web_id.uid, {{"version", 99}, {"containers", "none"}, {"big", 1e20}});
+  auto with_big = fresh_store.load_namespace(ns.name, {{"web", web_id.uid}}, aggregate_options);
+  REQUIRE_MESSAGE(with_big.ok(), (with_big.ok() ? "" : with_big.error().to_string()));
+  REQUIRE(with_big->by_name.count("web") == 1);
+  CHECK_FALSE(with_big->by_name.at("web").history.has_value());
+  CHECK(with_big->by_name.at("web").ignored.find("spec") != std::string::npos);
 
   // 7. The store writes over either with the scaler's own checkpoint (it updates with the
   //    version it just read), which restores again.

@@ -93,6 +93,53 @@ TEST_CASE("a projection keeps only its paths; array elements keep their position
     "spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}, {}]}})"));
 }
 
+TEST_CASE("a member named by a path also keeps the paths of its \"*\" sibling") {
+  const std::string text = R"({"a": {"b": {"x": 1, "y": 2, "z": 3}, "c": {"x": 4, "y": 5},
+    "d": [{"x": 6, "y": 7}]}})";
+  // In either order of the paths (d, an array where x names a member, is kept empty); and a named
+  // path deeper under "*" than the wildcard's own.
+  for (std::vector<std::string> paths : {std::vector<std::string>{"/a/*/x", "/a/b/y"},
+                                         std::vector<std::string>{"/a/b/y", "/a/*/x"}}) {
+    CAPTURE(paths.front());
+    auto projection = JsonProjection::parse(paths);
+    REQUIRE(projection.ok());
+    ProjectingParser parser;
+    CHECK(parse(parser, text, *projection) ==
+          json::parse(R"({"a": {"b": {"x": 1, "y": 2}, "c": {"x": 4}, "d": []}})"));
+  }
+  auto nested = JsonProjection::parse({"/*/m/*", "/k/m/n/p", "/k/q"});
+  REQUIRE(nested.ok());
+  ProjectingParser parser;
+  CHECK(parse(parser, R"({"k": {"m": {"n": {"p": 1, "o": 2}}, "q": 3, "r": 4},
+                          "j": {"m": {"n": {"p": 5}}, "q": 6}})",
+              *nested) == json::parse(R"({"k": {"m": {"n": {"p": 1, "o": 2}}, "q": 3},
+                                          "j": {"m": {"n": {"p": 5}}}})"));
+}
+
+TEST_CASE("an integer beyond 64 bits is read as nlohmann reads it, projected the same way") {
+  // Valid JSON that simdjson refuses: Go writes a float64 of 1e20 in plain digits.
+  const std::string text =
+      R"({"metadata": {"name": "a", "uid": "u"}, "spec": {"x": 100000000000000000000, "y": 1,
+          "items": [{"v": 1, "w": 2}]}, "status": {}})";
+  ProjectingParser parser;
+  CHECK(identical(parse(parser, text, keep_everything()), json::parse(text)));
+  auto projection = JsonProjection::parse({"/metadata/name", "/spec/x", "/spec/items/*/w"});
+  REQUIRE(projection.ok());
+  json slim = parse(parser, text, *projection);
+  CHECK(slim == json::parse(R"({"metadata": {"name": "a"},
+                                "spec": {"x": 1e20, "items": [{"w": 2}]}})"));
+  CHECK(slim["spec"]["x"].is_number_float());
+  // Still refused: a number that is not one, and a big one nested past simdjson's depth limit.
+  CHECK_FALSE(parser.parse(R"({"x": 01})", 0, keep_everything()).ok());
+  CHECK_FALSE(parser.parse(R"({"x": -})", 0, keep_everything()).ok());
+  std::string deep =
+      "[100000000000000000000," + std::string(2000, '[') + std::string(2000, ']') + "]";
+  auto refused = parser.parse(deep, 0, keep_everything());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error() == "JSON nesting is deeper than 1024 levels");
+  CHECK(parse(parser, R"({"a": [1]})", keep_everything()) == json{{"a", {1}}});
+}
+
 TEST_CASE("property: keeping everything gives nlohmann's own parse of the text") {
   std::mt19937_64 random(20261205);
   ProjectingParser parser;  // one parser for every document: its buffers are reused

@@ -152,6 +152,18 @@ TEST_CASE("watch events parse; malformed ones are decode errors that do not echo
     CHECK(parsed.error().kind == ErrorKind::kDecode);
     CHECK(parsed.error().message.find("secret-value") == std::string::npos);
   }
+  // Not JSON at all is told apart from JSON that is not an object, and says why.
+  auto truncated = parse_watch_event(R"({"type":"ADDED","object":{)");
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.error().message.find("not valid JSON") != std::string::npos);
+  // Valid JSON simdjson alone would refuse: an integer beyond 64 bits (a float64 of 1e20 as Go
+  // writes it, in a field that keeps unknown members) is read as a double.
+  auto big = parse_watch_event(
+      R"({"type":"MODIFIED","object":{"metadata":{"name":"a"},"spec":{"x":100000000000000000000}}})");
+  REQUIRE(big.ok());
+  CHECK(big->type == EventType::kModified);
+  CHECK(big->object["spec"]["x"].is_number_float());
+  CHECK(big->object["spec"]["x"].get<double>() == 1e20);
 }
 
 TEST_CASE("one parser serves a watch's events, large and small, each parsed whole") {
