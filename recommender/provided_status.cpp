@@ -54,12 +54,11 @@ void widen_request_spans(RequestSpans& spans, const std::vector<PodContainer>& c
       auto [high, new_high] = span.highest.try_emplace(resource, value);
       if (!new_high && high->second < value) high->second = value;
     };
-    // Every resource the container names, at the request it runs with (effective_request).
-    for (const ResourceMap* named : {&container.requests, &container.limits}) {
-      for (const auto& [resource, unused] : *named) {
-        if (named == &container.limits && container.requests.contains(resource)) continue;
-        widen(resource, *effective_request(container.requests, container.limits, resource));
-      }
+    // Every resource the container names, at the request it runs with (effective_request's rule:
+    // a limit without a request counts as the request).
+    for (const auto& [resource, request] : container.requests) widen(resource, request);
+    for (const auto& [resource, limit] : container.limits) {
+      if (!container.requests.contains(resource)) widen(resource, limit);
     }
   }
 }

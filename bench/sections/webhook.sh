@@ -119,8 +119,6 @@ for i in $(seq 100); do
 done
 echo "$nginx_port" >"$tmp/nginx.port"
 
-# server_pid NAME: the pid of server NAME (nginx: its master, whose workers are its children).
-server_pid() { cat "$tmp/$1.pid"; }
 # cpu_ticks PID: user + system clock ticks of PID and of its children (nginx's workers), every
 # thread of each counted.
 cpu_ticks() {
@@ -143,7 +141,7 @@ ticks_per_second=$(getconf CLK_TCK)
 measure() {
   local name=$1 run=$2 port connections out check="" pid before after
   port=$(cat "$tmp/$name.port")
-  pid=$(server_pid "$name")
+  pid=$(cat "$tmp/$name.pid") # nginx: its master, whose workers are its children
   [ "$name" = nginx ] || check=--check-uid # nginx's fixed answer cannot echo the uid
   for connections in 1 4; do
     before=$(cpu_ticks "$pid")
