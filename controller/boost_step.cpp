@@ -14,8 +14,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr std::string_view kBoostLogger = "startup-boost";
-/// A refused resize back is sent again this long after the refusal (never in a loop).
-constexpr auto kRefusedRetry = std::chrono::minutes(5);
 
 /// When the pod's Ready condition turned True; nullopt while it is not Ready.
 std::optional<recommender::TimePoint> ready_since(const json& pod) {
@@ -204,9 +202,19 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
   BoostResult result;
   result.pods = plan_unboost(pods, now);
   const std::string key = scaler.key();
-  std::lock_guard lock(mutex_);
-  auto [slot, fresh] = memory_.try_emplace(key);
-  Memory& memory = slot->second;
+  // The step works on a copy of the scaler's memory, without the lock: its resizes and Events
+  // are API calls, and the pod hook's admitted() takes the same lock on the admission path
+  // (timeoutSeconds: 2). Workers run different keys, so only admitted() writes this key's
+  // memory meanwhile: its field is merged back below.
+  Memory memory;
+  bool fresh = true;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = memory_.find(key); found != memory_.end()) {
+      memory = found->second;
+      fresh = false;
+    }
+  }
   if (fresh) {
     // Counted by an earlier process (or replica) and kept in status: carried on, not reset.
     const json status = scaler.status();
@@ -219,7 +227,7 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
   for (PodBoost& pod : result.pods) {
     if (pod.state == BoostState::kDue) {
       if (auto refused = memory.refused.find(pod.uid);
-          refused != memory.refused.end() && now < refused->second + kRefusedRetry) {
+          refused != memory.refused.end() && now < refused->second + kRefusedResizeRetry) {
         pod.state = BoostState::kRefused;
         pod.message = memory.refusals[pod.uid];
       } else if (may_write) {
@@ -301,6 +309,11 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
         break;
     }
   }
+  std::lock_guard lock(mutex_);
+  Memory& stored = memory_[key];
+  if (stored.admitted && (!memory.admitted || *memory.admitted < *stored.admitted)) {
+    memory.admitted = stored.admitted;  // admitted() ran while the step did
+  }
   // A pod admitted boosted a moment ago may not be listed yet (admission runs before it is
   // stored): looked for every second for 30 s.
   if (memory.admitted && now - *memory.admitted < std::chrono::seconds(30)) {
@@ -316,7 +329,11 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
     memory.rounds = 0;
   }
   result.recheck_after = next == milliseconds::max() ? milliseconds(0) : next;
-  if (result.boosted == 0 && !memory.admitted && memory.ended == 0) memory_.erase(slot);
+  if (result.boosted == 0 && !memory.admitted && memory.ended == 0) {
+    memory_.erase(key);
+  } else {
+    stored = std::move(memory);
+  }
   return result;
 }
 

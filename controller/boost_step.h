@@ -100,7 +100,7 @@ class BoostStep {
   struct Memory {
     std::map<std::string, BoostState> pods;  ///< uid -> state last reported
     std::set<std::string> sent;              ///< uids put back by this process, not ended yet
-    /// uid -> when the API server refused the resize back: sent again 5 minutes later.
+    /// uid -> when the API server refused the resize back: sent again kRefusedResizeRetry later.
     std::map<std::string, recommender::TimePoint> refused;
     std::map<std::string, std::string> refusals;  ///< uid -> the API server's answer
     std::size_t ended = 0;

@@ -65,6 +65,40 @@ std::size_t wanted_pods(const json& workload) {
 
 }  // namespace
 
+InPlaceStep::Refusal InPlaceStep::refusal_of(const kube::ApiError& error, const json& patch,
+                                             recommender::TimePoint now) {
+  Refusal refusal;
+  refusal.patch = patch;
+  refusal.at = now;
+  refusal.message = "the API server refused the resize: " + error.to_string();
+  // The node's room (the API server's PodResizeValidator: cause NodeCapacity, "node didn't
+  // have enough allocatable resources"), or a feature it lacks (pod-level resources): a
+  // DaemonSet's pod, recreated on the same node, would meet the same refusal.
+  const auto& causes = error.causes;
+  const std::string& message = refusal.message;
+  refusal.node_capacity =
+      std::any_of(causes.begin(), causes.end(),
+                  [](const kube::StatusCause& cause) { return cause.type == "NodeCapacity"; }) ||
+      message.find("NodeCapacity") != std::string::npos ||
+      message.find("enough allocatable resources") != std::string::npos ||
+      message.find("not available on node") != std::string::npos;
+  // ResourceQuota admission: "exceeded quota"; LimitRanger: "maximum ... usage per Container".
+  refusal.quota = message.find("exceeded quota") != std::string::npos ||
+                  message.find("usage per Container") != std::string::npos ||
+                  message.find("usage per Pod") != std::string::npos;
+  return refusal;
+}
+
+void InPlaceStep::report_refusal(const Refusal& refusal, PodResize& pod, InPlacePlan& plan) {
+  pod.state = PodResizeState::kInfeasible;
+  pod.message = refusal.message;
+  pod.refused = true;
+  pod.node_capacity = refusal.node_capacity;
+  pod.quota = refusal.quota;
+  --plan.in_progress;
+  ++plan.pending;
+}
+
 kube::Result<std::vector<json>, kube::ApiError> list_target_pods(ReconcileApi& api,
                                                                  const api::Scaler& scaler,
                                                                  const json& workload) {
@@ -119,11 +153,13 @@ InPlaceResult InPlaceStep::run_listed(
   }
   std::map<std::string, recommender::TimePoint> resized_at;
   std::map<std::string, std::int64_t> sent;
+  std::map<std::string, Refusal> refused;
   {
     std::lock_guard lock(mutex_);
     if (auto found = memory_.find(scaler.key()); found != memory_.end()) {
       resized_at = found->second.resized_at;
       sent = found->second.sent;
+      refused = found->second.refused;
     }
   }
   for (PodResize& pod : result.plan.pods) {
@@ -142,6 +178,18 @@ InPlaceResult InPlaceStep::run_listed(
       continue;
     }
     if (!may_write) continue;
+    if (auto last = refused.find(pod.uid); last != refused.end()) {
+      // The API server refused this very patch a moment ago: it would refuse it again. Sent
+      // again when the wanted values change, or kRefusedResizeRetry later (the node's room and the
+      // quota's change as other pods come and go).
+      if (last->second.patch == pod.patch && now < last->second.at + kRefusedResizeRetry) {
+        report_refusal(last->second, pod, result.plan);
+        pod.message += "; sent again when the values change, or at " +
+                       recommender::format_rfc3339(last->second.at + kRefusedResizeRetry);
+        continue;
+      }
+      refused.erase(last);
+    }
     auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
     if (resized.ok()) {
       ++result.requested;
@@ -153,29 +201,23 @@ InPlaceResult InPlaceStep::run_listed(
       sent[pod.uid] = restarts_of(pods, pod.uid);
       continue;
     }
-    // 403 (NodeCapacity, a feature the node lacks), 422 (a QoS class change, a node without
-    // resize), 409: reported on the scaler, tried again at the next re-check.
-    pod.state = PodResizeState::kInfeasible;
-    pod.message = "the API server refused the resize: " + resized.error().to_string();
-    pod.refused = true;
-    // The node's room (the API server's PodResizeValidator: cause NodeCapacity, "node didn't
-    // have enough allocatable resources"), or a feature it lacks (pod-level resources): a
-    // DaemonSet's pod, recreated on the same node, would meet the same refusal.
-    const auto& causes = resized.error().causes;
-    pod.node_capacity =
-        std::any_of(causes.begin(), causes.end(),
-                    [](const kube::StatusCause& cause) { return cause.type == "NodeCapacity"; }) ||
-        pod.message.find("NodeCapacity") != std::string::npos ||
-        pod.message.find("enough allocatable resources") != std::string::npos ||
-        pod.message.find("not available on node") != std::string::npos;
-    // ResourceQuota admission: "exceeded quota"; LimitRanger: "maximum ... usage per Container".
-    pod.quota = pod.message.find("exceeded quota") != std::string::npos ||
-                pod.message.find("usage per Container") != std::string::npos ||
-                pod.message.find("usage per Pod") != std::string::npos;
-    --result.plan.in_progress;
-    ++result.plan.pending;
+    const kube::ApiError& error = resized.error();
+    if (!kube::is_forbidden(error) && !kube::is_invalid(error)) {
+      // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow. The pod
+      // stays due (counted in flight) and is sent again at the next re-check, with backoff;
+      // never a reason to evict it.
+      pod.message = "the resize call failed, sent again shortly: " + error.to_string();
+      log::warn(kInPlaceLogger, "a pod resize call failed",
+                {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", error.to_string()}});
+      continue;
+    }
+    // 403 (NodeCapacity, a feature the node lacks, the quota, the LimitRange), 422 (a QoS class
+    // change, a node without resize): reported on the scaler.
+    Refusal refusal = refusal_of(error, pod.patch, now);
+    report_refusal(refusal, pod, result.plan);
     log::warn(kInPlaceLogger, "a pod resize was refused",
               {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", pod.message}});
+    refused[pod.uid] = std::move(refusal);
   }
 
   if (scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate && may_write &&
@@ -226,6 +268,8 @@ InPlaceResult InPlaceStep::run_listed(
   memory.resized_at = std::move(resized_at);
   std::erase_if(sent, [&](const auto& item) { return !memory.pods.contains(item.first); });
   memory.sent = std::move(sent);
+  std::erase_if(refused, [&](const auto& item) { return !memory.pods.contains(item.first); });
+  memory.refused = std::move(refused);
   result.restarted = memory.restarted;
   // Re-checked while any pod is not done: in flight, or waiting on its node (a Deferred resize
   // the kubelet may still take up, an Infeasible one the scaler's next value may fix) — from 1 s,
@@ -256,7 +300,10 @@ InPlaceResult InPlaceStep::run_listed(
 void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>& pods,
                               recommender::TimePoint now, InPlaceResult& result) {
   // One pod of a workload at a time, and never below 2 live pods (VPA's --min-replicas): a
-  // workload with a pod starting, terminating or not running waits for it.
+  // workload with a pod starting, terminating or not running waits for it. `starting` also counts
+  // the pods its controller has yet to create (an evicted pod's replacement, between the two)
+  // and those the boost step holds while they start, neither of which is in `pods`.
+  if (result.plan.starting > 0) return;
   std::size_t live = 0;
   for (const json& pod : pods) {
     if (kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() &&

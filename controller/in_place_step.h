@@ -92,6 +92,20 @@ class InPlaceStep {
   void forget(const std::string& key);
 
  private:
+  /// A resize the API server refused (403, 422): what was sent, when, and what it said.
+  struct Refusal {
+    nlohmann::json patch;
+    recommender::TimePoint at{};
+    std::string message;
+    bool node_capacity = false;  ///< see PodResize::node_capacity
+    bool quota = false;          ///< see PodResize::quota
+  };
+  /// The refusal `error` of `patch` at `now`, classified.
+  static Refusal refusal_of(const kube::ApiError& error, const nlohmann::json& patch,
+                            recommender::TimePoint now);
+  /// Marks `pod` (kDue, counted in flight in `plan`) refused as `refusal` says.
+  static void report_refusal(const Refusal& refusal, PodResize& pod, InPlacePlan& plan);
+
   struct Memory {
     std::map<std::string, PodResizeState> pods;  ///< uid -> state last reported
     int rounds = 0;  ///< consecutive steps that left some pod not done (the backoff's exponent)
@@ -103,6 +117,8 @@ class InPlaceStep {
     /// was never resized), and restarts since then are the kubelet's for the resize.
     std::map<std::string, std::int64_t> sent;
     std::size_t restarted = 0;  ///< containers restarted by their resizePolicy after a resize
+    /// uid -> the last patch the API server refused (held back while it is the same).
+    std::map<std::string, Refusal> refused;
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
   /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted

@@ -20,6 +20,10 @@
 
 namespace vscaler::controller {
 
+/// A resize the API server refused (403, 422) is not sent again unchanged before this long: it
+/// would be refused again, while the node's room and the quota change as other pods come and go.
+inline constexpr std::chrono::minutes kRefusedResizeRetry{5};
+
 /// Where one running pod stands.
 enum class PodResizeState {
   kAtTarget,    ///< it carries what the scaler asks for (or, recommended, within the bounds)

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <future>
 #include <map>
 
 #include "test/unit/support/fake_pods_api.h"
@@ -118,6 +119,33 @@ TEST_CASE("a boosted pod is held until Ready + durationSeconds, then resized bac
   // Counted once.
   CHECK(step.run(scaler(), listed(api), true, at("2026-12-03T10:00:38Z")).ended == 1);
   CHECK(metrics.counts["ended"] == 1);
+}
+
+TEST_CASE("the pod hook's admitted() does not wait for a resize call in flight") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:05Z");
+  // The pod hook admits another boosted pod of the scaler while the step's resize call is out
+  // (the API server slow): it must answer within its 2 s timeout, not after the call.
+  std::future<void> admission;
+  bool answered_in_time = false;
+  api.on_resize = [&] {
+    admission = std::async(std::launch::async,
+                           [&] { step.admitted("shop/web", at("2026-12-03T10:00:35Z")); });
+    answered_in_time = admission.wait_for(seconds(2)) == std::future_status::ready;
+  };
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:35Z"));
+  admission.get();
+  CHECK(answered_in_time);
+  CHECK(result.requested == 1);
+  // The admission is kept: the scaler is looked at every second for the pod it announced,
+  // though the boosted pod it knows of has ended.
+  api.on_resize = nullptr;
+  api.kubelet_done();
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T10:00:37Z"));
+  CHECK(result.pods[0].state == BoostState::kEnded);
+  CHECK(result.recheck_after == seconds(1));
 }
 
 TEST_CASE("durationSeconds 0 ends the boost as soon as the pod is Ready") {

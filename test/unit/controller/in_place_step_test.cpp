@@ -100,23 +100,113 @@ TEST_CASE("a follower decides and reports, and sends nothing") {
   CHECK(result->plan.in_progress == 1);
 }
 
-TEST_CASE("a resize the API server refuses is reported with its answer, and retried later") {
+TEST_CASE("a resize the API server refuses is reported, and not sent again unchanged for a while") {
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics);
   api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
   api.refuse = true;
-  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true);
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true, now);
   REQUIRE(result.ok());
   CHECK(result->plan.pending == 1);
   CHECK(result->plan.in_progress == 0);
   CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(result->plan.pods[0].refused);
   CHECK(result->plan.pods[0].message.find("NodeCapacity") != std::string::npos);
   CHECK(result->recheck_after == std::chrono::seconds(1));
   CHECK(metrics.counts["infeasible"] == 1);
+  // The same patch is held back (the refusal stands, counted once), not resent at every re-check.
   api.refuse = false;
-  result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true);
-  CHECK(api.resized.size() == 1);
+  result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(30));
+  CHECK(api.resized.empty());
+  CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(result->plan.pods[0].refused);
+  CHECK(result->plan.pods[0].node_capacity);
+  CHECK(result->plan.pods[0].message.find("sent again when the values change") !=
+        std::string::npos);
+  CHECK(metrics.counts["infeasible"] == 1);
+  // Other values are a new attempt.
+  result = step.run(scaler("32"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(60));
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
+  CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+}
+
+TEST_CASE("a refused patch is sent again once kRefusedResizeRetry has passed") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+  api.refuse = true;
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  REQUIRE(step.run(scaler("64"), kWorkload, {}, nullptr, {}, true, now).ok());
+  api.refuse = false;
+  auto later = now + controller::kRefusedResizeRetry;
+  auto result = step.run(scaler("64"), kWorkload, {}, nullptr, {}, true, later);
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
+  CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+}
+
+TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, never evicted") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+  }
+  api::Scaler recreate = scaler("300m");
+  recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  const json workload = {{"spec", {{"replicas", 2}, {"selector", kWorkload["spec"]["selector"]}}}};
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  for (auto kind : {kube::ErrorKind::kServerError, kube::ErrorKind::kTooManyRequests,
+                    kube::ErrorKind::kTimeout}) {
+    CAPTURE(static_cast<int>(kind));
+    api.refuse = true;
+    api.refusal_kind = kind;
+    api.refusal = "the server is currently unable to handle the request";
+    auto result = step.run(recreate, workload, {}, nullptr, {}, true, now);
+    REQUIRE(result.ok());
+    CHECK(api.evicted.empty());
+    CHECK(result->plan.pods[0].state == PodResizeState::kDue);
+    CHECK_FALSE(result->plan.pods[0].refused);
+    CHECK(result->plan.in_progress == 2);
+    CHECK(result->plan.pending == 0);
+    CHECK(result->recheck_after > std::chrono::milliseconds(0));
+    CHECK(metrics.counts["infeasible"] == 0);
+  }
+  // Answered at the next re-check: sent, not held back.
+  api.refuse = false;
+  auto result = step.run(recreate, workload, {}, nullptr, {}, true, now + std::chrono::seconds(2));
+  CHECK(api.resized.size() == 2);
+  CHECK(result->plan.in_progress == 2);
+}
+
+TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload runs") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+  }
+  api::Scaler recreate = scaler("64");
+  recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  const json selector = kWorkload["spec"]["selector"];
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  api.refuse = true;
+  // Three replicas wanted, two listed: one is still to come (an evicted pod's replacement, or
+  // a pod the boost step holds while it starts). Nothing is evicted meanwhile.
+  auto result = step.run(recreate, {{"spec", {{"replicas", 3}, {"selector", selector}}}}, {},
+                         nullptr, {}, true, now);
+  REQUIRE(result.ok());
+  CHECK(result->plan.starting == 1);
+  CHECK(result->plan.pending == 2);
+  CHECK(api.evicted.empty());
+  // Whole (two of two running): one pod, and only one, is evicted.
+  result = step.run(recreate, {{"spec", {{"replicas", 2}, {"selector", selector}}}}, {}, nullptr,
+                    {}, true, now + std::chrono::seconds(1));
+  REQUIRE(result.ok());
+  CHECK(api.evicted.size() == 1);
+  CHECK(result->evicted == 1);
 }
 
 TEST_CASE("a workload without a usable selector is an error, not a list of the namespace") {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,9 +23,12 @@ class FakePodsApi : public controller::ReconcileApi {
   std::string last_selector;
   std::vector<std::string> resized;  // names, in order
   bool refuse = false;
+  kube::ErrorKind refusal_kind = kube::ErrorKind::kForbidden;  ///< 403; 503 is kServerError
   std::string refusal = "Node didn't have enough capacity: NodeCapacity";
-  std::string refusal_cause;        ///< a Status cause type of the refusal, if any
-  std::vector<std::string> events;  ///< "Warning reason" / "Normal reason", in order
+  std::string refusal_cause;         ///< a Status cause type of the refusal, if any
+  std::vector<std::string> events;   ///< "Warning reason" / "Normal reason", in order
+  std::vector<std::string> evicted;  ///< names, in order
+  std::function<void()> on_resize;   ///< called as each resize call begins (the call in flight)
 
   controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
                                      std::chrono::milliseconds) override {
@@ -53,8 +57,9 @@ class FakePodsApi : public controller::ReconcileApi {
   }
   controller::ApiResult resize_pod(const std::string&, const std::string& name,
                                    const json& patch) override {
+    if (on_resize) on_resize();
     if (refuse) {
-      auto error = kube::make_error(kube::ErrorKind::kForbidden, refusal);
+      auto error = kube::make_error(refusal_kind, refusal);
       if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
       return kube::fail(error);
     }
@@ -68,6 +73,11 @@ class FakePodsApi : public controller::ReconcileApi {
     }
     pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
     return pod;
+  }
+  controller::ApiResult evict_pod(const std::string&, const std::string& name) override {
+    evicted.push_back(name);
+    pods.erase(name);
+    return json::object();
   }
   /// The kubelet finishing every resize: status follows spec, observedGeneration catches up.
   void kubelet_done() {
