@@ -555,7 +555,11 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
   std::vector<ContainerRecommendation> recs;
   for (auto& rec :
        tracked.history.recommendations(options_.aggregate, options_.recommendation, range)) {
-    if (is_recommended(scaler, rec.container_name)) recs.push_back(std::move(rec));
+    if (!is_recommended(scaler, rec.container_name)) continue;
+    const api::ContainerResources* entry = scaler.entry_for(rec.container_name);
+    recs.push_back(entry == nullptr ? std::move(rec)
+                                    : controlled_only(std::move(rec), {entry->controls_cpu,
+                                                                       entry->controls_memory}));
   }
   Publication publication;
   publication.reason = tracked.history.reason();

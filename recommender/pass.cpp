@@ -22,7 +22,8 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
     ++stats.pods_with_metrics;
     const std::uint64_t key = pod_key(pod.uid);
     for (const auto& c : usage.containers) {
-      if (!wanted(c.name)) continue;
+      // An init container's usage (a native sidecar's too) is not the spec container's.
+      if (!wanted(c.name) || find_container(pod, c.name) == nullptr) continue;
       switch (aggregates[c.name].add_sample(options, key,
                                             {usage.timestamp, c.cpu_cores, c.memory_bytes})) {
         case SampleOutcome::kAdded:

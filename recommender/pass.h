@@ -28,9 +28,11 @@ struct PassStats {
 };
 
 /// Folds `metrics` of the `owned` pods (metrics of other pods are ignored: PodMetrics carry no
-/// owner) and the owned pods' new OOM kills into `aggregates`. CPU samples weigh the container's
-/// CPU request from the pod's spec. `recommended(container)` chooses which containers get a
-/// history (all when empty), so that sidecars vscaler leaves alone cost nothing.
+/// owner) and the owned pods' new OOM kills into `aggregates`. Every CPU sample weighs the same
+/// (AggregateOptions::cpu_sample_weight). Only containers of the pod's spec.containers are
+/// sampled: PodMetrics also report init containers (native sidecars among them), which VPA's
+/// feeder skips. `recommended(container)` chooses which containers get a history (all when
+/// empty), so that sidecars vscaler leaves alone cost nothing.
 PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>& metrics,
                     const std::vector<PodInfo>& owned, OomDedup& oom_dedup,
                     const AggregateOptions& options,

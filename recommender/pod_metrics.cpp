@@ -48,8 +48,10 @@ kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::
     const auto* cpu = find(*resources, kCpu);
     const auto* memory = find(*resources, kMemory);
     if (!cpu || !memory) return kube::fail(cpath + ".usage: needs cpu and memory");
-    usage.cpu_cores = base_units(*cpu);
-    usage.memory_bytes = base_units(*memory);
+    // Whole millicores and bytes, as VPA's metrics client reads them (usage in nanocores would
+    // fall into a lower histogram bucket than VPA's sample does).
+    usage.cpu_cores = whole_millicores(*cpu);
+    usage.memory_bytes = whole_bytes(*memory);
     pod.containers.push_back(std::move(usage));
   }
   return pod;

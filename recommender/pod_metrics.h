@@ -1,7 +1,7 @@
 // Parsing a metrics.k8s.io/v1beta1 PodMetricsList (what GET
 // /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods?labelSelector=... returns) into usage
-// samples: per pod its timestamp and window, per container usage.cpu in cores and usage.memory
-// (the working set) in bytes.
+// samples: per pod its timestamp and window, per container usage.cpu in cores rounded up to whole
+// millicores and usage.memory (the working set) rounded up to whole bytes, as VPA reads them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,8 +17,8 @@ namespace vscaler::recommender {
 /// One container's usage in one PodMetrics.
 struct ContainerUsage {
   std::string name;         ///< containers[].name
-  double cpu_cores = 0;     ///< usage.cpu
-  double memory_bytes = 0;  ///< usage.memory
+  double cpu_cores = 0;     ///< usage.cpu, rounded up to whole millicores
+  double memory_bytes = 0;  ///< usage.memory, rounded up to whole bytes
 };
 
 /// One PodMetrics item.

@@ -116,7 +116,7 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
       kill.finished_at = *finished;
       if (const auto* container = find_container(pod, kill.container)) {
         const auto* memory = effective_request(container->requests, container->limits, kMemory);
-        if (memory) kill.memory_request_bytes = base_units(*memory);
+        if (memory) kill.memory_request_bytes = whole_bytes(*memory);  // as VPA reads it
       }
       pod.oom_kills.push_back(std::move(kill));
     }

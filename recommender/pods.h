@@ -1,7 +1,8 @@
 // What the recommender reads from pods and ReplicaSets (lists by the workload's selector):
 // controller owner references (to keep only the target's pods: pod -> ReplicaSet -> Deployment,
-// pod -> StatefulSet / DaemonSet; a canary whose labels overlap stays out), container requests
-// (CPU samples weigh the CPU request; an OOM counts from the memory request) and OOM kills
+// pod -> StatefulSet / DaemonSet; a canary whose labels overlap stays out), the spec's containers
+// (only their samples count, as in VPA) with their requests (an OOM counts from the memory
+// request; CPU samples all weigh the same, whatever the request) and OOM kills
 // (containerStatuses[].lastState.terminated.reason == "OOMKilled").
 #pragma once
 
@@ -49,8 +50,10 @@ struct PodInfo {
   std::string uid;   ///< metadata.uid
   Labels labels;     ///< metadata.labels (a namespace-wide read matches them)
   std::optional<ControllerRef> controller;  ///< its controller ownerReference, if any
-  std::vector<PodContainer> containers;     ///< spec.containers (init containers are not scaled)
-  std::vector<OomKill> oom_kills;           ///< OOM kills in containerStatuses[].lastState
+  /// spec.containers: init containers, native sidecars (restartable init containers) included,
+  /// are neither scaled nor sampled, as in VPA.
+  std::vector<PodContainer> containers;
+  std::vector<OomKill> oom_kills;  ///< OOM kills in containerStatuses[].lastState
 };
 
 /// The parts of a ReplicaSet the owner chain needs.

@@ -56,10 +56,10 @@ double confidence(const AggregateState& state, Duration confidence_interval) {
 }
 
 Estimate estimate(const ContainerAggregate& aggregate, const AggregateOptions& aggregate_options,
-                  const RecommendationOptions& options, int containers_per_pod) {
+                  const RecommendationOptions& options, int containers_sharing) {
   const double margin = 1.0 + options.safety_margin;
   const double conf = confidence(aggregate.state(), options.confidence_interval);
-  const double share = 1.0 / double(std::max(containers_per_pod, 1));
+  const double share = 1.0 / double(std::max(containers_sharing, 1));
   const Amounts minimum{options.pod_min_cpu_cores * share, options.pod_min_memory_bytes * share};
 
   Amounts target =
@@ -95,6 +95,16 @@ ContainerRecommendation recommend(const std::string& container_name, const Estim
     for (auto& [resource, value] : *bound) value = clamp_to_range(resource, value, range);
   }
   return r;
+}
+
+ContainerRecommendation controlled_only(ContainerRecommendation recommendation,
+                                        ControlledResources controlled) {
+  for (ResourceMap* bound : {&recommendation.target, &recommendation.lower_bound,
+                             &recommendation.upper_bound, &recommendation.uncapped_target}) {
+    if (!controlled.cpu) bound->erase(kCpu);
+    if (!controlled.memory) bound->erase(kMemory);
+  }
+  return recommendation;
 }
 
 nlohmann::json to_json(const ContainerRecommendation& recommendation) {

@@ -3,8 +3,10 @@
 // histogram and of the memory-peak histogram, each plus a 15 % safety margin; with a young history
 // the upper bound is multiplied by (1 + 1/confidence) and the lower bound by
 // (1 + 0.001/confidence)^-2, confidence = min(history length in days, samples / 1440); then the
-// per-pod minimums (25m CPU, 250Mi memory, shared equally among the pod's containers) raise each
-// bound; last, minAllowed/maxAllowed clamp each bound (uncappedTarget = the target before it).
+// per-pod minimums (25m CPU, 250Mi memory, shared equally among the containers VPA counts: not
+// Off, in the pods' spec or with a history) raise each bound; last, minAllowed/maxAllowed clamp
+// each bound (uncappedTarget = the target before it). Resources a container's
+// controlledResources leaves out are not published (controlled_only).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -50,9 +52,10 @@ struct Estimate {
 /// min(history length / confidence interval, samples / minutes of the interval); 0 when empty.
 double confidence(const AggregateState& state, Duration confidence_interval);
 
-/// The container's estimate. `containers_per_pod` (>= 1) shares the per-pod minimums.
+/// The container's estimate. The per-pod minimums are shared among `containers_sharing` (>= 1)
+/// containers (ScalerHistory::recommendations says which).
 Estimate estimate(const ContainerAggregate& aggregate, const AggregateOptions& aggregate_options,
-                  const RecommendationOptions& options, int containers_per_pod);
+                  const RecommendationOptions& options, int containers_sharing);
 
 /// A container's policy bounds (either map may lack cpu or memory).
 struct AllowedRange {
@@ -75,6 +78,18 @@ struct ContainerRecommendation {
 /// value before the clamp.
 ContainerRecommendation recommend(const std::string& container_name, const Estimate& estimate,
                                   const AllowedRange& range, const Rounding& rounding = {});
+
+/// Which resources a container's recommendation names: spec.containers[].controlledResources.
+struct ControlledResources {
+  bool cpu = true;     ///< cpu is controlled
+  bool memory = true;  ///< memory is controlled
+};
+
+/// `recommendation` without the resources `controlled` leaves out, in every bound and in
+/// uncappedTarget: VPA (logic/recommender.go FilterControlledResources) publishes no value for a
+/// resource it does not control, so its tools read only what a scaler may apply.
+ContainerRecommendation controlled_only(ContainerRecommendation recommendation,
+                                        ControlledResources controlled);
 
 /// One entry of status.recommendation.containerRecommendations:
 /// {containerName, target, lowerBound, upperBound, uncappedTarget}, quantities as strings.

@@ -16,7 +16,22 @@ kube::Int128 ceil_units(double value, std::int64_t step) {
   return (units + s - 1) / s * s;
 }
 
+// `nanos` in units of `unit_nanos`, rounded away from zero (Go's Quantity.ScaledValue).
+kube::Int128 scaled_away_from_zero(kube::Int128 nanos, kube::Int128 unit_nanos) {
+  kube::Int128 units = nanos / unit_nanos;
+  if (nanos % unit_nanos != 0) units += nanos > 0 ? 1 : -1;
+  return units;
+}
+
 }  // namespace
+
+double whole_millicores(const kube::Quantity& q) {
+  return static_cast<double>(scaled_away_from_zero(q.nanos(), 1'000'000)) / 1000.0;
+}
+
+double whole_bytes(const kube::Quantity& q) {
+  return static_cast<double>(scaled_away_from_zero(q.nanos(), 1'000'000'000));
+}
 
 kube::Quantity cpu_quantity(double cores, std::int64_t step_millicores) {
   return kube::Quantity::from_nanos(ceil_units(cores * 1000.0, step_millicores) * 1'000'000);

@@ -25,6 +25,14 @@ inline double base_units(const kube::Quantity& q) {
   return q.to_double();
 }
 
+/// CPU `q` in cores, rounded up (away from zero) to whole millicores: VPA reads usage through
+/// Quantity.MilliValue(), so a steady 110.2m is the sample 111m and lands in a higher histogram
+/// bucket than the exact value would.
+double whole_millicores(const kube::Quantity& q);
+/// Memory `q` in bytes, rounded up (away from zero) to whole bytes, as Quantity.Value() reads
+/// usage and the memory request of an OOM-killed container for VPA.
+double whole_bytes(const kube::Quantity& q);
+
 /// How published values are rounded (VPA's --round-cpu-millicores, --round-memory-bytes).
 struct Rounding {
   std::int64_t cpu_millicores = 1;          ///< CPU rounds up to a multiple of this many millicores

@@ -2,6 +2,7 @@
 #include "recommender/scaler_history.h"
 
 #include <algorithm>
+#include <set>
 
 namespace vscaler::recommender {
 
@@ -49,12 +50,22 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::function<bool(std::string_view)>& recommended) {
   PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
   if (stats.samples_added > 0 || stats.oom_kills_counted > 0) ++revision_;
-  // The pods' current spec decides the share; it only changes with the pods.
+  // VPA shares the per-pod minimums among the container names it holds a history for, mode Off
+  // left out: one is made for every spec container of a matching pod as soon as the pod is seen
+  // (samples or not), and a checkpoint's or a previous pod's stays. Without pods nothing new
+  // is known: the last share stays.
   if (!owned.empty()) {
-    containers_per_pod_ = 1;
+    auto wanted = [&](std::string_view name) { return !recommended || recommended(name); };
+    std::set<std::string_view> sharing;
     for (const auto& pod : owned) {
-      containers_per_pod_ = std::max(containers_per_pod_, static_cast<int>(pod.containers.size()));
+      for (const auto& container : pod.containers) {
+        if (wanted(container.name)) sharing.insert(container.name);
+      }
     }
+    for (const auto& [name, aggregate] : aggregates_) {
+      if (wanted(name)) sharing.insert(name);
+    }
+    containers_sharing_minimums_ = std::max<int>(1, static_cast<int>(sharing.size()));
   }
   if (stats.pods == 0) {
     reason_ = ProvidedReason::kNoPodsMatched;
@@ -83,9 +94,9 @@ std::vector<ContainerRecommendation> ScalerHistory::recommendations(
   std::vector<ContainerRecommendation> out;
   for (const auto& [name, aggregate] : aggregates_) {
     if (aggregate.empty()) continue;  // an OOM kill alone is no usage history
-    out.push_back(recommend(name,
-                            estimate(aggregate, aggregate_options, options, containers_per_pod_),
-                            range ? range(name) : AllowedRange{}, options.rounding));
+    out.push_back(recommend(
+        name, estimate(aggregate, aggregate_options, options, containers_sharing_minimums_),
+        range ? range(name) : AllowedRange{}, options.rounding));
   }
   return out;
 }

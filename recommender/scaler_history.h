@@ -41,7 +41,8 @@ class ScalerHistory {
                                              std::string_view scaler_uid,
                                              const AggregateOptions& options);
 
-  /// Folds one pass (see fold_pass) and updates the reason and the pod's container count.
+  /// Folds one pass (see fold_pass) and updates the reason and the containers sharing the
+  /// per-pod minimums.
   PassStats fold(const std::vector<PodUsage>& metrics, const std::vector<PodInfo>& owned,
                  const AggregateOptions& options,
                  const std::function<bool(std::string_view)>& recommended = {});
@@ -62,8 +63,10 @@ class ScalerHistory {
   ProvidedReason reason() const { return reason_; }
 
   /// Recommendations of the containers with samples, sorted by name; `range(container)` gives
-  /// each one's minAllowed/maxAllowed. The per-pod minimums are shared among the containers the
-  /// pods' spec had at the last fold (VPA shares them among all the pod's containers).
+  /// each one's minAllowed/maxAllowed. The per-pod minimums are shared as VPA shares them
+  /// (routines/vpa.go, logic/recommender.go), among the containers counted at the last fold with
+  /// pods: those `recommended` (VPA: mode not Off) that are in an owned pod's spec.containers or
+  /// have an aggregate, samples or not.
   std::vector<ContainerRecommendation> recommendations(
       const AggregateOptions& aggregate_options, const RecommendationOptions& options,
       const std::function<AllowedRange(const std::string&)>& range = {}) const;
@@ -76,8 +79,9 @@ class ScalerHistory {
 
   /// The per-container aggregates.
   const ContainerAggregates& aggregates() const { return aggregates_; }
-  /// Containers per pod at the last fold (at least 1).
-  int containers_per_pod() const { return containers_per_pod_; }
+  /// The containers the per-pod minimums are shared among, counted at the last fold with pods
+  /// (see recommendations; at least 1).
+  int containers_sharing_minimums() const { return containers_sharing_minimums_; }
   /// Bytes held by the aggregates (names and map nodes included), for the memory budget.
   std::size_t memory_bytes() const;
 
@@ -91,7 +95,7 @@ class ScalerHistory {
   bool full_pass_seen_ = false;
   /// Seeded from a history source, and no pass has had live metrics since.
   bool seeded_before_metrics_ = false;
-  int containers_per_pod_ = 1;
+  int containers_sharing_minimums_ = 1;
   ProvidedReason reason_ = ProvidedReason::kInsufficientHistory;
 };
 

@@ -101,7 +101,7 @@ TEST_CASE("a PodMetricsList becomes per-pod, per-container samples") {
   CHECK(first.window == Duration(15012));
   REQUIRE(first.containers.size() == 2);
   CHECK(first.containers[0].name == "app");
-  CHECK(first.containers[0].cpu_cores == doctest::Approx(0.312456789));
+  CHECK(first.containers[0].cpu_cores == doctest::Approx(0.313));  // whole millicores, up
   CHECK(first.containers[0].memory_bytes == 400 * kMi);
   CHECK(first.containers[1].cpu_cores == doctest::Approx(0.002));
   CHECK(format_rfc3339(parsed->pods[1].timestamp) == "2026-11-29T18:00:03.500Z");
@@ -110,6 +110,27 @@ TEST_CASE("a PodMetricsList becomes per-pod, per-container samples") {
   // The broken item is skipped with a message naming the field; the others are kept.
   REQUIRE(parsed->errors.size() == 1);
   CHECK(parsed->errors[0].find("items[2].containers[0].usage.cpu") == 0);
+}
+
+TEST_CASE("usage is read in whole millicores and whole bytes, rounded up as VPA reads it") {
+  // Quantity.MilliValue() and Value() round up, away from zero: 110.2m is the sample 111m, and
+  // 1.5 bytes is 2; an exact value stays as it is.
+  auto parsed = parse_pod_metrics_list(json::parse(R"({"items": [
+    {"metadata": {"name": "web-1"}, "timestamp": "2026-11-29T18:00:00Z", "window": "15s",
+     "containers": [
+       {"name": "app", "usage": {"cpu": "110200000n", "memory": "1500m"}},
+       {"name": "exact", "usage": {"cpu": "250m", "memory": "409600Ki"}},
+       {"name": "tiny", "usage": {"cpu": "1n", "memory": "1n"}}]}]})"));
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->pods.size() == 1);
+  const auto& containers = parsed->pods[0].containers;
+  REQUIRE(containers.size() == 3);
+  CHECK(containers[0].cpu_cores == 0.111);
+  CHECK(containers[0].memory_bytes == 2.0);
+  CHECK(containers[1].cpu_cores == 0.25);
+  CHECK(containers[1].memory_bytes == 400 * kMi);
+  CHECK(containers[2].cpu_cores == 0.001);
+  CHECK(containers[2].memory_bytes == 1.0);
 }
 
 TEST_CASE("a document that is not a list is an error") {

@@ -1,8 +1,9 @@
 // The recommender loop with one fake (loop_fixture.h: the API calls, inputs, scaler status,
 // checkpoints) and everything else real (ScalerHistory, the estimator, the checkpoint codec, the
 // status builder, the metrics registry): it restores before it folds, reads a namespace once,
-// keeps the last recommendation on NoMetrics, folds only recommended containers, drops state
-// when not leading, forgets deleted scalers, and its thread stops cleanly with a last checkpoint.
+// keeps the last recommendation on NoMetrics, folds only recommended containers, publishes only
+// the resources each controls, drops state when not leading, forgets deleted scalers, and its
+// thread stops cleanly with a last checkpoint.
 // Its status writes are loop_status_test.cpp's.
 #include "recommender/loop.h"
 
@@ -98,6 +99,33 @@ TEST_CASE("only recommended containers are folded; minAllowed/maxAllowed clamp")
   const ScalerHistory* history = loop.history("u1");
   REQUIRE(history != nullptr);
   CHECK(history->aggregates().count("istio-proxy") == 0);
+}
+
+TEST_CASE("a resource controlledResources leaves out is not published, nor exported") {
+  // VPA's FilterControlledResources: a cpu-only container's recommendation has no memory in any
+  // bound; a container without an entry of its own keeps both (the "*" entry's default).
+  Fixture f;
+  f.add_scaler(scaler_object(
+      "web", "u1",
+      json::array({{{"name", "app"}, {"controlledResources", {"cpu"}}}, {{"name", "*"}}})));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(2, 0);
+  CHECK(loop.run_pass().published == 1);
+  const json& recs =
+      f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"];
+  REQUIRE(recs.size() == 2);
+  CHECK(recs[0]["containerName"] == "app");
+  for (const char* bound : {"target", "lowerBound", "upperBound", "uncappedTarget"}) {
+    CAPTURE(bound);
+    CHECK(recs[0][bound] == json{{"cpu", recs[0][bound]["cpu"]}});
+    CHECK(recs[1][bound].contains("memory"));
+  }
+  CHECK(recs[0]["target"]["cpu"] == "352m");
+  CHECK(recs[1]["containerName"] == "istio-proxy");
+  const std::string rendered = f.rendered();
+  CHECK(rendered.find(R"(container="app",resource="cpu")") != std::string::npos);
+  CHECK(rendered.find(R"(container="app",resource="memory")") == std::string::npos);
+  CHECK(rendered.find(R"(container="istio-proxy",resource="memory")") != std::string::npos);
 }
 
 TEST_CASE("the namespace's LimitRange caps the published bounds; uncappedTarget does not move") {

@@ -150,3 +150,64 @@ TEST_CASE("pods of unequal CPU requests give the same recommendation as pods of 
   // busiest pod gets at least what it uses plus the 15% margin.
   CHECK(unequal.target.at(kCpu).to_double() >= 0.9 * 1.15);
 }
+
+TEST_CASE("a steady 110.2m lands in VPA's bucket: samples count in whole millicores") {
+  // VPA reads usage.cpu through MilliValue(), which rounds 110.2m up to 111m: that sample lies in
+  // the bucket above 110.26m, whose end 125.78m x 1.15 is 145m rounded once (VPA truncates to
+  // 125m first, then 143m: README "Rounding once"). The exact 110.2m would give 127m.
+  json pods = {{"items", json::array({pod("web-1", "uid-1", "rs-web", false)})}};
+  auto owned = parse_pod_list(pods)->pods;
+  AggregateOptions options;
+  OomDedup dedup;
+  ContainerAggregates aggregates;
+  for (int minute = 0; minute < 10; ++minute) {
+    json list = {
+        {"items",
+         json::array(
+             {{{"metadata", {{"name", "web-1"}, {"namespace", "shop"}}},
+               {"timestamp", "2026-11-29T18:0" + std::to_string(minute) + ":00Z"},
+               {"window", "15s"},
+               {"containers",
+                json::array({{{"name", "app"},
+                              {"usage", {{"cpu", "110200000n"}, {"memory", "400Mi"}}}}})}}})}};
+    auto parsed = parse_pod_metrics_list(list);
+    REQUIRE(parsed.ok());
+    (void)fold_pass(aggregates, parsed->pods, owned, dedup, options);
+  }
+  auto r =
+      recommend("app", estimate(aggregates.at("app"), options, RecommendationOptions{}, 1), {});
+  CHECK(r.target.at(kCpu).to_string() == "145m");
+}
+
+TEST_CASE("samples of init containers and native sidecars are not folded") {
+  // PodMetrics report every running container, init containers included; VPA's feeder drops the
+  // samples of spec.initContainers (restartPolicy: Always sidecars too) and of any name that is
+  // not in spec.containers.
+  json p = pod("web-1", "uid-1", "rs-web", false);
+  p["spec"]["initContainers"] =
+      json::array({{{"name", "migrate"}}, {{"name", "proxy"}, {"restartPolicy", "Always"}}});
+  json pods = {{"items", json::array({p})}};
+  auto owned = parse_pod_list(pods)->pods;
+  REQUIRE(owned.size() == 1);
+  json list = {
+      {"items",
+       json::array(
+           {{{"metadata", {{"name", "web-1"}, {"namespace", "shop"}}},
+             {"timestamp", "2026-11-29T18:00:00Z"},
+             {"window", "15s"},
+             {"containers",
+              json::array(
+                  {{{"name", "app"}, {"usage", {{"cpu", "300m"}, {"memory", "400Mi"}}}},
+                   {{"name", "migrate"}, {"usage", {{"cpu", "2"}, {"memory", "1Gi"}}}},
+                   {{"name", "proxy"}, {"usage", {{"cpu", "50m"}, {"memory", "64Mi"}}}},
+                   {{"name", "gone"}, {"usage", {{"cpu", "1m"}, {"memory", "1Mi"}}}}})}}})}};
+  auto parsed = parse_pod_metrics_list(list);
+  REQUIRE(parsed.ok());
+  AggregateOptions options;
+  OomDedup dedup;
+  ContainerAggregates aggregates;
+  auto stats = fold_pass(aggregates, parsed->pods, owned, dedup, options);
+  CHECK(stats.samples_added == 1);
+  REQUIRE(aggregates.size() == 1);
+  CHECK(aggregates.contains("app"));
+}

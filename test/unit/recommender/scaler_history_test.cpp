@@ -1,6 +1,7 @@
 // ScalerHistory: the RecommendationProvided reasons across passes (NoPodsMatched, NoMetrics,
 // InsufficientHistory until a pass has samples from every pod, Recommended), the per-pod minimum
-// share, and a restore from its own checkpoint that continues where it left off.
+// share (among the containers VPA counts), and a restore from its own checkpoint that continues
+// where it left off.
 #include "recommender/scaler_history.h"
 
 #include <doctest/doctest.h>
@@ -82,7 +83,7 @@ TEST_CASE("recommendations share the per-pod minimums among the pod's containers
   ScalerHistory history;
   std::vector<PodInfo> pods = {pod("web-1", 2)};
   for (int m = 0; m < 60; ++m) (void)history.fold({usage("web-1", m, 0.3)}, pods, options);
-  CHECK(history.containers_per_pod() == 2);
+  CHECK(history.containers_sharing_minimums() == 2);
   auto recs = history.recommendations(options, RecommendationOptions{}, [](const std::string& c) {
     AllowedRange range;
     if (c == "app") range.max_allowed[kCpu] = *vscaler::kube::Quantity::parse("300m");
@@ -96,6 +97,50 @@ TEST_CASE("recommendations share the per-pod minimums among the pod's containers
   CHECK(recs[1].target.at(kCpu).to_string() == "13m");       // 25m / 2, rounded up
   CHECK(recs[1].target.at(kMemory).to_string() == "125Mi");  // 250Mi / 2, in whole MiB
   CHECK(history.memory_bytes() < 2 * 1024);
+}
+
+TEST_CASE("the per-pod minimums are shared among the containers VPA counts") {
+  // VPA (routines/vpa.go, logic/recommender.go) divides by the container names it has a history
+  // for, mode Off left out: every spec container of the pods (samples or not) and any name a
+  // checkpoint or an earlier pod left. An idle app (1m, 1 MB) shows the share.
+  AggregateOptions options;
+  auto idle = [](const std::string& name, int minute, std::vector<std::string> containers) {
+    PodUsage u{"shop", name, kT0 + minutes(minute), Duration(15'000), {}};
+    for (auto& c : containers) u.containers.push_back({std::move(c), 0.001, 1e6});
+    return u;
+  };
+  auto app_target = [&](const ScalerHistory& history) {
+    for (const auto& rec : history.recommendations(options, RecommendationOptions{})) {
+      if (rec.container_name == "app") return rec.target;
+    }
+    return ResourceMap{};
+  };
+  auto only_app = [](std::string_view c) { return c == "app"; };
+
+  // A sidecar of mode Off is not counted: the app gets the whole pod's minimums.
+  ScalerHistory off;
+  const std::vector<PodInfo> two = {pod("web-1", 2)};
+  for (int m = 0; m < 5; ++m) {
+    (void)off.fold({idle("web-1", m, {"app", "sidecar"})}, two, options, only_app);
+  }
+  CHECK(off.containers_sharing_minimums() == 1);
+  CHECK(app_target(off).at(kCpu).to_string() == "25m");
+  CHECK(app_target(off).at(kMemory).to_string() == "250Mi");
+
+  // A spec container without samples yet is counted (VPA made its history with the pod).
+  ScalerHistory unsampled;
+  for (int m = 0; m < 5; ++m) (void)unsampled.fold({idle("web-1", m, {"app"})}, two, options);
+  CHECK(unsampled.aggregates().size() == 1);
+  CHECK(unsampled.containers_sharing_minimums() == 2);
+  CHECK(app_target(unsampled).at(kCpu).to_string() == "13m");
+
+  // A container the pods no longer have keeps its history, and is counted with it.
+  ScalerHistory renamed;
+  (void)renamed.fold({idle("web-1", 0, {"app", "sidecar"})}, two, options);
+  const std::vector<PodInfo> one = {pod("web-2", 1)};
+  for (int m = 1; m < 5; ++m) (void)renamed.fold({idle("web-2", m, {"app"})}, one, options);
+  CHECK(renamed.containers_sharing_minimums() == 2);
+  CHECK(app_target(renamed).at(kMemory).to_string() == "125Mi");
 }
 
 TEST_CASE("a history restored from its checkpoint continues: same target, count goes on") {
