@@ -23,6 +23,41 @@ void release_if_large(std::string& buffer) {
 
 }  // namespace
 
+Reservation::Reservation(Reservation&& other) noexcept
+    : counter_(other.counter_), bytes_(other.bytes_) {
+  other.counter_ = nullptr;
+  other.bytes_ = 0;
+}
+
+Reservation& Reservation::operator=(Reservation&& other) noexcept {
+  if (this != &other) {
+    reset();
+    counter_ = other.counter_;
+    bytes_ = other.bytes_;
+    other.counter_ = nullptr;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+bool Reservation::grow(std::atomic<std::size_t>* counter, std::size_t budget, std::size_t bytes) {
+  if (counter == nullptr || bytes == 0) return true;
+  std::size_t before = counter->fetch_add(bytes, std::memory_order_relaxed);
+  if (before + bytes > budget) {
+    counter->fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+  counter_ = counter;
+  bytes_ += bytes;
+  return true;
+}
+
+void Reservation::reset() {
+  if (bytes_ == 0) return;
+  counter_->fetch_sub(bytes_, std::memory_order_relaxed);
+  bytes_ = 0;
+}
+
 Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& env,
                        Clock::time_point now)
     : id_(id),
@@ -33,7 +68,6 @@ Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& en
       accepted_(now) {}
 
 Connection::~Connection() {
-  release();
   ::close(fd_);
 }
 
@@ -100,7 +134,7 @@ Wait Connection::advance(Clock::time_point now) {
 }
 
 Wait Connection::http2_step(Clock::time_point now) {
-  if (env_.stopping) http2_->stop();
+  if (env_.stopping) http2_->stop(now);
   while (true) {
     if (out_offset_ < out_.size()) {
       tls::Io io = stream_.write(out_, out_offset_);
@@ -112,7 +146,7 @@ Wait Connection::http2_step(Clock::time_point now) {
       out_offset_ = 0;
       release_if_large(out_);
     }
-    if (!http2_->flush(out_)) return close("http2_protocol");
+    if (!http2_->flush(out_, now)) return close("http2_protocol");
     if (!out_.empty()) continue;
     if (http2_->finished()) {
       stream_.shutdown();
@@ -124,7 +158,7 @@ Wait Connection::http2_step(Clock::time_point now) {
       in_.clear();
       if (!fine) {
         // Best effort: the GOAWAY nghttp2 queued, then close.
-        http2_->flush(out_);
+        http2_->flush(out_, now);
         std::size_t offset = 0;
         stream_.write(out_, offset);
         return close();
@@ -151,11 +185,12 @@ Wait Connection::read_request(Clock::time_point now) {
       // The first byte of a request starts its deadline: a client sending a byte a second is
       // cut when it passes, whatever its pace.
       phase_ = Phase::kHead;
+      head_scanned_ = 0;
       request_start_ = now;
       deadline_ = now + limits.request_timeout;
     }
     if (phase_ == Phase::kHead) {
-      auto parsed = http::parse_head(in_, head_);
+      auto parsed = http::parse_head(in_, head_, head_scanned_);
       if (parsed.status == http::HeadStatus::kMalformed) {
         return refuse(400, "bad_request", "bad request: " + parsed.error + "\n", now);
       }
@@ -177,7 +212,10 @@ Wait Connection::read_request(Clock::time_point now) {
       spare_body_ = std::string();
       body.reserve(body_bytes_ + env_.limits.body_padding);
       body.assign(in_, head_bytes_, body_bytes_);
-      Request request{std::move(head_), std::move(body), request_start_};
+      // The body's share of the budget goes with it: to the worker that serves it, however
+      // soon this connection is closed.
+      Request request{std::move(head_), std::move(body), request_start_, 0,
+                      std::move(reservation_)};
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
       in_.erase(0, head_bytes_ + body_bytes_);
       // A large body's read buffer is not kept for the next request (it would outlive the
@@ -190,6 +228,7 @@ Wait Connection::read_request(Clock::time_point now) {
           spare_body_ = std::move(request.body);
           spare_body_.clear();
           release_if_large(spare_body_);
+          request.reservation.reset();  // the body is consumed (a large buffer freed above)
           return on_response(std::move(*response), now);
         }
       }
@@ -281,7 +320,7 @@ Wait Connection::refuse(int status, std::string_view reason, std::string message
 }
 
 Wait Connection::on_response(http::Response response, Clock::time_point now) {
-  release();  // the worker is done with the body
+  reservation_.reset();  // a refused or answered request holds no body any more
   bool keep_alive = !close_after_ && !response.close && !env_.stopping &&
                     requests_ + 1 < env_.limits.keep_alive_max_requests;
   out_ = http::serialize(response, keep_alive, head_.method == "HEAD");
@@ -354,7 +393,9 @@ Wait Connection::linger(Clock::time_point) {
 Wait Connection::on_deadline(Clock::time_point now) {
   switch (phase_) {
     case Phase::kHttp2:
-      http2_->expire(now);
+      // A stream's answer or reset, or a GOAWAY, not written within write_timeout: the client
+      // does not read.
+      if (!http2_->expire(now)) return close("write_timeout");
       return http2_step(now);
     case Phase::kHandshake:
       // TLS: a stalled handshake; plain: a connection that sent nothing.
@@ -384,21 +425,9 @@ Wait Connection::on_deadline(Clock::time_point now) {
 }
 
 bool Connection::reserve(std::size_t body_bytes) {
-  if (body_bytes == 0 || env_.buffered == nullptr) return true;
-  std::size_t bytes = body_bytes * env_.limits.body_memory_factor;
-  std::size_t before = env_.buffered->fetch_add(bytes, std::memory_order_relaxed);
-  if (before + bytes > env_.buffer_budget) {
-    env_.buffered->fetch_sub(bytes, std::memory_order_relaxed);
-    return false;
-  }
-  reserved_ = bytes;
-  return true;
-}
-
-void Connection::release() {
-  if (reserved_ == 0) return;
-  env_.buffered->fetch_sub(reserved_, std::memory_order_relaxed);
-  reserved_ = 0;
+  reservation_.reset();  // nothing is left of a previous request's share
+  return reservation_.grow(env_.buffered, env_.buffer_budget,
+                           body_bytes * env_.limits.body_memory_factor);
 }
 
 Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {

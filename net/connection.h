@@ -52,6 +52,38 @@ struct ConnectionLimits {
   std::size_t body_memory_factor = 1;
 };
 
+/// A share of the shared request-memory budget (ConnectionEnv::buffered), given back when it is
+/// destroyed or reset. It moves with the bytes it pays for — from the connection reading a body
+/// into the worker job that holds it, then into the response that holds its parse — so that a
+/// client closing its connection, a deadline, or a reset stream cannot free the budget while a
+/// queued job still holds the body. Move-only; usable from any thread.
+class Reservation {
+ public:
+  /// Holds nothing.
+  Reservation() = default;
+  /// Gives the share back.
+  ~Reservation() { reset(); }
+  /// Takes over `other`'s share (`other` holds nothing afterwards).
+  Reservation(Reservation&& other) noexcept;
+  /// Gives back this share, then takes over `other`'s.
+  Reservation& operator=(Reservation&& other) noexcept;
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+
+  /// Adds `bytes` to `counter` when the total stays within `budget`; false (nothing taken) when
+  /// it would not. A null counter means no budget: always true, nothing counted. Every call on
+  /// one reservation must name the same counter.
+  bool grow(std::atomic<std::size_t>* counter, std::size_t budget, std::size_t bytes);
+  /// Gives the share back now.
+  void reset();
+  /// The bytes held.
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::atomic<std::size_t>* counter_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 /// A complete request as a worker gets it.
 struct Request {
   http::RequestHead head;
@@ -60,6 +92,9 @@ struct Request {
   Clock::time_point start;
   /// The HTTP/2 stream it came on; 0 for HTTP/1.1.
   std::int32_t stream = 0;
+  /// What its head and body are charged to the shared budget: given back when the request is
+  /// destroyed (or its response, when the worker moves it there), not when its connection goes.
+  Reservation reservation;
 };
 
 /// What connections share: limits, metrics and the ways out to the loop. Owned by the loop.
@@ -81,9 +116,10 @@ struct ConnectionEnv {
   /// vscaler_<name>_tls_handshake_seconds: from accept to the handshake's end; null on a plain
   /// server.
   metrics::Histogram* handshake_seconds = nullptr;
-  /// Request body bytes held by all connections (read, queued or being served), and the most
-  /// they may hold: a body that would pass it is refused with 503 before it is read, so many
-  /// connections each sending a large body cannot exhaust memory.
+  /// Request body bytes (and HTTP/2's decoded headers) held by all connections and by the
+  /// worker jobs they handed requests to (read, queued or being served: see Reservation), and
+  /// the most they may hold: a body that would pass it is refused with 503 before it is read, so
+  /// many connections each sending a large body cannot exhaust memory.
   std::atomic<std::size_t>* buffered = nullptr;
   std::size_t buffer_budget = 512 * 1024 * 1024;
   /// True once the server is stopping: responses close their connections.
@@ -156,7 +192,6 @@ class Connection {
   Wait wait_idle(Clock::time_point now);
   Wait close(std::string_view reason = {});
   bool reserve(std::size_t bytes);
-  void release();
 
   // What to do once `out_` is written.
   enum class Then { kBody, kKeepAlive, kClose, kLinger };
@@ -179,6 +214,7 @@ class Connection {
   bool buffers_held_ = false;  // kIdle: buffers not yet freed (wait_idle set a wake-up)
   http::RequestHead head_;
   std::size_t head_bytes_ = 0;
+  std::size_t head_scanned_ = 0;  ///< http::parse_head's resume point in `in_` for this head
   std::uint64_t body_bytes_ = 0;
   bool close_after_ = false;  // the current request's response closes the connection
   std::size_t requests_ = 0;
@@ -188,7 +224,7 @@ class Connection {
   std::size_t out_offset_ = 0;
   Then then_ = Then::kKeepAlive;
   std::size_t drained_ = 0;              // bytes discarded during a lingering close
-  std::size_t reserved_ = 0;             // this request's share of ConnectionEnv::buffered
+  Reservation reservation_;              // the body being read; moves into the Request
   std::unique_ptr<Http2Session> http2_;  // set once ALPN chose h2
 };
 

@@ -99,10 +99,12 @@ void EventLoop::wake() {
   }
 }
 
-// On the loop thread.
+// On the loop thread. The job owns the request, and so its body and its share of the budget
+// (Request::reservation), until it ends or is dropped unrun. (Held through a shared_ptr: a pool
+// job must be copyable, a Reservation is not.)
 bool EventLoop::dispatch(std::uint64_t id, Request request) {
-  return shared_.pool->submit(
-      [this, id, request = std::move(request)]() mutable { work(id, std::move(request)); });
+  auto held = std::make_shared<Request>(std::move(request));
+  return shared_.pool->submit([this, id, held] { work(id, std::move(*held)); });
 }
 
 // On the loop thread: HTTP/2 streams always go to the workers (their session is not
@@ -114,7 +116,24 @@ std::optional<http::Response> EventLoop::serve_here(Request& request) {
 
 // On a worker thread.
 void EventLoop::work(std::uint64_t id, Request request) {
+  // Its deadline passed while it waited in the queue: its connection (or HTTP/2 stream) is cut
+  // at that deadline, so nobody waits for the answer. Not served, so that an overloaded server
+  // does not spend its workers on requests already given up.
+  if (Clock::now() >= request.start + env_.limits.request_timeout) {
+    shared_.rejected->with({"expired_in_queue"}).inc();
+    return;
+  }
   http::Response response = respond(request);
+  if (request.reservation.bytes() > 0) {
+    // The parse the handler leaves to free after the write (free_after_write) is part of what
+    // the body's share pays for: the share goes with it, given back once it is freed.
+    struct Held {
+      Reservation reservation;
+      std::shared_ptr<void> payload;  // freed before the share is given back
+    };
+    response.free_after_write = std::make_shared<Held>(
+        Held{std::move(request.reservation), std::move(response.free_after_write)});
+  }
   {
     std::lock_guard lock(done_mutex_);
     done_.emplace_back(id, request.stream, std::move(response));

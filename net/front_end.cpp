@@ -154,7 +154,8 @@ base::Result<int> FrontEnd::start() {
     }
     loops_.push_back(std::move(loop));
   }
-  // One request per connection at a time: the queue never holds more than the connections.
+  // As many waiting jobs as connections (HTTP/2 connections may queue more than one each): what
+  // they hold stays within the shared budget, since each job carries its body's reservation.
   shared.pool = std::make_unique<base::WorkerPool>(options.workers, total);
   for (auto& loop : loops_) loop->start();
   log::info(shared.logger, "serving",

@@ -108,11 +108,19 @@ std::size_t RequestHead::count(std::string_view name) const {
   return n;
 }
 
-HeadResult parse_head(std::string_view buffer, RequestHead& head) {
+HeadResult parse_head(std::string_view buffer, RequestHead& head, std::size_t& scanned) {
   std::size_t start = 0;
-  while (buffer.substr(start, 2) == "\r\n") start += 2;
-  auto end = buffer.find("\r\n\r\n", start);
-  if (end == std::string_view::npos) return {};
+  while (buffer.substr(start, 2) == "\r\n") {
+    start += 2;
+    if (start > 2 * kMaxLeadingEmptyLines)
+      return malformed("too many empty lines before the request");
+  }
+  // The blank line may begin up to 3 bytes before where the last search stopped.
+  auto end = buffer.find("\r\n\r\n", std::max(start, scanned));
+  if (end == std::string_view::npos) {
+    scanned = std::max(start, buffer.size() >= 3 ? buffer.size() - 3 : 0);
+    return {};
+  }
   std::string_view block = buffer.substr(start, end + 2 - start);  // each line ends with CRLF
   head = RequestHead{};
   // One allocation for the fields instead of one per doubling (a line per field, after the

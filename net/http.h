@@ -47,10 +47,19 @@ struct HeadResult {
   std::string error;
 };
 
-/// Parses the head at the start of `buffer` (leading empty lines are skipped, as RFC 9112
-/// allows). Lines end with CRLF; obsolete line folding, control characters and header names
-/// that are not tokens are malformed. Never reads past the first blank line.
-HeadResult parse_head(std::string_view buffer, RequestHead& head);
+/// Parses the head at the start of `buffer` (up to kMaxLeadingEmptyLines leading empty lines are
+/// skipped, as RFC 9112 allows; more are malformed). Lines end with CRLF; obsolete line folding,
+/// control characters and header names that are not tokens are malformed. Never reads past the
+/// first blank line.
+///
+/// `scanned` makes a head that arrives in many reads cost its length once, not once per read
+/// (a client sending it a byte per TLS record would otherwise make the loop thread search the
+/// whole buffer again each time): where the search for the blank line resumes, 0 for a new
+/// head, kept by the caller between calls on the same growing buffer and updated here.
+HeadResult parse_head(std::string_view buffer, RequestHead& head, std::size_t& scanned);
+
+/// Empty lines accepted before a request line (RFC 9112 2.2 asks for at least one).
+inline constexpr std::size_t kMaxLeadingEmptyLines = 8;
 
 /// Strict Content-Length: digits only (no sign, no spaces, no list), at most 18 of them.
 std::optional<std::uint64_t> parse_length(std::string_view text);

@@ -40,6 +40,7 @@ Http2Session::Http2Session(std::uint64_t connection_id, ConnectionEnv& env, Cloc
   nghttp2_session_callbacks_set_on_header_callback(callbacks, on_header);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, on_frame_recv);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, on_frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, on_stream_close);
   nghttp2_option* option = nullptr;
   if (nghttp2_option_new(&option) == 0) {
@@ -66,7 +67,8 @@ Http2Session::Http2Session(std::uint64_t connection_id, ConnectionEnv& env, Cloc
 }
 
 Http2Session::~Http2Session() {
-  for (auto& [id, stream] : streams_) release(stream);
+  // The streams' reservations are given back as streams_ is destroyed; those of requests a
+  // worker holds, when the worker is done with them.
   if (session_ != nullptr) nghttp2_session_del(session_);
 }
 
@@ -83,7 +85,8 @@ bool Http2Session::receive(std::string_view bytes, Clock::time_point now) {
   return true;
 }
 
-bool Http2Session::flush(std::string& out) {
+bool Http2Session::flush(std::string& out, Clock::time_point now) {
+  now_ = now;
   while (true) {
     const std::uint8_t* data = nullptr;
     ssize_t length = nghttp2_session_mem_send(session_, &data);
@@ -98,12 +101,12 @@ void Http2Session::respond(std::int32_t stream_id, http::Response response, Cloc
   last_activity_ = now;
   Stream* stream = find(stream_id);
   if (stream == nullptr || stream->answered) return;  // reset or timed out meanwhile
-  release(*stream);                                   // the worker is done with the body
   submit(stream_id, *stream, response);
 }
 
 void Http2Session::submit(std::int32_t stream_id, Stream& stream, const http::Response& response) {
   stream.answered = true;
+  stream.answered_at = now_;
   stream.response_body = response.body;
   stream.response_offset = 0;
   bool head_only = stream.head.method == "HEAD";
@@ -125,32 +128,54 @@ void Http2Session::submit(std::int32_t stream_id, Stream& stream, const http::Re
     nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_INTERNAL_ERROR);
 }
 
-void Http2Session::expire(Clock::time_point now) {
+bool Http2Session::expire(Clock::time_point now) {
   now_ = now;
   for (auto& [id, stream] : streams_) {
-    if (stream.answered || now < stream.start + env_.limits.request_timeout) continue;
-    env_.rejected->with({"request_timeout"}).inc();
-    stream.answered = true;  // a late worker answer is dropped
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+    if (now < deadline_of(stream)) continue;
+    // Its RST_STREAM is not even sent: the client reads nothing, the connection goes.
+    if (stream.reset) return false;
+    if (stream.answered_early && !stream.request_complete) {
+      reset(id, stream, NGHTTP2_NO_ERROR);  // the answer is out; the rest of the body is not read
+      continue;
+    }
+    env_.rejected->with({stream.answered ? "write_timeout" : "request_timeout"}).inc();
+    reset(id, stream, NGHTTP2_CANCEL);  // a late worker answer is dropped
   }
-  if (streams_.empty() && now >= last_activity_ + idle_timeout()) stop();
+  if (streams_.empty()) {
+    if (goaway_sent_ && now >= goaway_at_ + env_.limits.write_timeout) return false;
+    if (now >= last_activity_ + idle_timeout()) stop(now);
+  }
+  return true;
 }
 
-void Http2Session::stop() {
+void Http2Session::stop(Clock::time_point now) {
   if (goaway_sent_) return;
   goaway_sent_ = true;
+  goaway_at_ = now;
   nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
 }
 
 Clock::time_point Http2Session::deadline() const {
   Clock::time_point earliest = Clock::time_point::max();
-  for (const auto& [id, stream] : streams_) {
-    if (!stream.answered) earliest = std::min(earliest, stream.start + env_.limits.request_timeout);
+  for (const auto& [id, stream] : streams_) earliest = std::min(earliest, deadline_of(stream));
+  if (streams_.empty()) {
+    earliest =
+        goaway_sent_ ? goaway_at_ + env_.limits.write_timeout : last_activity_ + idle_timeout();
   }
-  if (earliest != Clock::time_point::max()) return earliest;
-  // Answered streams still being written are bounded by the write timeout of the connection.
-  if (!streams_.empty()) return now_ + env_.limits.write_timeout;
-  return last_activity_ + idle_timeout();
+  return earliest;
+}
+
+Clock::time_point Http2Session::deadline_of(const Stream& stream) const {
+  if (stream.reset) return stream.reset_at + env_.limits.write_timeout;
+  if (stream.answered_early && !stream.request_complete) {
+    return stream.sent_at + std::min<Clock::duration>(kEarlyAnswerGrace, env_.limits.write_timeout);
+  }
+  if (stream.answered) return stream.answered_at + env_.limits.write_timeout;
+  return stream.start + env_.limits.request_timeout;
+}
+
+std::size_t Http2Session::header_budget() const {
+  return std::max(kMaxConnectionHeaderBytes, env_.limits.max_header_bytes);
 }
 
 std::chrono::milliseconds Http2Session::idle_timeout() const {
@@ -182,11 +207,31 @@ int Http2Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const 
   auto& session = session_of(self);
   Stream* stream = session.find(frame->hd.stream_id);
   if (stream == nullptr || stream->answered) return 0;
-  stream->header_bytes += name_length + value_length + 32;  // RFC 7541's entry size
-  if (stream->header_bytes > session.env_.limits.max_header_bytes) {
-    session.env_.rejected->with({"headers_too_large"}).inc();
-    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets this stream only
+  std::size_t bytes = name_length + value_length + 32;  // RFC 7541's entry size
+  const char* refused = nullptr;
+  if (stream->header_bytes + bytes > session.env_.limits.max_header_bytes) {
+    refused = "headers_too_large";
+  } else if (session.header_bytes_ + bytes > session.header_budget()) {
+    refused = "http2_header_budget";
   }
+  if (refused != nullptr) {
+    session.env_.rejected->with({refused}).inc();
+    // nghttp2 resets this stream only (RST_STREAM INTERNAL_ERROR) and skips the rest of its
+    // header block; it is erased once the reset is sent.
+    stream->answered = stream->reset = true;
+    stream->answered_at = stream->reset_at = session.now_;
+    drop_request(*stream);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  if (stream->over_budget) return 0;
+  // Decoded headers are request bytes held like a body: charged to the shared budget (a full
+  // budget is answered 503 once the header block ends).
+  if (!stream->reservation.grow(session.env_.buffered, session.env_.buffer_budget, bytes)) {
+    stream->over_budget = true;
+    return 0;
+  }
+  stream->header_bytes += bytes;
+  session.header_bytes_ += bytes;
   std::string_view key(reinterpret_cast<const char*>(name), name_length);
   std::string text(reinterpret_cast<const char*>(value), value_length);
   if (key == ":method") {
@@ -212,17 +257,11 @@ int Http2Session::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t str
                        std::to_string(limits.max_body_bytes) + " bytes\n");
     return 0;
   }
-  auto* buffered = session.env_.buffered;
-  if (buffered != nullptr) {
-    std::size_t cost = length * limits.body_memory_factor;
-    std::size_t before = buffered->fetch_add(cost, std::memory_order_relaxed);
-    if (before + cost > session.env_.buffer_budget) {
-      buffered->fetch_sub(cost, std::memory_order_relaxed);
-      session.refuse(stream_id, *stream, 503, "memory_budget",
-                     "the webhook holds too many request bodies at once; retry\n");
-      return 0;
-    }
-    stream->reserved += cost;
+  if (!stream->reservation.grow(session.env_.buffered, session.env_.buffer_budget,
+                                length * limits.body_memory_factor)) {
+    session.refuse(stream_id, *stream, 503, "memory_budget",
+                   "the webhook holds too many request bodies at once; retry\n");
+    return 0;
   }
   stream->body.append(reinterpret_cast<const char*>(data), length);
   return 0;
@@ -232,8 +271,15 @@ int Http2Session::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, vo
   auto& session = session_of(self);
   if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
   Stream* stream = session.find(frame->hd.stream_id);
-  if (stream == nullptr || stream->answered) return 0;
+  if (stream == nullptr) return 0;
+  if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) stream->request_complete = true;
+  if (stream->answered) return 0;
   if (frame->hd.type == NGHTTP2_HEADERS) {
+    if (stream->over_budget) {
+      session.refuse(frame->hd.stream_id, *stream, 503, "memory_budget",
+                     "the webhook holds too many requests at once; retry\n");
+      return 0;
+    }
     // A declared length over the limit is refused before any of the body is read.
     if (auto declared = stream->head.header("content-length")) {
       auto length = http::parse_length(*declared);
@@ -260,12 +306,15 @@ void Http2Session::complete(std::int32_t stream_id, Stream& stream) {
     refuse(stream_id, stream, 400, "bad_request", "bad request: no :method or :path\n");
     return;
   }
-  Request request{stream.head, std::move(stream.body), stream.start, stream_id};
-  stream.body.clear();
+  // The head, the body and their share of the budget go to the worker together: the share is
+  // given back when the worker's job is done with them, whatever becomes of this stream.
+  Request request{std::move(stream.head), std::move(stream.body), stream.start, stream_id,
+                  std::move(stream.reservation)};
+  stream.head = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
+  stream.body = std::string();
   stream.dispatched = true;
   if (!env_.dispatch(connection_id_, std::move(request))) {
     env_.rejected->with({"overloaded"}).inc();
-    release(stream);
     submit(
         stream_id, stream,
         http::Response{503, http::kText, "the webhook is overloaded, retry\n", {}, false, nullptr});
@@ -276,10 +325,38 @@ void Http2Session::refuse(std::int32_t stream_id, Stream& stream, int status,
                           std::string_view reason, std::string message) {
   env_.rejected->with({reason}).inc();  // counted before the client can see the answer
   env_.refused(stream.head, status, stream.start);
-  release(stream);
-  stream.body.clear();
+  drop_request(stream);
   submit(stream_id, stream,
          http::Response{status, http::kText, std::move(message), {}, false, nullptr});
+}
+
+void Http2Session::reset(std::int32_t stream_id, Stream& stream, std::uint32_t code) {
+  stream.answered = true;
+  stream.reset = true;
+  stream.reset_at = now_;
+  drop_request(stream);
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, code);
+}
+
+void Http2Session::drop_request(Stream& stream) {
+  stream.head = http::RequestHead{std::move(stream.head.method), {}, {}, 1, {}};
+  stream.body = std::string();
+  stream.reservation.reset();
+}
+
+int Http2Session::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* self) {
+  auto& session = session_of(self);
+  if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) return 0;
+  if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+  Stream* stream = session.find(frame->hd.stream_id);
+  if (stream == nullptr || stream->request_complete || stream->reset) return 0;
+  // The whole answer is sent before the request is complete (a refusal: 413, 400, 503).
+  // nghttp2 1.52 leaves such a stream half-closed for as long as the client stays quiet; RFC
+  // 9113 8.1: the server then resets it with NO_ERROR, which tells the client to stop sending
+  // its body without discarding the answer (expire(), after kEarlyAnswerGrace).
+  stream->answered_early = true;
+  stream->sent_at = session.now_;
+  return 0;
 }
 
 int Http2Session::on_stream_close(nghttp2_session*, std::int32_t stream_id, std::uint32_t,
@@ -287,8 +364,8 @@ int Http2Session::on_stream_close(nghttp2_session*, std::int32_t stream_id, std:
   auto& session = session_of(self);
   auto found = session.streams_.find(stream_id);
   if (found == session.streams_.end()) return 0;
-  session.release(found->second);
-  session.streams_.erase(found);
+  session.header_bytes_ -= found->second.header_bytes;
+  session.streams_.erase(found);  // gives back what it still holds of the budget
   return 0;
 }
 
@@ -306,12 +383,6 @@ ssize_t Http2Session::read_body(nghttp2_session*, std::int32_t stream_id, std::u
     std::string().swap(stream->response_body);
   }
   return static_cast<ssize_t>(n);
-}
-
-void Http2Session::release(Stream& stream) {
-  if (stream.reserved == 0 || env_.buffered == nullptr) return;
-  env_.buffered->fetch_sub(stream.reserved, std::memory_order_relaxed);
-  stream.reserved = 0;
 }
 
 }  // namespace vscaler::net

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "net/connection_limiter.h"
 #include "net/http.h"
 #include "net/tls.h"
+#include "test/unit/support/eventually.h"
 #include "test/unit/webhook/started_server.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/server.h"
@@ -141,11 +143,13 @@ struct Gate {
 
 TEST_CASE("http: request heads are parsed strictly and only once complete") {
   http::RequestHead head;
-  CHECK(http::parse_head("POST /a HTTP/1.1\r\nHost: x\r\n", head).status ==
+  std::size_t scanned = 0;  // a new head each call: the search starts at its beginning
+  CHECK(http::parse_head("POST /a HTTP/1.1\r\nHost: x\r\n", head, scanned).status ==
         http::HeadStatus::kIncomplete);
   std::string text =
       "\r\nPOST /mutate?timeout=2s HTTP/1.1\r\nHost:  x \r\nContent-Length: 2\r\n\r\n{}";
-  auto parsed = http::parse_head(text, head);
+  scanned = 0;
+  auto parsed = http::parse_head(text, head, scanned);
   REQUIRE(parsed.status == http::HeadStatus::kComplete);
   CHECK(parsed.consumed == text.size() - 2);
   CHECK(head.method == "POST");
@@ -153,14 +157,17 @@ TEST_CASE("http: request heads are parsed strictly and only once complete") {
   CHECK(head.target == "/mutate?timeout=2s");
   CHECK(head.header("host") == "x");
   CHECK(head.count("CONTENT-LENGTH") == 1);
-  CHECK(http::parse_head("GET / HTTP/1.0\r\n\r\n", head).status == http::HeadStatus::kComplete);
+  scanned = 0;
+  CHECK(http::parse_head("GET / HTTP/1.0\r\n\r\n", head, scanned).status ==
+        http::HeadStatus::kComplete);
   CHECK(head.minor_version == 0);
 
   for (const char* bad :
        {"POST /a HTTP/2.0\r\n\r\n", "POST  HTTP/1.1\r\n\r\n",
         "POST /a HTTP/1.1\r\nBad Name: x\r\n\r\n", "POST /a HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
         "POST /a HTTP/1.1\r\nX: a\x01\r\n\r\n", "P\"ST /a HTTP/1.1\r\n\r\n"}) {
-    auto result = http::parse_head(bad, head);
+    scanned = 0;
+    auto result = http::parse_head(bad, head, scanned);
     CHECK_MESSAGE(result.status == http::HeadStatus::kMalformed, bad);
     CHECK_FALSE(result.error.empty());
   }
@@ -173,6 +180,39 @@ TEST_CASE("http: request heads are parsed strictly and only once complete") {
   CHECK(http::serialize({404, http::kText, "no\n", {{"Allow", "POST"}}, false, nullptr}, false) ==
         "HTTP/1.1 404 Not Found\r\nAllow: POST\r\nConnection: close\r\nContent-Type: "
         "text/plain; charset=utf-8\r\nContent-Length: 3\r\n\r\nno\n");
+}
+
+TEST_CASE("http: a head arriving a byte at a time costs its length, not its length squared") {
+  // A client may send the head one byte per TLS record; every read asks parse_head again. With
+  // the search resumed where it stopped, 64 KiB of '\r' bytes (each a near match of the blank
+  // line) take microseconds; searched from the start each time, seconds of the loop thread.
+  std::string buffer = "POST /mutate-deployments HTTP/1.1\r\nX: ";
+  http::RequestHead head;
+  std::size_t scanned = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 64 * 1024; ++i) {
+    buffer += '\r';
+    REQUIRE(http::parse_head(buffer, head, scanned).status == http::HeadStatus::kIncomplete);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
+  CHECK(scanned == buffer.size() - 3);
+  // The blank line is found across the boundary of two reads.
+  buffer = "GET / HTTP/1.1\r\nHost: x\r\n\r";
+  scanned = 0;
+  CHECK(http::parse_head(buffer, head, scanned).status == http::HeadStatus::kIncomplete);
+  buffer += "\n";
+  auto parsed = http::parse_head(buffer, head, scanned);
+  CHECK(parsed.status == http::HeadStatus::kComplete);
+  CHECK(parsed.consumed == buffer.size());
+  // A few empty lines before the request are skipped; a stream of them is refused.
+  std::string padded;
+  for (std::size_t i = 0; i < http::kMaxLeadingEmptyLines; ++i) padded += "\r\n";
+  scanned = 0;
+  CHECK(http::parse_head(padded + "GET / HTTP/1.1\r\n\r\n", head, scanned).status ==
+        http::HeadStatus::kComplete);
+  scanned = 0;
+  CHECK(http::parse_head(padded + "\r\nGET / HTTP/1.1\r\n\r\n", head, scanned).status ==
+        http::HeadStatus::kMalformed);
 }
 
 TEST_CASE("connection limiter: a cap in total and per address, slots given back") {
@@ -577,4 +617,64 @@ TEST_CASE("front end: what a response leaves to free is freed after it is writte
   front_end.stop(1s);
   CHECK(shared->freed_after_answer == 4);
   CHECK(shared->freed_before_answer == 0);
+}
+
+TEST_CASE("front end: a queued body keeps its share of the budget until its job ends") {
+  // One worker held by the first request; the second waits in the queue with its body. Both
+  // connections are cut at their request deadline: the budget must still count both bodies
+  // (the jobs hold them), and the queued one, whose deadline passed, is dropped unserved.
+  Gate gate;
+  std::atomic<int> served{0};
+  auto serve = [&](vscaler::net::Request&) {
+    ++served;
+    gate.hold();
+    return http::Response{200, http::kText, "ok\n", {}, false, nullptr};
+  };
+  Registry registry;
+  std::atomic<std::size_t> buffered{0};
+  vscaler::net::FrontEndOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.workers = 1;
+  options.event_loops = 1;
+  options.registry = &registry;
+  options.buffered = &buffered;
+  options.limits.request_timeout = 500ms;
+  vscaler::net::FrontEnd front_end(
+      nullptr, options, serve,
+      [](const http::RequestHead&, int, vscaler::net::Clock::time_point) {});
+  auto port = front_end.start();
+  REQUIRE(port.ok());
+  constexpr std::size_t kBody = 100000;
+  const std::string request =
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n" +
+      std::string(kBody, 'a');
+  auto send_all = [](int fd, const std::string& data) {
+    for (std::size_t sent = 0; sent < data.size();) {
+      ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  };
+  int first = vscaler::testing::connect_local(*port);
+  REQUIRE(first >= 0);
+  REQUIRE(send_all(first, request));
+  REQUIRE(gate.wait_entered(1));
+  int second = vscaler::testing::connect_local(*port);
+  REQUIRE(second >= 0);
+  REQUIRE(send_all(second, request));
+  CHECK(vscaler::testing::eventually([&] { return buffered.load() == 2 * kBody; }, 2s));
+  CHECK(closed_by_peer_within(first, 2s));
+  CHECK(closed_by_peer_within(second, 2s));
+  ::close(first);
+  ::close(second);
+  CHECK(buffered.load() == 2 * kBody);  // closed connections, bodies still held
+  gate.release();
+  CHECK(vscaler::testing::eventually([&] { return buffered.load() == 0; }, 5s));
+  CHECK(served.load() == 1);
+  auto text = registry.render();
+  CHECK(text.find("vscaler_webhook_rejected_total{reason=\"expired_in_queue\"} 1\n") !=
+        std::string::npos);
+  front_end.stop(1s);
 }
