@@ -101,8 +101,10 @@ class Projection {
   /// Also compares the subtree at `path` (member names, e.g. {"spec", "template"}) of object and
   /// oldObject into AdmissionRequest::subtree_unchanged, leaving out members matched by `ignored`
   /// (token lists relative to `path`; "*" matches any array element or member) and objects left
-  /// empty by that. Members' order does not matter. One walk of both parsed subtrees, no copy,
-  /// stopping at the first difference: they are compared without being projected.
+  /// empty by that. Members' order does not matter (objects of more than 64 members out of
+  /// order count as different: comparing them by name would be quadratic). One walk of both parsed
+  /// subtrees, no copy, stopping at the first difference: they are compared without being
+  /// projected.
   Projection& compare_subtree(std::vector<std::string> path,
                               std::vector<std::vector<std::string>> ignored);
   /// The comparison asked for, or nullptr.

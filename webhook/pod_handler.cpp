@@ -83,9 +83,10 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
   // ResourceQuota admission runs after this hook: the pod's sums stay within the headroom, or
   // within what the pod asked for itself where that is more (it would not fit either way).
-  std::optional<recommender::PodTotals> budget =
+  const std::optional<recommender::PodTotals> headroom =
       quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
   const recommender::PodTotals own = recommender::pod_totals_of(request.object);
+  std::optional<recommender::PodTotals> budget = headroom;
   if (budget) *budget = recommender::at_least(*budget, own);
   bool budget_capped = false;
   api::ResourcePlan plan;
@@ -137,6 +138,8 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   if (boosting) {
     // The boost's room once the plan is written: what the quota leaves, and the LimitRange's
     // maxima (LimitRanger admits the pod after this hook and would refuse a boost above them).
+    // The quota's own headroom, not `budget`: the pod's declared totals it was raised to are
+    // room the pod may keep, not room a boost above the plan's values may take.
     api::BoostRoom room;
     const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
     auto tighter = [](std::optional<kube::Quantity>& slot, const recommender::ResourceMap& bound,
@@ -148,9 +151,9 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
       const kube::Quantity left = kube::Quantity::from_nanos(rest > 0 ? rest : 0);
       if (!slot || left < *slot) slot = left;
     };
-    if (budget) {
-      tighter(room.requests_cpu, budget->requests, totals.requests);
-      tighter(room.limits_cpu, budget->limits, totals.limits);
+    if (headroom) {
+      tighter(room.requests_cpu, headroom->requests, totals.requests);
+      tighter(room.limits_cpu, headroom->limits, totals.limits);
     }
     if (limit_range) {
       tighter(room.requests_cpu, limit_range->pod_max, totals.requests);

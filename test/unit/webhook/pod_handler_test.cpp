@@ -415,6 +415,35 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
   }
 }
 
+TEST_CASE("startup boost: the boost fits the quota's headroom, not the pod's declared totals") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  controller::QuotaCache quotas;
+  // requests.cpu: 1 hard, 500m used -> 500m left.
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(R"({"metadata": {"name": "q",
+      "namespace": "record"}, "status": {"hard": {"requests.cpu": "1"},
+      "used": {"requests.cpu": "500m"}}})"))}) == 0);
+  PodHandler handler{store, results, nullptr, &quotas};
+  add_spec(store, R"({"updateMode": "InPlace",
+      "startupBoost": {"cpu": {"factor": 4, "durationSeconds": 60}},
+      "containers": [{"name": "app", "requests": {"cpu": "300m"}},
+                     {"name": "sidecar", "mode": "Off"}]})");
+  // The template asks for 1 CPU, more than the quota has left; the scaler lowers it to 300m,
+  // which fits, and the boost may take only the 200m left above that. (Measured against the
+  // pod's own 1 CPU, it took 700m: the pod's CREATE, 1 CPU in all, was refused by the quota.)
+  json review = recorded_review();
+  review["request"]["object"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1";
+  review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2";
+  auto response = handler.handle(parse(review));
+  REQUIRE(response.patch.is_array());
+  json pod = admitted(review, response.patch);
+  CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m");
+  auto record = api::boost_record_of(pod);
+  REQUIRE(record);
+  CHECK(record->containers[0].base.request->to_string() == "300m");
+}
+
 TEST_CASE("startup boost: a container with no cpu request is left alone and counted skipped") {
   controller::ScalerStore store;
   metrics::Registry registry;
