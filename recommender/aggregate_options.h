@@ -18,6 +18,10 @@ struct AggregateOptions {
   Duration memory_half_life = std::chrono::hours(24);
   /// --memory-aggregation-interval: memory keeps one peak per interval of this length.
   Duration memory_aggregation_interval = std::chrono::hours(24);
+  /// VPA's --memory-aggregation-interval-count (8): how many intervals a history spans. A
+  /// container's aggregate whose last sample is older than history_length() is dropped, as
+  /// VPA's garbage collector drops an expired AggregateContainerState.
+  int memory_aggregation_interval_count = 8;
   /// The weight of every CPU sample (VPA 1.8's minSampleWeight, 0.1). Equal for all samples:
   /// VPA before 1.8 weighed by the CPU request, so that pods of unequal requests outvoted each
   /// other (kubernetes/autoscaler #7818).
@@ -30,6 +34,11 @@ struct AggregateOptions {
   /// forgotten by the duplicate filter (its pod has gone; metrics are never this late).
   Duration pod_clock_horizon = std::chrono::hours(1);
 
+  /// How long an aggregate outlives its last sample: memory_aggregation_interval x
+  /// memory_aggregation_interval_count (VPA's memory aggregation window, 8 days).
+  Duration history_length() const {
+    return memory_aggregation_interval * memory_aggregation_interval_count;
+  }
   /// The CPU histograms' layout and half-life.
   HistogramConfig cpu_config() const {
     return {&ExponentialHistogramOptions::cpu(), cpu_half_life};

@@ -26,6 +26,7 @@ void LargestNode::add(const nlohmann::json& node) {
 ResourceMap cluster_caps(const ResourceMap& largest_node, const ResourceMap& global_max) {
   ResourceMap caps = largest_node;
   for (const auto& [resource, value] : global_max) {
+    if (value == kube::Quantity()) continue;  // a flag of 0 caps nothing, as in VPA
     auto it = caps.find(resource);
     if (it == caps.end()) {
       caps.emplace(resource, value);
@@ -37,7 +38,12 @@ ResourceMap cluster_caps(const ResourceMap& largest_node, const ResourceMap& glo
 }
 
 AllowedRange within_cluster_caps(AllowedRange range, const ResourceMap& caps) {
-  for (const auto& [resource, cap] : caps) range.max_allowed.emplace(resource, cap);
+  for (const auto& [resource, cap] : caps) {
+    // A maxAllowed of 0 is no bound (clamp_to_range): the caps stand in for it as for a missing
+    // one, or the largest node would no longer cap.
+    auto [it, inserted] = range.max_allowed.emplace(resource, cap);
+    if (!inserted && it->second == kube::Quantity()) it->second = cap;
+  }
   return range;
 }
 

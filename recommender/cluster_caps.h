@@ -27,10 +27,12 @@ class LargestNode {
   ResourceMap largest_;
 };
 
-/// Per resource, the smaller of `largest_node` and `global_max` (either may lack a resource).
+/// Per resource, the smaller of `largest_node` and `global_max` (either may lack a resource; a
+/// `global_max` of 0 is none, as VPA ignores a zero cap).
 ResourceMap cluster_caps(const ResourceMap& largest_node, const ResourceMap& global_max);
 
-/// `range` with `caps` as its max for each resource the scaler's maxAllowed does not set.
+/// `range` with `caps` as its max for each resource the scaler's maxAllowed does not set (or
+/// sets to 0, which bounds nothing).
 AllowedRange within_cluster_caps(AllowedRange range, const ResourceMap& caps);
 
 }  // namespace vscaler::recommender

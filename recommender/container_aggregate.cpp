@@ -9,8 +9,8 @@
 
 namespace vscaler::recommender {
 
-std::uint64_t pod_key(std::string_view pod_uid) {
-  return fnv1a(kFnvBasis, pod_uid);
+std::uint64_t pod_key(std::string_view pod_name) {
+  return fnv1a(kFnvBasis, pod_name);
 }
 
 ContainerAggregate::ContainerAggregate(AggregateState state)
@@ -147,6 +147,15 @@ kube::Result<kube::Unit> ContainerAggregate::record_oom(const AggregateOptions& 
   const double needed = std::max(used + options.oom_min_bump_bytes, used * options.oom_bump_ratio);
   add_memory_peak(options, state, needed, time, true);
   return kube::Unit{};
+}
+
+bool ContainerAggregate::expired(const AggregateOptions& options, TimePoint now) const {
+  if (empty()) {
+    // An OOM kill or a memory-only history point holds no sample time: the aggregate lasts a
+    // history length from when it was first held, as VPA's does from its creation.
+    return held_since_ms_ != 0 && now - from_millis(held_since_ms_) >= options.history_length();
+  }
+  return now - state_.last_sample_start >= options.history_length();
 }
 
 std::size_t ContainerAggregate::memory_bytes() const {

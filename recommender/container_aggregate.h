@@ -33,8 +33,11 @@ enum class SampleOutcome {
   kInvalid,  ///< negative or non-finite usage: skipped
 };
 
-/// A stable 64-bit key for a pod (FNV-1a of its uid), for the per-pod duplicate filter.
-std::uint64_t pod_key(std::string_view pod_uid);
+/// A stable 64-bit key for a pod (FNV-1a of its name), for the per-pod duplicate filter and
+/// memory window. By name, as VPA keys its ContainerState (PodID: namespace and name; a scaler's
+/// pods share its namespace): history points, which know no uid, and live samples of one pod
+/// share a state, and a StatefulSet pod recreated under its name continues its predecessor's.
+std::uint64_t pod_key(std::string_view pod_name);
 
 /// The parts of an aggregate a checkpoint holds, as VPA's checkpoint does: the per-pod clocks
 /// and memory windows are not kept. After a restore, samples not newer than the restored last
@@ -89,6 +92,17 @@ class ContainerAggregate {
   /// The current memory window of `pod`; nullopt when the pod has none (never seen, or gone).
   std::optional<PodMemoryWindow> memory_window(std::uint64_t pod) const;
 
+  /// Records `now` as the time this aggregate came to be held, unless one is recorded: VPA's
+  /// CreationTime (a new aggregate's first pass, a restored one's load), from which an aggregate
+  /// without samples expires.
+  void note_held_at(TimePoint now) {
+    if (held_since_ms_ == 0) held_since_ms_ = to_millis(now);
+  }
+  /// True when VPA's garbage collector would drop this aggregate at `now` (isExpired): its last
+  /// sample, or without samples the time it came to be held (note_held_at; never, when none was
+  /// recorded), is at least options.history_length() before `now`.
+  bool expired(const AggregateOptions& options, TimePoint now) const;
+
   /// The checkpointable state.
   const AggregateState& state() const { return state_; }
   /// True before the first CPU sample.
@@ -120,6 +134,7 @@ class ContainerAggregate {
 
   AggregateState state_;
   std::int64_t restored_floor_ms_ = 0;  // last sample of the checkpoint restored from, else 0
+  std::int64_t held_since_ms_ = 0;      // note_held_at's time (0: none recorded)
   std::vector<PodState> pods_;          // sorted by pod
 };
 

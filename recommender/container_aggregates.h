@@ -50,6 +50,13 @@ class ContainerAggregates {
   const_iterator begin() const { return entries_.begin(); }
   const_iterator end() const { return entries_.end(); }
 
+  /// Removes the entries for which `remove(name, aggregate)` is true; returns how many.
+  template <typename Predicate>
+  std::size_t erase_if(Predicate remove) {
+    return std::erase_if(entries_,
+                         [&remove](const value_type& e) { return remove(e.first, e.second); });
+  }
+
   /// Releases spare capacity, the entries' and each aggregate's.
   void shrink_to_fit();
   /// Bytes the aggregates occupy, names and spare capacity included.

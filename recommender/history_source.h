@@ -64,8 +64,10 @@ struct HistoryStats {
 
 /// Folds `history` into `aggregates`: the points of the containers `recommended` accepts (all
 /// when empty), CPU and memory of the same pod, container and time as one sample, each CPU point
-/// counting as `count` samples. Pods are keyed by name (Prometheus knows no uid): a live sample
-/// of the same pod is a pod of its own, as in VPA's history provider.
+/// counting as `count` samples. Pods are keyed by name (pod_key), as live samples are and as
+/// VPA keys both (PodID): a pod still running when the history is seeded continues, with its
+/// live samples, the memory window its last history points opened (one peak per pod per
+/// interval, not a second one for the current day).
 HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& history,
                           const AggregateOptions& options, std::uint32_t count,
                           const std::function<bool(std::string_view)>& recommended = {});

@@ -67,7 +67,8 @@ AllowedRange within_limit_range(AllowedRange range, const std::optional<LimitRan
   if (!item) return range;
   for (const auto& [resource, max] : item->max) {
     auto [it, inserted] = range.max_allowed.emplace(resource, max);
-    if (!inserted && max < it->second) it->second = max;
+    // A maxAllowed of 0 is no bound (clamp_to_range), so the LimitRange's max bounds instead.
+    if (!inserted && (max < it->second || it->second == kube::Quantity())) it->second = max;
   }
   for (const auto& [resource, min] : item->min) {
     auto [it, inserted] = range.min_allowed.emplace(resource, min);

@@ -326,7 +326,10 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     if (inserted) it->second.key = active->key();
     ++summary.scalers;
     passed.insert(active->uid);
-    if (!pass_scaler(active, it->second, now_text, summary)) ++summary.failed;
+    if (!pass_scaler(active, it->second, now_text, std::chrono::time_point_cast<Duration>(now),
+                     summary)) {
+      ++summary.failed;
+    }
   }
   finish_writes(summary, writes);
   api_.end_pass();
@@ -490,7 +493,8 @@ kube::Result<LoadedCheckpoint, kube::ApiError> RecommenderLoop::load_checkpoint(
 }
 
 bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shared_scaler,
-                                  Tracked& tracked, const std::string& now, PassSummary& summary) {
+                                  Tracked& tracked, const std::string& now, TimePoint pass_time,
+                                  PassSummary& summary) {
   const api::Scaler& scaler = *shared_scaler;
   if (!tracked.restored) {
     auto loaded = load_checkpoint(scaler, summary);
@@ -531,9 +535,16 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
   auto recommended = [&scaler](std::string_view container) {
     return is_recommended(scaler, container);
   };
-  PassStats stats =
-      tracked.history.fold(inputs->metrics, inputs->owned_pods, options_.aggregate, recommended);
+  PassStats stats = tracked.history.fold(inputs->metrics, inputs->owned_pods, options_.aggregate,
+                                         recommended, pass_time);
   summary.samples += stats.samples_added;
+  if (stats.aggregates_dropped > 0) {
+    log::info(kLoopLogger,
+              "container histories dropped: expired, or empty of a container no pod runs",
+              {{"namespace", scaler.ns},
+               {"name", scaler.name},
+               {"containers", std::to_string(stats.aggregates_dropped)}});
+  }
   if (stats.oom_kills_counted > 0) {
     log::info(kLoopLogger, "OOM kills counted",
               {{"namespace", scaler.ns},

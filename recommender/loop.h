@@ -222,8 +222,10 @@ class RecommenderLoop {
                                          const std::function<bool()>& give_up);
   // stop()'s last round: every slice, from the one written longest ago, within the budget.
   void save_checkpoints_at_shutdown();
+  // One scaler's part of a pass; `now` stamps conditions, `pass_time` (the same instant) expires
+  // histories.
   bool pass_scaler(const std::shared_ptr<const api::Scaler>& scaler, Tracked& tracked,
-                   const std::string& now, PassSummary& summary);
+                   const std::string& now, TimePoint pass_time, PassSummary& summary);
   // Reads the checkpoints of the pass's unrestored scalers in each shared namespace with one
   // list (listed_checkpoints_), instead of a GET each in pass_scaler.
   void list_checkpoints(const std::vector<std::shared_ptr<const api::Scaler>>& actives,

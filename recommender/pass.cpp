@@ -20,7 +20,9 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
     if (it == by_name.end()) continue;  // not the target's pod (or gone since the pod list)
     const PodInfo& pod = *it->second;
     ++stats.pods_with_metrics;
-    const std::uint64_t key = pod_key(pod.uid);
+    // By name, as the history points are (see pod_key): a pod alive when the history was seeded
+    // continues the per-pod state (its open memory window) its history points began.
+    const std::uint64_t key = pod_key(pod.name);
     for (const auto& c : usage.containers) {
       // An init container's usage (a native sidecar's too) is not the spec container's.
       if (!wanted(c.name) || find_container(pod, c.name) == nullptr) continue;
@@ -43,7 +45,7 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
       if (!wanted(kill.container)) continue;
       if (!oom_dedup.first_time(kill.pod_uid, kill.container, kill.restart_count)) continue;
       auto counted = aggregates[kill.container].record_oom(
-          options, pod_key(kill.pod_uid), kill.finished_at, kill.memory_request_bytes);
+          options, pod_key(pod.name), kill.finished_at, kill.memory_request_bytes);
       if (counted.ok()) {
         ++stats.oom_kills_counted;
       } else {

@@ -25,6 +25,8 @@ struct PassStats {
   std::size_t samples_invalid = 0;      ///< negative or non-finite usage
   std::size_t oom_kills_counted = 0;    ///< new OOM kills folded in
   std::vector<std::string> oom_errors;  ///< kills refused (too old, already in the checkpoint)
+  /// Aggregates dropped as VPA's garbage collector drops them (ScalerHistory::fold only).
+  std::size_t aggregates_dropped = 0;
 };
 
 /// Folds `metrics` of the `owned` pods (metrics of other pods are ignored: PodMetrics carry no

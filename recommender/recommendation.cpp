@@ -77,9 +77,15 @@ Estimate estimate(const ContainerAggregate& aggregate, const AggregateOptions& a
 
 kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity& value,
                               const AllowedRange& range) {
+  // A bound of 0 bounds nothing, as in VPA's capping (maybeCapToMin/Max skip a zero quantity):
+  // maxAllowed cpu "0" would otherwise publish a target of 0.
+  auto bound = [&resource](const ResourceMap& map) {
+    const kube::Quantity* found = find(map, resource);
+    return found != nullptr && *found != kube::Quantity() ? found : nullptr;
+  };
   kube::Quantity result = value;
-  if (const auto* max = find(range.max_allowed, resource); max && result > *max) result = *max;
-  if (const auto* min = find(range.min_allowed, resource); min && result < *min) result = *min;
+  if (const auto* max = bound(range.max_allowed); max && result > *max) result = *max;
+  if (const auto* min = bound(range.min_allowed); min && result < *min) result = *min;
   return result;
 }
 

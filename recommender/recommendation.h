@@ -101,7 +101,8 @@ nlohmann::json to_json(const ContainerRecommendation& recommendation);
 kube::Result<std::vector<ContainerRecommendation>> parse_recommendation(
     const nlohmann::json& recommendation);
 
-/// `value` clamped to [min, max] of `resource` in `range` (a missing side does not clamp).
+/// `value` clamped to [min, max] of `resource` in `range` (a missing side, or one of 0, does not
+/// clamp).
 kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity& value,
                               const AllowedRange& range);
 

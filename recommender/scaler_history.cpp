@@ -47,14 +47,19 @@ HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOpt
 
 PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::vector<PodInfo>& owned, const AggregateOptions& options,
-                              const std::function<bool(std::string_view)>& recommended) {
+                              const std::function<bool(std::string_view)>& recommended,
+                              std::optional<TimePoint> now) {
   PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
-  if (stats.samples_added > 0 || stats.oom_kills_counted > 0) ++revision_;
+  if (now) stats.aggregates_dropped = drop_stale(owned, options, *now);
+  // A dropped aggregate changes the checkpoint too: it must not come back from it.
+  if (stats.samples_added > 0 || stats.oom_kills_counted > 0 || stats.aggregates_dropped > 0) {
+    ++revision_;
+  }
   // VPA shares the per-pod minimums among the container names it holds a history for, mode Off
   // left out: one is made for every spec container of a matching pod as soon as the pod is seen
-  // (samples or not), and a checkpoint's or a previous pod's stays. Without pods nothing new
-  // is known: the last share stays.
-  if (!owned.empty()) {
+  // (samples or not), and a checkpoint's or a previous pod's stays until garbage-collected.
+  // Without pods nothing new is known: the last share stays, unless an aggregate was dropped.
+  if (!owned.empty() || stats.aggregates_dropped > 0) {
     auto wanted = [&](std::string_view name) { return !recommended || recommended(name); };
     std::set<std::string_view> sharing;
     for (const auto& pod : owned) {
@@ -81,6 +86,20 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                                                : ProvidedReason::kInsufficientHistory;
   }
   return stats;
+}
+
+std::size_t ScalerHistory::drop_stale(const std::vector<PodInfo>& owned,
+                                      const AggregateOptions& options, TimePoint now) {
+  // Every container of an owned pod contributes, whatever its mode: the target exists (else no
+  // fold), which is VPA's "controller exists" for all its pods.
+  std::set<std::string_view> contributive;
+  for (const auto& pod : owned) {
+    for (const auto& container : pod.containers) contributive.insert(container.name);
+  }
+  for (auto& [name, aggregate] : aggregates_) aggregate.note_held_at(now);
+  return aggregates_.erase_if([&](const std::string& name, const ContainerAggregate& aggregate) {
+    return (aggregate.empty() && !contributive.count(name)) || aggregate.expired(options, now);
+  });
 }
 
 bool ScalerHistory::has_samples() const {

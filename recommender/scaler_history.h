@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -42,10 +43,16 @@ class ScalerHistory {
                                              const AggregateOptions& options);
 
   /// Folds one pass (see fold_pass) and updates the reason and the containers sharing the
-  /// per-pod minimums.
+  /// per-pod minimums. Given the pass's time `now`, then drops the aggregates VPA's garbage
+  /// collector drops (model/cluster.go): one without samples whose container is in no owned
+  /// pod's spec.containers, and one that expired (ContainerAggregate::expired: no sample for
+  /// options.history_length(), 8 days), restored from a checkpoint or not, so that a removed or
+  /// renamed container stops being recommended, checkpointed and sharing the minimums. Without
+  /// `now` nothing is dropped.
   PassStats fold(const std::vector<PodUsage>& metrics, const std::vector<PodInfo>& owned,
                  const AggregateOptions& options,
-                 const std::function<bool(std::string_view)>& recommended = {});
+                 const std::function<bool(std::string_view)>& recommended = {},
+                 std::optional<TimePoint> now = std::nullopt);
 
   /// Folds a history source's points in (fold_history, each CPU point counting as `count`
   /// samples); with points, the history counts as having had a full pass, as a restored
@@ -88,6 +95,9 @@ class ScalerHistory {
  private:
   /// Whether any aggregate holds usage (an OOM kill alone is none).
   bool has_samples() const;
+  /// The garbage collection of fold (see there); returns the aggregates dropped.
+  std::size_t drop_stale(const std::vector<PodInfo>& owned, const AggregateOptions& options,
+                         TimePoint now);
 
   ContainerAggregates aggregates_;
   OomDedup oom_dedup_;

@@ -1,8 +1,10 @@
 // Cluster caps: the largest node's allocatable, the global flags, and a scaler's maxAllowed,
-// which wins over both.
+// which wins over both; a bound of 0 is none.
 #include "recommender/cluster_caps.h"
 
 #include <doctest/doctest.h>
+
+#include "recommender/limit_range.h"
 
 using namespace vscaler::recommender;
 using nlohmann::json;
@@ -70,4 +72,40 @@ TEST_CASE("a young history's upper bound is held at the largest node, not 1,000 
   CHECK(r.upper_bound.at(kMemory).to_string() == "16263128Ki");
   CHECK(r.target.at(kCpu).to_string() == "350m");
   CHECK(r.uncapped_target == r.target);
+}
+
+TEST_CASE("a bound of 0 bounds nothing, as in VPA's capping") {
+  // VPA (utils/vpa/capping.go) skips a zero minAllowed/maxAllowed quantity and a zero global
+  // cap; a maxAllowed cpu "0" must not publish a target of 0.
+  const Estimate steady{{0.35, 489.0 * 1024 * 1024}, {0.3, 400.0 * 1024 * 1024}, {0.4, 6e8}};
+  SUBCASE("a scaler's maxAllowed and minAllowed of 0") {
+    AllowedRange range;
+    range.max_allowed = {{kCpu, q("0")}, {kMemory, q("0")}};
+    range.min_allowed = {{kCpu, q("0")}};
+    auto r = recommend("app", steady, range);
+    CHECK(r.target.at(kCpu).to_string() == "350m");
+    CHECK(r.target == r.uncapped_target);
+    CHECK(r.upper_bound.at(kCpu).to_string() == "400m");
+  }
+  SUBCASE("a maxAllowed of 0 leaves the caps to cap, as a missing one does") {
+    AllowedRange range;
+    range.max_allowed[kCpu] = q("0");
+    auto capped = within_cluster_caps(range, cluster_caps({{kCpu, q("300m")}}, {}));
+    CHECK(capped.max_allowed.at(kCpu) == q("300m"));
+    CHECK(recommend("app", steady, capped).target.at(kCpu).to_string() == "300m");
+  }
+  SUBCASE("a maxAllowed of 0 leaves the LimitRange's max to cap") {
+    AllowedRange range;
+    range.max_allowed[kCpu] = q("0");
+    LimitRangeItem limits;
+    limits.max[kCpu] = q("200m");
+    CHECK(within_limit_range(range, limits).max_allowed.at(kCpu) == q("200m"));
+  }
+  SUBCASE("a global cap of 0 caps nothing; the node still does") {
+    CHECK(cluster_caps({{kCpu, q("4")}}, {{kCpu, q("0")}}).at(kCpu) == q("4"));
+    auto caps = cluster_caps({}, {{kCpu, q("0")}, {kMemory, q("0")}});
+    auto r = recommend("app", steady, within_cluster_caps({}, caps));
+    CHECK(r.target.at(kCpu).to_string() == "350m");
+    CHECK(r.target == r.uncapped_target);
+  }
 }

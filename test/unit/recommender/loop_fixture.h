@@ -29,7 +29,10 @@ namespace vscaler::recommender::testing {
 using nlohmann::json;
 
 inline constexpr double kMi = 1024.0 * 1024.0;
-inline const TimePoint kT0 = from_millis(1'764'547'200'000);
+// This hour, not a fixed date: a pass without an explicit time runs at the wall clock, and a
+// history whose last sample is 8 days older than that is dropped (VPA's garbage collection).
+inline const TimePoint kT0 = std::chrono::floor<std::chrono::hours>(
+    std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
 
 // The one fake: an API server holding one VerticalScaler per name and their checkpoints, and
 // the inputs each target's read returns.

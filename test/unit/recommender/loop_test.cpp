@@ -589,3 +589,42 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
   restarted.run_pass();
   CHECK(unused.loads == 0);
 }
+
+TEST_CASE("a container removed from the pods for 8 days leaves the published recommendation") {
+  // The pass's time expires histories (VPA's garbage collection): the sidecar's last sample was
+  // 8 days before it, so it is neither published nor shares the per-pod minimums any more.
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  auto at = [](int minute) {
+    return std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            (kT0 + std::chrono::minutes(minute)).time_since_epoch()));
+  };
+  auto containers = [&f] {
+    std::vector<std::string> names;
+    for (const auto& rec :
+         f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"]) {
+      names.push_back(rec["containerName"].get<std::string>());
+    }
+    return names;
+  };
+  f.api.inputs["web"] = usage(1, 0);
+  (void)loop.run_pass(at(0));
+  CHECK(containers() == std::vector<std::string>{"app", "istio-proxy"});
+  const int eight_days = 8 * 24 * 60;
+  auto without_sidecar = [](int minute) {
+    ScalerInputs in = usage(1, minute);
+    in.owned_pods[0].containers.pop_back();
+    in.metrics[0].containers.pop_back();
+    return in;
+  };
+  f.api.inputs["web"] = without_sidecar(eight_days - 1);
+  f.refresh();
+  (void)loop.run_pass(at(eight_days - 1));
+  CHECK(containers() == std::vector<std::string>{"app", "istio-proxy"});
+  f.api.inputs["web"] = without_sidecar(eight_days);
+  f.refresh();
+  (void)loop.run_pass(at(eight_days));
+  CHECK(containers() == std::vector<std::string>{"app"});
+}

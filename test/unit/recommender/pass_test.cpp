@@ -90,8 +90,8 @@ TEST_CASE("a pass folds the target's pods only, skips repeats, counts an OOM kil
   const auto& app = aggregates.at("app");
   CHECK(app.state().total_samples_count == 4);
   // The OOM kill: used = max(request 512Mi, peak 400Mi); 1.2 x 512Mi = 614.4Mi > 612Mi.
-  REQUIRE(app.memory_window(pod_key("uid-1")));
-  CHECK(app.memory_window(pod_key("uid-1"))->oom_peak == doctest::Approx(614.4 * kMi));
+  REQUIRE(app.memory_window(pod_key("web-1")));  // pods are keyed by name, as in VPA
+  CHECK(app.memory_window(pod_key("web-1"))->oom_peak == doctest::Approx(614.4 * kMi));
 
   auto r = recommend("app", estimate(app, options, RecommendationOptions{}, 2), {});
   CHECK(r.target.at(kCpu).to_string() == "352m");  // 0.3 core's bucket end x 1.15, no canary

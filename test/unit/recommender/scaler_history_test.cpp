@@ -1,7 +1,8 @@
 // ScalerHistory: the RecommendationProvided reasons across passes (NoPodsMatched, NoMetrics,
 // InsufficientHistory until a pass has samples from every pod, Recommended), the per-pod minimum
-// share (among the containers VPA counts), and a restore from its own checkpoint that continues
-// where it left off.
+// share (among the containers VPA counts), a restore from its own checkpoint that continues
+// where it left off, a seeded pod's live samples continuing its history's memory window, and
+// VPA's garbage collection of expired or orphaned empty aggregates.
 #include "recommender/scaler_history.h"
 
 #include <doctest/doctest.h>
@@ -160,4 +161,126 @@ TEST_CASE("a history restored from its checkpoint continues: same target, count 
   CHECK(restored->aggregates().at("app").state().total_samples_count == 31);
   auto foreign = ScalerHistory::restore(object, "another-uid", options);
   CHECK_FALSE(foreign.ok());
+}
+
+TEST_CASE("a pod alive at seeding continues its history's memory window, as in VPA") {
+  // VPA keys a pod's ContainerState by namespace and name for history and live samples alike:
+  // the live pod's first sample lands in the window its history opened, so the day keeps one
+  // peak for the pod (replaced when higher), not a second one.
+  AggregateOptions options;
+  UsageHistory loaded;
+  PodSeries cpu{"web-1", "app", {}};
+  PodSeries memory{"web-1", "app", {}};
+  for (int hour = 10; hour > 0; --hour) {
+    cpu.points.push_back({kT0 - std::chrono::hours(hour), 0.3});
+    memory.points.push_back({kT0 - std::chrono::hours(hour), 400 * kMi});
+  }
+  loaded.cpu = {cpu};
+  loaded.memory = {memory};
+  ScalerHistory history;
+  REQUIRE(history.seed(loaded, options, 60).points == 10);
+  const ContainerAggregate& seeded = history.aggregates().at("app");
+  const double peaks = seeded.state().memory.total_weight();
+  REQUIRE(seeded.memory_window(pod_key("web-1")));
+  const TimePoint window_end = seeded.memory_window(pod_key("web-1"))->end;
+  CHECK(window_end == kT0 - std::chrono::hours(10) + options.memory_aggregation_interval);
+
+  // The same pod, live (its uid is no key): a higher usage replaces the window's peak.
+  PodUsage live{"shop", "web-1", kT0, Duration(15'000), {{"app", 0.3, 500 * kMi}}};
+  REQUIRE(history.fold({live}, {pod("web-1", 1)}, options).samples_added == 1);
+  const ContainerAggregate& app = history.aggregates().at("app");
+  CHECK(app.state().memory.total_weight() == doctest::Approx(peaks));
+  REQUIRE(app.memory_window(pod_key("web-1")));
+  CHECK(app.memory_window(pod_key("web-1"))->end == window_end);
+  CHECK(app.memory_window(pod_key("web-1"))->memory_peak == doctest::Approx(500 * kMi));
+}
+
+TEST_CASE("a container without samples for 8 days is dropped, as VPA's garbage collector does") {
+  // VPA (model/cluster.go, aggregate_container_state.go isExpired): an aggregate whose last
+  // sample is memory aggregation interval x count (24 h x 8) old is deleted; so is one without
+  // samples once that long has passed since its creation, or at once when no pod has its
+  // container.
+  AggregateOptions options;
+  REQUIRE(options.history_length() == std::chrono::hours(24 * 8));
+  const auto eight_days = options.history_length();
+  auto sample = [](const std::string& pod_name, TimePoint at, std::vector<std::string> names) {
+    PodUsage u{"shop", pod_name, at, Duration(15'000), {}};
+    for (auto& c : names) u.containers.push_back({std::move(c), 0.3, 400 * kMi});
+    return u;
+  };
+  auto names = [](const ScalerHistory& history) {
+    std::vector<std::string> out;
+    for (const auto& rec : history.recommendations(AggregateOptions{}, RecommendationOptions{})) {
+      out.push_back(rec.container_name);
+    }
+    return out;
+  };
+  const std::vector<PodInfo> before = {pod("web-1", 2)};  // app, sidecar
+  const std::vector<PodInfo> after = {pod("web-2", 1)};   // the sidecar was removed
+
+  SUBCASE("a removed container: its recommendation, checkpoint entry and share go") {
+    ScalerHistory history;
+    (void)history.fold({sample("web-1", kT0, {"app", "sidecar"})}, before, options, {}, kT0);
+    const TimePoint last = kT0 + eight_days - minutes(1);
+    auto stats = history.fold({sample("web-2", last, {"app"})}, after, options, {}, last);
+    CHECK(stats.aggregates_dropped == 0);
+    CHECK(names(history) == std::vector<std::string>{"app", "sidecar"});
+    CHECK(history.containers_sharing_minimums() == 2);
+    const auto revision = history.revision();
+
+    // No new sample of app in this pass (stale), yet the sidecar's is 8 days old now.
+    stats = history.fold({sample("web-2", last, {"app"})}, after, options, {}, kT0 + eight_days);
+    CHECK(stats.aggregates_dropped == 1);
+    CHECK(names(history) == std::vector<std::string>{"app"});
+    CHECK(history.containers_sharing_minimums() == 1);
+    CHECK(history.revision() == revision + 1);  // the checkpoint is written without it
+    const auto object = history.checkpoint("shop", "web", "scaler-uid");
+    CHECK(object.dump().find("sidecar") == std::string::npos);
+  }
+
+  SUBCASE("a history restored from a checkpoint expires by the same rule") {
+    ScalerHistory written;
+    (void)written.fold({sample("web-1", kT0, {"app", "sidecar"})}, before, options, {}, kT0);
+    auto restored = ScalerHistory::restore(written.checkpoint("shop", "web", "scaler-uid"),
+                                           "scaler-uid", options);
+    REQUIRE_MESSAGE(restored.ok(), restored.error());
+    const TimePoint now = kT0 + eight_days;
+    auto stats = restored->fold({sample("web-2", now, {"app"})}, after, options, {}, now);
+    CHECK(stats.aggregates_dropped == 1);
+    CHECK(names(*restored) == std::vector<std::string>{"app"});
+  }
+
+  SUBCASE("without samples: at once when no pod has the container, else 8 days after") {
+    PodInfo killed = pod("web-1", 2);
+    OomKill kill;
+    kill.pod_uid = killed.uid;
+    kill.container = "sidecar";
+    kill.restart_count = 1;
+    kill.finished_at = kT0;
+    kill.memory_request_bytes = 100 * kMi;
+    killed.oom_kills = {kill};
+    ScalerHistory history;
+    (void)history.fold({sample("web-1", kT0, {"app"})}, {killed}, options, {}, kT0);
+    REQUIRE(history.aggregates().contains("sidecar"));  // an OOM kill alone: no samples
+    CHECK(history.aggregates().at("sidecar").empty());
+    const TimePoint later = kT0 + eight_days - minutes(1);
+    (void)history.fold({sample("web-1", later, {"app"})}, before, options, {}, later);
+    CHECK(history.aggregates().contains("sidecar"));
+    SUBCASE("its container gone") {
+      (void)history.fold({sample("web-2", later, {"app"})}, after, options, {}, later);
+      CHECK_FALSE(history.aggregates().contains("sidecar"));
+    }
+    SUBCASE("its container still there, 8 days after it was first held") {
+      (void)history.fold({}, before, options, {}, kT0 + eight_days);
+      CHECK_FALSE(history.aggregates().contains("sidecar"));
+      CHECK(history.aggregates().contains("app"));
+    }
+  }
+
+  SUBCASE("without the pass's time, nothing is dropped") {
+    ScalerHistory history;
+    (void)history.fold({sample("web-1", kT0, {"app", "sidecar"})}, before, options);
+    (void)history.fold({sample("web-2", kT0 + 30 * eight_days, {"app"})}, after, options);
+    CHECK(history.aggregates().contains("sidecar"));
+  }
 }
