@@ -230,6 +230,8 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           refused != memory.refused.end() && now < refused->second + kRefusedResizeRetry) {
         pod.state = BoostState::kRefused;
         pod.message = memory.refusals[pod.uid];
+      } else if (may_write && still_leading_ && !still_leading_()) {
+        may_write = false;  // the lease went while this step ran: nothing more is sent
       } else if (may_write) {
         auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
         if (resized.ok()) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -81,7 +82,10 @@ struct BoostResult {
 /// The step, with its memory per scaler. Thread-safe (workers run different keys).
 class BoostStep {
  public:
-  explicit BoostStep(ReconcileApi& api, ResizeMetrics& metrics) : api_(api), metrics_(metrics) {}
+  /// `still_leading`: asked right before each resize (empty: always true).
+  explicit BoostStep(ReconcileApi& api, ResizeMetrics& metrics,
+                     std::function<bool()> still_leading = {})
+      : api_(api), metrics_(metrics), still_leading_(std::move(still_leading)) {}
 
   /// The pod hook admitted a boosted pod for `key` at `now`: the scaler is looked at again until
   /// the pod is listed (admission runs before the pod is stored).
@@ -110,6 +114,7 @@ class BoostStep {
 
   ReconcileApi& api_;
   ResizeMetrics& metrics_;
+  std::function<bool()> still_leading_;
   mutable std::mutex mutex_;
   std::map<std::string, Memory> memory_;  ///< by scaler key
 };

@@ -178,6 +178,10 @@ InPlaceResult InPlaceStep::run_listed(
       continue;
     }
     if (!may_write) continue;
+    if (still_leading_ && !still_leading_()) {
+      may_write = false;  // the lease went while this step ran: nothing more is sent
+      continue;
+    }
     if (auto last = refused.find(pod.uid); last != refused.end()) {
       // The API server refused this very patch a moment ago: it would refuse it again. Sent
       // again when the wanted values change, or kRefusedResizeRetry later (the node's room and the
@@ -314,6 +318,7 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
   if (live != pods.size() || live < 2) return;
   for (PodResize& pod : result.plan.pods) {
     if (!evictable(pod, scaler.target.kind, now)) continue;
+    if (still_leading_ && !still_leading_()) return;
     auto evicted = api_.evict_pod(scaler.ns, pod.name);
     if (evicted.ok()) {
       metrics_.on_pod_eviction("evicted");

@@ -145,6 +145,9 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   if (!options_.reconciler.leader_step) {
     options_.reconciler.leader_step = [this] { return leader_steps_->begin("recommendation"); };
   }
+  if (!options_.reconciler.still_leading) {
+    options_.reconciler.still_leading = [this] { return leader_steps_->leading_now(); };
+  }
   options_.reconciler.limit_ranges = &limit_ranges_;
   options_.reconciler.quotas = &quotas_;
   options_.reconciler.hpas = &hpas_;
@@ -296,8 +299,11 @@ void Manager::on_scaler_event(const json* old_object, const json* new_object) {
   auto scaler = std::make_shared<const api::Scaler>(std::move(parsed).value());
   std::string key = scaler->key();
   auto previous = store_.upsert(scaler);
+  // A scaler deleted and created again under its name while the watch was down comes back from
+  // the relist as an update, often at the same generation (1): its uid tells it apart.
   bool spec_changed = old_object == nullptr || previous == nullptr ||
-                      kube::meta_generation(*old_object) != scaler->generation;
+                      kube::meta_generation(*old_object) != scaler->generation ||
+                      previous->uid != scaler->uid;
   if (!spec_changed) {
     // A new recommendation (a status write of the recommender, this process's or another
     // leader's) may be due: reconcile the scaler, unless in Off only its bounds moved, which the

@@ -159,8 +159,9 @@ Reconciler::Reconciler(ReconcileApi& api, const ScalerStore& store, VerifiedStat
       expectations_(expectations),
       metrics_(metrics),
       options_(options),
-      in_place_(api, metrics, options.min_update_interval, options.in_place_rules),
-      boost_(api, metrics) {}
+      in_place_(api, metrics, options.min_update_interval, options.in_place_rules,
+                options.still_leading),
+      boost_(api, metrics, options.still_leading) {}
 
 void Reconciler::boost_admitted(const std::string& key) {
   boost_.admitted(key, wall_now());

@@ -67,6 +67,10 @@ struct ReconcilerOptions {
   bool recommender_enabled = true;
   /// Asked before a recommendation-driven patch (a leader step); empty: always allowed.
   std::function<bool()> leader_step;
+  /// Asked again, uncounted, right before each pod resize and eviction of a leader step (one
+  /// step may send several, each waiting up to a request timeout): a leader frozen or slowed
+  /// past its lease sends no more (DESIGN.md "High availability"); empty: always true.
+  std::function<bool()> still_leading;
   /// The namespaces' LimitRanges, capping recommended requests and limits; nullptr: none.
   const LimitRangeCache* limit_ranges = nullptr;
   /// The namespaces' ResourceQuota headroom, capping recommended resizes; nullptr: none.

@@ -168,6 +168,21 @@ TEST_CASE("a follower decides but sends nothing") {
   CHECK(result.recheck_after == seconds(1));
 }
 
+TEST_CASE(
+    "leadership is asked again before each resize back: a lease lost mid-step sends no more") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  int asked = 0;
+  controller::BoostStep step(api, metrics, [&asked] { return ++asked == 1; });
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  api.pods["web-2"] = boosted_pod("web-2", "2026-12-03T10:00:00Z");
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  CHECK(api.resized.size() == 1);
+  CHECK(asked == 2);
+  CHECK(result.requested == 1);
+  CHECK(result.pods[1].state == BoostState::kDue);  // the next leader sends it
+}
+
 TEST_CASE("a refused resize back is reported once and not resent in a loop") {
   test::FakePodsApi api;
   api.refuse = true;

@@ -365,3 +365,20 @@ TEST_CASE("evictions and restarts counted by an earlier process carry on from st
   CHECK(result->evicted == 2);
   CHECK(result->restarted == 5);
 }
+
+TEST_CASE("leadership is asked again before each resize: a lease lost mid-step sends no more") {
+  FakeApi api;
+  Metrics metrics;
+  int asked = 0;
+  // Leading for the first resize only (frozen, or slowed past the lease, after it).
+  controller::InPlaceStep step(api, metrics, std::chrono::minutes(10), {},
+                               [&asked] { return ++asked == 1; });
+  for (const char* name : {"web-7f9c-a", "web-7f9c-b", "web-7f9c-c"}) {
+    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+  }
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  REQUIRE(result.ok());
+  CHECK(api.resized.size() == 1);
+  CHECK(asked == 2);  // asked before the second, which is not sent, nor the third
+  CHECK(result->plan.in_progress == 3);  // two still due: the next leader sends them
+}

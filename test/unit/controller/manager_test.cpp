@@ -221,3 +221,39 @@ TEST_CASE("manager: a recommendation whose bounds alone moved wakes the reconcil
     manager.stop();
   }
 }
+
+TEST_CASE("manager: a scaler recreated under its name at the same generation is reconciled") {
+  // Deleted and created again while the watch was down: the relist reports an update, and both
+  // have generation 1. Only the uid says that the spec may be another.
+  FakeApiServer server;
+  json scaler = server.scaler();
+  scaler["spec"]["updateMode"] = "Off";
+  server.update_scaler(scaler, false);
+  metrics::Registry registry;
+  controller::Manager manager(server.client(), test_options(), registry);
+  manager.start();
+  REQUIRE(eventually([&] { return manager.synced(); }));
+  REQUIRE(eventually([&] { return server.deployment_gets() >= 1; }));
+  int gets = -1;
+  REQUIRE(eventually([&] {
+    int before = server.deployment_gets();
+    std::this_thread::sleep_for(500ms);
+    gets = server.deployment_gets();
+    return gets == before;
+  }));
+  scaler = server.scaler();
+  scaler["metadata"]["uid"] = "s-2";
+  scaler["spec"]["updateMode"] = "Reconcile";
+  server.update_scaler(scaler, true);
+  CHECK(eventually([&] {
+    auto current = manager.store().get("shop/web");
+    return current != nullptr && current->uid == "s-2";
+  }));
+  CHECK(eventually([&] { return server.deployment_gets() > gets; }));
+  // Reconciled in its new mode: the declared 250m is applied.
+  CHECK(eventually([&] {
+    return server.deployment()["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+                              ["cpu"] == "250m";
+  }));
+  manager.stop();
+}
