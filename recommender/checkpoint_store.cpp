@@ -110,9 +110,9 @@ kube::Result<LoadedCheckpoints, kube::ApiError> CheckpointStore::load_namespace(
   return loaded;
 }
 
-kube::Result<SaveOutcome, kube::ApiError> CheckpointStore::save(const ScalerId& scaler,
-                                                                const ScalerHistory& history,
-                                                                const std::string& field_manager) {
+kube::Result<SaveOutcome, kube::ApiError> CheckpointStore::save(
+    const ScalerId& scaler, const ScalerHistory& history, const std::string& field_manager,
+    const std::function<bool()>& may_write_again) {
   const std::string key = key_of(scaler);
   nlohmann::json object = history.checkpoint(scaler.namespace_, scaler.name, scaler.uid);
   kube::WriteOptions write_options;
@@ -121,6 +121,13 @@ kube::Result<SaveOutcome, kube::ApiError> CheckpointStore::save(const ScalerId& 
   // Two rounds at most: the version kept may be stale (another leader wrote, the object was
   // deleted); a Conflict or NotFound then re-reads once.
   for (int round = 0; round < 2; ++round) {
+    if (round == 1 && may_write_again && !may_write_again()) {
+      forget(scaler);
+      return kube::fail(kube::make_error(kube::ErrorKind::kConflict,
+                                         "checkpoint " + key +
+                                             " was written by another writer; not leading any "
+                                             "more, so it is left as it is"));
+    }
     if (!version) {
       auto stored = client_.get(kVerticalScalerCheckpoints, scaler.namespace_, scaler.name);
       if (stored.ok()) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -73,10 +74,15 @@ class CheckpointStore {
       const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
       const AggregateOptions& options);
 
-  /// Writes `history` as the checkpoint of `scaler`, with `field_manager` ("vscaler").
+  /// Writes `history` as the checkpoint of `scaler`, with `field_manager` ("vscaler"). A write
+  /// refused for a stale version (Conflict, NotFound, AlreadyExists: another writer, likely a
+  /// new leader, or a deletion) is tried once more after a re-read, if `may_write_again` (empty:
+  /// always) still says so: a leader that lost its lease during the first write must not
+  /// overwrite the new leader's checkpoint with older histories.
   kube::Result<SaveOutcome, kube::ApiError> save(const ScalerId& scaler,
                                                  const ScalerHistory& history,
-                                                 const std::string& field_manager = "vscaler");
+                                                 const std::string& field_manager = "vscaler",
+                                                 const std::function<bool()>& may_write_again = {});
 
   /// Forgets the resourceVersion kept for `scaler` (call when the scaler is gone).
   void forget(const ScalerId& scaler);

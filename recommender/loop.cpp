@@ -783,7 +783,8 @@ RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
     if (!still_leading("checkpoint")) break;
     const ScalerId id = id_of(uid, tracked);
     write_rate_.acquire();
-    auto saved = api_.save_checkpoint(id, tracked.history);
+    auto saved =
+        api_.save_checkpoint(id, tracked.history, [this] { return still_leading("checkpoint"); });
     if (saved.ok()) {
       tracked.saved_revision = tracked.history.revision();
       ++round.written;

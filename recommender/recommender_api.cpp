@@ -80,8 +80,9 @@ kube::Result<LoadedCheckpoint, kube::ApiError> KubeRecommenderApi::load_checkpoi
 }
 
 kube::Result<SaveOutcome, kube::ApiError> KubeRecommenderApi::save_checkpoint(
-    const ScalerId& scaler, const ScalerHistory& history) {
-  return checkpoints_.save(scaler, history);
+    const ScalerId& scaler, const ScalerHistory& history,
+    const std::function<bool()>& may_write_again) {
+  return checkpoints_.save(scaler, history, "vscaler", may_write_again);
 }
 
 void KubeRecommenderApi::forget_checkpoint(const ScalerId& scaler) {

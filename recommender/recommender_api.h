@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -49,9 +50,10 @@ class RecommenderApi {
   virtual kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
       const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
       const AggregateOptions& options);
-  /// CheckpointStore::save.
+  /// CheckpointStore::save (`may_write_again`: see there).
   virtual kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
-      const ScalerId& scaler, const ScalerHistory& history) = 0;
+      const ScalerId& scaler, const ScalerHistory& history,
+      const std::function<bool()>& may_write_again) = 0;
   /// CheckpointStore::forget (the scaler is gone).
   virtual void forget_checkpoint(const ScalerId& scaler) = 0;
 };
@@ -80,8 +82,9 @@ class KubeRecommenderApi final : public RecommenderApi {
   kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
       const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
       const AggregateOptions& options) override;
-  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& scaler,
-                                                            const ScalerHistory& history) override;
+  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
+      const ScalerId& scaler, const ScalerHistory& history,
+      const std::function<bool()>& may_write_again) override;
   void forget_checkpoint(const ScalerId& scaler) override;
 
  private:

@@ -350,6 +350,19 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   auto stale = store.save(web_id, history);  // its version is stale now: one re-read
   REQUIRE_MESSAGE(stale.ok(), (stale.ok() ? "" : stale.error().to_string()));
   CHECK(*stale == SaveOutcome::kUpdated);
+  // Another writer (a new leader) writes; a store that lost its lease during its own write
+  // leaves that checkpoint as it is, and a leading one re-reads and writes.
+  REQUIRE(fresh_store.save(web_id, history).ok());
+  auto before_fenced = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+  REQUIRE(before_fenced.ok());
+  auto fenced = store.save(web_id, history, "vscaler", [] { return false; });
+  CHECK_FALSE(fenced.ok());
+  auto after_fenced = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+  REQUIRE(after_fenced.ok());
+  CHECK(after_fenced->at("metadata").at("resourceVersion") ==
+        before_fenced->at("metadata").at("resourceVersion"));
+  auto leading = store.save(web_id, history, "vscaler", [] { return true; });
+  REQUIRE_MESSAGE(leading.ok(), (leading.ok() ? "" : leading.error().to_string()));
 
   auto stored = client.get(kVerticalScalerCheckpoints, ns.name, "web");
   REQUIRE(stored.ok());

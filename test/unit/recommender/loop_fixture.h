@@ -154,8 +154,9 @@ class FakeApi final : public RecommenderApi {
     }
     return loaded;
   }
-  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(const ScalerId& id,
-                                                            const ScalerHistory& history) override {
+  kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
+      const ScalerId& id, const ScalerHistory& history,
+      const std::function<bool()>& /*may_write_again*/) override {
     if (save_delay.count() > 0) std::this_thread::sleep_for(save_delay);
     std::lock_guard lock(mutex);
     calls.push_back("save " + id.name);
