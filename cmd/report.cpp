@@ -8,12 +8,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
+#include "api/resources.h"
 #include "dashboard/format.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/json_projection.h"
+#include "kube/object_meta.h"
+#include "kube/workloads.h"
 
 namespace vscaler::cmd {
 namespace {
@@ -219,15 +224,58 @@ std::string csv(const std::vector<ReportRow>& rows) {
 
 /// The kubeconfig as kubectl finds it: --kubeconfig, $KUBECONFIG, ~/.kube/config, else the
 /// in-cluster service account.
-kube::Result<kube::ClientConfig> report_config(const std::string& flag) {
-  if (flag.empty() && std::getenv("KUBECONFIG") == nullptr) {
-    const char* home = std::getenv("HOME");
-    if (home != nullptr) {
+// The kubeconfig as kubectl finds it: --kubeconfig, else $KUBECONFIG (a colon-separated list),
+// else ~/.kube/config, else the pod's service account; `context` (--context) picks a context of
+// whichever file(s) that is.
+kube::Result<kube::ClientConfig> report_config(const std::string& flag,
+                                               const std::string& context) {
+  const char* list = std::getenv("KUBECONFIG");
+  if (flag.empty() && (list == nullptr || *list == '\0')) {
+    if (const char* home = std::getenv("HOME"); home != nullptr) {
       const std::string path = std::string(home) + "/.kube/config";
-      if (std::filesystem::exists(path)) return kube::load_kubeconfig(path);
+      if (std::filesystem::exists(path)) return kube::load_kubeconfig(path, context);
     }
   }
-  return kube::load_default(flag);
+  return kube::load_default(flag, kube::kServiceAccountDir, context);
+}
+
+// The pod templates' requests of the workloads of scalers in mode "Off": one paged list per
+// namespace and kind, each item reduced to its containers' names and requests. A list the user
+// may not read is said on stderr; those rows keep what the status shows.
+TemplateRequests off_templates(kube::Client& client, const std::vector<json>& scalers) {
+  std::set<std::pair<std::string, std::string>> wanted;  // (namespace, kind)
+  for (const auto& row : report_rows(scalers)) {
+    if (row.mode != "Off") continue;
+    wanted.emplace(row.ns, row.target.substr(0, row.target.find('/')));
+  }
+  TemplateRequests out;
+  static const kube::JsonProjection projection =
+      *kube::JsonProjection::parse({"/metadata/name", "/spec/template/spec/containers/*/name",
+                                    "/spec/template/spec/containers/*/resources/requests"});
+  for (const auto& [ns, kind] : wanted) {
+    const kube::ResourceType* resource = kube::workload_resource(kind);
+    if (resource == nullptr) continue;
+    kube::ListOptions options;
+    options.projection = projection;
+    options.on_item = [&, ns = ns, kind = kind](json& item, int /*restart*/) {
+      auto& containers = out[ns + "/" + kind + "/" + text_at(item, {"metadata", "name"})];
+      for (const json& container : api::pod_containers_of(item)) {
+        if (!container.is_object()) continue;
+        const std::string name = text_at(container, {"name"});
+        const json* requests = kube::find_path(container, {"resources", "requests"});
+        containers[name] =
+            requests != nullptr && requests->is_object() ? *requests : json::object();
+      }
+    };
+    auto listed = client.list(*resource, ns, options);
+    if (!listed.ok()) {
+      std::fprintf(stderr,
+                   "vscaler report: cannot list %ss in %s (%s): the requests of its scalers in "
+                   "mode Off show what would be applied, not what the template requests\n",
+                   kind.c_str(), ns.c_str(), listed.error().to_string().c_str());
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -247,7 +295,8 @@ container, with totals.
   -h, --help            this text
 )";
 
-std::vector<ReportRow> report_rows(const std::vector<json>& scalers) {
+std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
+                                   const TemplateRequests* templates) {
   std::vector<ReportRow> rows;
   for (const json& object : scalers) {
     if (!object.is_object()) continue;
@@ -277,6 +326,17 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers) {
         ReportRow& row = row_of(name);
         row.cpu_request = quantity_at(item, "requests", "cpu");
         row.memory_request = quantity_at(item, "requests", "memory");
+      }
+    }
+    if (templates != nullptr && base.mode == "Off") {
+      if (auto found = templates->find(base.ns + "/" + base.target); found != templates->end()) {
+        for (auto& [name, row] : by_container) {
+          auto requests = found->second.find(name);
+          const json held = json{
+              {"requests", requests != found->second.end() ? requests->second : json::object()}};
+          row.cpu_request = quantity_at(held, "requests", "cpu");
+          row.memory_request = quantity_at(held, "requests", "memory");
+        }
       }
     }
     const json* recommendations = nullptr;
@@ -373,8 +433,7 @@ int run_report(const std::vector<std::string>& args) {
                  format.c_str());
     return 2;
   }
-  auto config = !context.empty() && !kubeconfig.empty() ? kube::load_kubeconfig(kubeconfig, context)
-                                                        : report_config(kubeconfig);
+  auto config = report_config(kubeconfig, context);
   if (!config.ok()) {
     std::fprintf(stderr, "vscaler report: no usable kubeconfig: %s\n", config.error().c_str());
     return 1;
@@ -408,7 +467,8 @@ int run_report(const std::vector<std::string>& args) {
                  selector.empty() ? "" : (" with labels " + selector).c_str());
     return 1;
   }
-  auto rendered = render_report(report_rows(listed->items), format);
+  const TemplateRequests templates = off_templates(*client, listed->items);
+  auto rendered = render_report(report_rows(listed->items, &templates), format);
   std::fputs(rendered->c_str(), stdout);
   return 0;
 }

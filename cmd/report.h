@@ -1,10 +1,13 @@
 // `vscaler report` (DESIGN.md "Reports"; also `kubectl vscaler report` through the kubectl-vscaler
 // link): the VerticalScalers the current kubeconfig can read, one line per container — what its
 // template requests beside the recommendation (target, bounds) and the difference — with totals,
-// as a table (Robusta KRR's is the model), JSON, YAML or CSV. Reads scalers only (their status
-// holds both the template's values and the recommendation): what RBAC lets the user read.
+// as a table (Robusta KRR's is the model), JSON, YAML or CSV. Reads the scalers (their status holds
+// the recommendation and, but in mode "Off", what the template carries) and, for scalers in mode
+// "Off" (whose status shows what would be applied), their workloads' templates: what RBAC lets
+// the user read.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,10 +35,17 @@ struct ReportRow {
   std::optional<kube::Quantity> memory_upper;
 };
 
+/// The requests of workloads' pod templates: "namespace/Kind/name" -> container name ->
+/// resources.requests as the template carries it ({"cpu": "500m", ...}).
+using TemplateRequests = std::map<std::string, std::map<std::string, nlohmann::json>>;
+
 /// The rows of `scalers` (VerticalScaler objects as listed), ordered by namespace, scaler and
 /// container; a container appears when the status names it in containers or in the
-/// recommendation.
-std::vector<ReportRow> report_rows(const std::vector<nlohmann::json>& scalers);
+/// recommendation. The requests come from status.containers, but for a scaler in mode "Off"
+/// whose workload `templates` holds: there the status shows what would be applied, not what
+/// the template requests.
+std::vector<ReportRow> report_rows(const std::vector<nlohmann::json>& scalers,
+                                   const TemplateRequests* templates = nullptr);
 
 /// `rows` rendered as `format` ("table", "json", "yaml", "csv"), with totals (the requests and
 /// targets summed, per pod); the error names an unknown format.

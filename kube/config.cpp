@@ -376,8 +376,9 @@ Result<ClientConfig> load_in_cluster(const std::string& service_account_dir) {
 }
 
 Result<ClientConfig> load_default(const std::string& kubeconfig_flag,
-                                  const std::string& service_account_dir) {
-  if (!kubeconfig_flag.empty()) return load_kubeconfig(kubeconfig_flag);
+                                  const std::string& service_account_dir,
+                                  const std::string& context) {
+  if (!kubeconfig_flag.empty()) return load_kubeconfig(kubeconfig_flag, context);
   const char* env = std::getenv("KUBECONFIG");
   if (env && *env) {
     std::vector<std::string> paths;
@@ -385,7 +386,11 @@ Result<ClientConfig> load_default(const std::string& kubeconfig_flag,
     for (std::string path; std::getline(list, path, ':');) {
       if (!path.empty()) paths.push_back(path);
     }
-    return load_kubeconfig_files(paths);
+    return load_kubeconfig_files(paths, context);
+  }
+  if (!context.empty()) {
+    return fail("context " + context +
+                ": no kubeconfig to take it from (no --kubeconfig given, KUBECONFIG is not set)");
   }
   auto in_cluster = load_in_cluster(service_account_dir);
   if (!in_cluster) {

@@ -69,8 +69,10 @@ inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.i
 Result<ClientConfig> load_in_cluster(const std::string& service_account_dir = kServiceAccountDir);
 
 /// What the operator does at startup: the --kubeconfig flag if given, else $KUBECONFIG (a
-/// colon-separated list) if set, else the in-cluster service account.
+/// colon-separated list) if set, else the in-cluster service account. `context` picks a context
+/// of the kubeconfig (empty: its current-context); with the service account it is an error.
 Result<ClientConfig> load_default(const std::string& kubeconfig_flag,
-                                  const std::string& service_account_dir = kServiceAccountDir);
+                                  const std::string& service_account_dir = kServiceAccountDir,
+                                  const std::string& context = "");
 
 }  // namespace vscaler::kube

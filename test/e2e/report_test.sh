@@ -2,7 +2,8 @@
 # Issue 32, `vscaler report` and `kubectl vscaler report` against a known cluster state: two
 # scalers whose status (what vscaler writes: the template's requests, the recommendation) is set
 # here through the status subresource, so the expected lines are known to the millicore. The
-# report reads scalers only, through the kubeconfig given. Checked: the table's lines and totals,
+# report reads scalers, and the template of a scaler in Off (whose status shows what would be
+# applied), through the kubeconfig given. Checked: the table's lines and totals,
 # JSON, YAML and CSV, the kubectl plugin link, and clear errors for an unknown format, a
 # kubeconfig that does not work, and a namespace with no scaler.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,8 +25,16 @@ scaler web '{"deploymentName":"web"}' '{"target":{"ref":"Deployment/web"},
   "recommendation":{"containerRecommendations":[{"containerName":"app",
     "target":{"cpu":"352m","memory":"489Mi"},"lowerBound":{"cpu":"300m","memory":"400Mi"},
     "upperBound":{"cpu":"1","memory":"1Gi"}}]}}'
+# In Off the status shows what vscaler would apply (here the target); the report reads what the
+# template requests from the StatefulSet itself.
+k -n "$ns" apply -f - >/dev/null <<'JSON'
+{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"db"},
+ "spec":{"replicas":0,"serviceName":"db","selector":{"matchLabels":{"app":"db"}},
+  "template":{"metadata":{"labels":{"app":"db"}},"spec":{"containers":[{"name":"pg",
+   "image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}
+JSON
 scaler db '{"targetRef":{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db"},"updateMode":"Off"}' \
-  '{"target":{"ref":"StatefulSet/db"},"containers":[{"name":"pg","requests":{"cpu":"1","memory":"1Gi"}}],
+  '{"target":{"ref":"StatefulSet/db"},"containers":[{"name":"pg","requests":{"cpu":"1500m","memory":"768Mi"}}],
   "recommendation":{"containerRecommendations":[{"containerName":"pg","target":{"cpu":"1500m","memory":"768Mi"},
     "lowerBound":{"cpu":"1","memory":"512Mi"},"upperBound":{"cpu":"2","memory":"1Gi"}}]}}'
 

@@ -5,7 +5,12 @@
 #include <doctest/doctest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
+
+#include "kube/config.h"
 
 using nlohmann::json;
 using vscaler::cmd::render_report;
@@ -47,6 +52,26 @@ TEST_CASE("report rows: one per container, requests beside the recommendation, s
   CHECK(rows[1].memory_upper->to_string() == "1Gi");
   CHECK(rows[2].container == "proxy");
   CHECK_FALSE(rows[2].cpu_target);
+}
+
+TEST_CASE(
+    "report rows: a scaler in Off shows what its template requests, not what it would apply") {
+  // In Off the status shows the values vscaler would apply; the template's come from the
+  // workload (listed by run_report). Other modes' status is what the template carries.
+  vscaler::cmd::TemplateRequests templates = {
+      {"data/StatefulSet/db", {{"pg", {{"cpu", "2"}, {"memory", "2Gi"}}}}},
+      {"shop/Deployment/web", {{"app", {{"cpu", "9"}}}}}};
+  auto rows = report_rows(cluster(), &templates);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].container == "pg");
+  CHECK(rows[0].cpu_request->to_string() == "2");
+  CHECK(rows[0].memory_request->to_string() == "2Gi");
+  CHECK(rows[1].container == "app");  // Auto: the status's values
+  CHECK(rows[1].cpu_request->to_string() == "500m");
+  // A template container without requests requests nothing.
+  templates["data/StatefulSet/db"]["pg"] = json::object();
+  rows = report_rows(cluster(), &templates);
+  CHECK_FALSE(rows[0].cpu_request);
 }
 
 TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same rows") {
@@ -100,4 +125,35 @@ TEST_CASE("report errors name the problem") {
   CHECK(run_report({"--bogus"}) == 2);
   CHECK(run_report({"--namespace"}) == 2);
   CHECK(run_report({"--kubeconfig", "/nonexistent/kubeconfig"}) == 1);
+}
+
+TEST_CASE("report --context is used with the kubeconfig found by default, not only --kubeconfig") {
+  // A kubeconfig in $KUBECONFIG with one context: naming another fails, naming it gets as far as
+  // the cluster (nothing listens there).
+  const std::string path = "/tmp/vscaler-report-test-kubeconfig";
+  {
+    std::ofstream out(path);
+    out << R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: here, context: {cluster: c, user: u, namespace: shop}}]
+current-context: here
+)";
+  }
+  const char* saved = std::getenv("KUBECONFIG");
+  std::string previous = saved != nullptr ? saved : "";
+  setenv("KUBECONFIG", path.c_str(), 1);
+  auto missing = vscaler::kube::load_default("", vscaler::kube::kServiceAccountDir, "elsewhere");
+  CHECK_FALSE(missing.ok());
+  if (!missing.ok()) CHECK(missing.error().find("elsewhere") != std::string::npos);
+  auto found = vscaler::kube::load_default("", vscaler::kube::kServiceAccountDir, "here");
+  CHECK(found.ok());
+  CHECK(run_report({"--context", "elsewhere"}) == 1);
+  if (saved != nullptr) {
+    setenv("KUBECONFIG", previous.c_str(), 1);
+  } else {
+    unsetenv("KUBECONFIG");
+  }
+  std::remove(path.c_str());
 }
