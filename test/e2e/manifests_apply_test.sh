@@ -305,9 +305,11 @@ expect_can "$ns" no patch replicasets.apps  # read by the recommender (owner cha
 # vscaler-made-scalers-only keeps both to those); never update or patch a scaler's spec.
 for verb in get list watch create delete; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev; done
 for verb in update patch deletecollection; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev; done
-for verb in get update patch; do expect_can "$ns" yes "$verb" verticalscalers.scaling.vscaler.dev/status; done
+# Status: patched only (every write of vscaler is a merge patch of what changed).
+expect_can "$ns" yes patch verticalscalers.scaling.vscaler.dev/status
+for verb in get update; do expect_can "$ns" no "$verb" verticalscalers.scaling.vscaler.dev/status; done
 for verb in create patch; do expect_can "$ns" yes "$verb" events; done
-expect_can "$ns" yes create events.events.k8s.io
+expect_can "$ns" no create events.events.k8s.io  # its Events are core v1 Events
 for verb in get list watch create; do
   expect_can "$ns" no "$verb" secrets
   expect_can vscaler-system no "$verb" secrets
@@ -373,7 +375,6 @@ daemonsets.apps                                 []                              
 deployments.apps                                []                                     []               [get list patch]
 horizontalpodautoscalers.autoscaling            []                                     []               [list]
 events                                          []                                     []               [create patch]
-events.events.k8s.io                            []                                     []               [create patch]
 limitranges                                     []                                     []               [list]
 resourcequotas                                  []                                     []               [list]
 nodes                                           []                                     []               [list]
@@ -386,14 +387,14 @@ verticalscalercheckpoints.scaling.vscaler.dev   []                              
 verticalscalers.scaling.vscaler.dev             []                                     []               [get list watch create delete]
 namespaces                                      []                                     []               [list watch]
 statefulsets.apps                               []                                     []               [get list patch]
-verticalscalers.scaling.vscaler.dev/status      []                                     []               [get update patch]
+verticalscalers.scaling.vscaler.dev/status      []                                     []               [patch]
 tokenreviews.authentication.k8s.io              []                                     []               [create]
 subjectaccessreviews.authorization.k8s.io       []                                     []               [create]
 EOF
 norm() { awk '{ $1 = $1; print }' "$1" | sort; }
 diff <(norm "$work/want.txt") <(norm "$work/rules.txt") >"$work/rules.diff" ||
   fail "auth can-i --list (in $ns) differs from what the operator needs:$(printf '\n')$(cat "$work/rules.diff")"
-echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers list, verticalscalers get/list/watch/create/delete, namespaces list/watch, status get/update/patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
+echo "ok: auth can-i --list in $ns is exactly deployments/statefulsets/daemonsets get/list/patch, horizontalpodautoscalers list, verticalscalers get/list/watch/create/delete, namespaces list/watch, status patch, events create/patch, pods and replicasets get/list, pods/resize patch, pods/eviction create, PodMetrics, limitranges, resourcequotas and nodes list, checkpoints get/list/create/update/delete, token and subject access reviews create"
 rules vscaler-system >"$work/rules-system.txt"
 cat >>"$work/want.txt" <<'EOF'
 leases.coordination.k8s.io                      []                                     []               [create]
