@@ -43,6 +43,9 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
   const std::string workload = scaler->target.kind + " " + scaler->target.name;
   for (const auto& other : store_.targeting(scaler->ns, scaler->target)) {
     if (other->name == scaler->name) continue;
+    // The scaler vscaler made for an opted-in namespace gives way to a person's (and is deleted):
+    // nothing to warn about.
+    if (other->made_for_namespace && !scaler->made_for_namespace) continue;
     response.warnings.push_back("VerticalScaler " + other->name + " already targets " + workload +
                                 "; only the oldest scaler is applied");
     break;

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <vector>
 
+#include "api/namespace_scalers.h"
+
 using nlohmann::json;
 using namespace vscaler;
 
@@ -72,6 +74,21 @@ TEST_CASE("another scaler on the same Deployment is warned about, from memory") 
   REQUIRE(response.warnings.size() == 1);
   CHECK(response.warnings[0] ==
         "VerticalScaler first already targets Deployment web; only the oldest scaler is applied");
+}
+
+TEST_CASE("the scaler vscaler made for an opted-in namespace is no rival to a person's") {
+  controller::ScalerStore store;
+  json made = {
+      {"metadata",
+       {{"name", "vsc-deployment-web"},
+        {"namespace", "record"},
+        {"labels", {{std::string(api::kManagedByLabel), std::string(api::kManagedByNamespace)}}}}},
+      {"spec", {{"deploymentName", "web"}, {"updateMode", "Off"}}}};
+  store.upsert(std::make_shared<const api::Scaler>(*api::parse_scaler(made)));
+  webhook::ScalerHandler handler(store);
+  auto response = handler.handle(recorded_scaler_create());
+  CHECK(response.allowed);
+  CHECK(response.warnings.empty());  // the person's wins; the made one is deleted
 }
 
 TEST_CASE("a forged review naming another namespace in its object learns nothing of it") {
