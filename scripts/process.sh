@@ -125,9 +125,15 @@ process_await() {
       # The probe may have raced the last moments of a successful start: ask once more.
       "$@" >/dev/null 2>&1 && return 0
       # Not in $(...): a subshell cannot wait for this shell's children, and their exit
-      # status is what says why.
-      { printf '%s exited before it was ready: ' "$what"; process_describe "$record"
+      # status is what says why. Described into a file first, with this shell's stderr
+      # silenced: bash reports a child killed by a signal ("line N: PID Killed ...") when it
+      # reaps it, which would land in the middle of the line.
+      local described
+      described=$(mktemp)
+      { process_describe "$record" >"$described"; } 2>/dev/null
+      { printf '%s exited before it was ready: %s\n' "$what" "$(cat "$described")"
         echo "last lines of $log:"; tail -n 30 "$log" 2>/dev/null; } >&2
+      rm -f "$described"
       return 1
     fi
     if [ $SECONDS -ge $deadline ]; then
