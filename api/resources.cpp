@@ -128,9 +128,8 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
     }
     if (total > pod_request.nanos()) {
       kube::Quantity raised = kube::Quantity::from_nanos(total, format);
-      note("resources at pod level: requests." + resource + " " + pod_request.to_string() +
-           " is below the containers' total " + raised.to_string() +
-           "; raise spec.resources.requests." + resource + " or lower the containers'");
+      note("requests." + resource + " " + pod_request.to_string() +
+           " was below the containers' total " + raised.to_string());
       merged["requests"][resource] = raised.to_string();
       pod_request = raised;
       plan.pod_resources_changed = true;
@@ -153,9 +152,8 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
       because = "the pod's request";
     }
     if (need > pod_limit) {
-      note("resources at pod level: limits." + resource + " " + pod_limit.to_string() +
-           " is below " + because + " " + need.to_string() + "; raise spec.resources.limits." +
-           resource + " or lower the container's");
+      note("limits." + resource + " " + pod_limit.to_string() + " was below " + because + " " +
+           need.to_string());
       merged["limits"][resource] = need.to_string();
       plan.pod_resources_changed = true;
     }
@@ -259,12 +257,10 @@ json strategic_merge_patch(const Scaler& /*scaler*/, const ResourcePlan& plan) {
     if (!item.changed) continue;
     containers.push_back({{"name", item.name}, {"resources", item.declared}});
   }
-  return {{"spec", {{"template", {{"spec", {{"containers", std::move(containers)}}}}}}}};
-}
-
-std::string invalid_without_pod_level(const ResourcePlan& plan) {
-  if (!plan.invalid.empty() || !plan.pod_resources_changed) return plan.invalid;
-  return plan.pod_resources_note;
+  json pod_spec = {{"containers", std::move(containers)}};
+  // In the same write, so the template is never stored with containers outgrowing them.
+  if (plan.pod_resources_changed) pod_spec["resources"] = plan.pod_resources;
+  return {{"spec", {{"template", {{"spec", std::move(pod_spec)}}}}}};
 }
 
 json admission_json_patch(const ResourcePlan& plan) {

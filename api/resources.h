@@ -66,13 +66,12 @@ struct ResourcePlan {
   /// With pod-level resources (spec.resources) the containers must stay within them: when the
   /// merged containers would not, `pod_resources` is spec.resources with the values raised that
   /// must grow (pod-level requests to the containers' total, limits to the largest container
-  /// limit or the pod's request) and `pod_resources_changed` is set. Writers that carry it (the
-  /// admission patches, the pod resize) raise them in the same write; the template patch treats
-  /// invalid_without_pod_level(plan) as invalid.
+  /// limit or the pod's request) and `pod_resources_changed` is set. Every writer (the template
+  /// patch, the admission patches, the pod resize) raises them in the same write.
   nlohmann::json pod_resources;
   bool pod_resources_changed = false;
-  /// What breaks the pod-level rule unless pod_resources is written ("resources at pod level:
-  /// requests.cpu 1 is below the containers' total 1200m; raise ...").
+  /// Why pod_resources is raised, for messages: the first value that had to grow
+  /// ("requests.cpu 1 was below the containers' total 1200m").
   std::string pod_resources_note;
 
   /// True when some matched container's resources must change.
@@ -95,13 +94,10 @@ const nlohmann::json& resources_after(const ResourcePlan& plan, const nlohmann::
 ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
                             const DesiredResources* desired = nullptr);
 
-/// `plan.invalid`, or, for a writer that cannot raise pod-level resources (the template patch),
-/// why the plan needs them raised; empty when the plan may be written as it is.
-std::string invalid_without_pod_level(const ResourcePlan& plan);
-
 /// The strategic merge patch body (of a workload) that sets only the declared keys of the changed
-/// containers: {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}}.
-/// Never removes a key. Call only when plan.changed() and plan.invalid is empty.
+/// containers: {"spec":{"template":{"spec":{"containers":[{"name":..,"resources":{..}}]}}}},
+/// and the raised pod-level resources ("resources" beside "containers") when the plan raises
+/// them. Never removes a key. Call only when plan.changed() and plan.invalid is empty.
 nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
 
 /// The template's resources of every matched container of `workload`, by container name, for

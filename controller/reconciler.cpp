@@ -418,10 +418,9 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     } else {
       applied = true;
     }
-  } else if (!api::invalid_without_pod_level(plan).empty() && !restored_now) {
-    // (The admission patches raise pod-level resources where they must grow; this patch does not.)
+  } else if (!plan.invalid.empty() && !restored_now) {
     scaled.reason = reason::kInvalidResources;
-    scaled.message = api::invalid_without_pod_level(plan) + "; nothing was written";
+    scaled.message = plan.invalid + "; nothing was written";
     report.containers = api::status_containers(plan, false);
   } else if (plan.changed() || restored_now) {
     bool known_mutation = false;
@@ -487,6 +486,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
           what = "the recommendation (" + recommendation.decision.reason + ")";
         }
         std::string event = "set " + what + " on " + workload;
+        if (plan.pod_resources_changed) {
+          event += ", raising its pod-level resources in the same write (" +
+                   plan.pod_resources_note + ")";
+        }
         if (kube::updates_only_on_delete(stored)) event += kOnDeleteNote;
         api_.record_event(scaler, false, "Scaled", event);
         log::info(kReconcilerLogger, "patched workload",

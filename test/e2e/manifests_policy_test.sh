@@ -71,6 +71,8 @@ admitted "set app's cpu and memory limits" '{"spec":{"template":{"spec":{"contai
 admitted "give sidecar resources it had none of" '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","resources":{"requests":{"memory":"16Mi"},"limits":{"memory":"32Mi"}}}]}}}}'
 admitted "both containers at once" '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"requests":{"memory":"100Mi"}}},{"name":"sidecar","resources":{"requests":{"cpu":"5m"}}}]}}}}'
 admitted "a no-op patch" '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"150m"}}}]}}}}'
+admitted "raise the pod-level cpu request with app's (they must hold the containers')" '{"spec":{"template":{"spec":{"resources":{"requests":{"cpu":"1"}},"containers":[{"name":"app","resources":{"requests":{"cpu":"150m"}}}]}}}}'
+expect_eq "stored pod-level cpu request" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.template.spec.resources.requests.cpu}')" "1"
 expect_eq "stored cpu request" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.template.spec.containers[0].resources.requests.cpu}')" "150m"
 expect_eq "stored sidecar memory limit" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.template.spec.containers[1].resources.limits.memory}')" "32Mi"
 
@@ -91,6 +93,7 @@ denied "remove the ephemeral-storage request" '[{"op":"remove","path":"/spec/tem
 denied "add a container" '{"spec":{"template":{"spec":{"containers":[{"name":"extra","image":"registry.k8s.io/pause:3.10"}]}}}}'
 denied "reorder the containers" '[{"op":"move","from":"/spec/template/spec/containers/1","path":"/spec/template/spec/containers/0"}]' json
 denied "remove a container" '[{"op":"remove","path":"/spec/template/spec/containers/1"}]' json
+denied "pod-level resources plus a service account in one patch" '{"spec":{"template":{"spec":{"resources":{"requests":{"cpu":"2"}},"serviceAccountName":"other"}}}}'
 denied "resources plus an image in one patch" '{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.k8s.io/pause:3.9","resources":{"requests":{"cpu":"300m"}}}]}}}}'
 expect_eq "stored image" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.template.spec.containers[0].image}')" "registry.k8s.io/pause:3.10"
 expect_eq "stored replicas" "$(k -n "$ns" get deploy web -o jsonpath='{.spec.replicas}')" "2"

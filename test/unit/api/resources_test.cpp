@@ -256,7 +256,7 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
       scaler, with_pod_level(R"({"requests": {"memory": "512Mi"}, "limits": {"memory": "1Gi"}})"));
   CHECK(plan.invalid.empty());
   CHECK_FALSE(plan.pod_resources_changed);
-  CHECK(invalid_without_pod_level(plan).empty());
+  CHECK(strategic_merge_patch(scaler, plan)["spec"]["template"]["spec"].count("resources") == 0);
   // The request must grow to the containers' total.
   json object = with_pod_level(R"({"requests": {"memory": "350Mi"}, "limits": {"memory": "1Gi"}})");
   plan = plan_resources(scaler, object);
@@ -264,9 +264,11 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
   REQUIRE(plan.pod_resources_changed);
   CHECK(plan.pod_resources ==
         json::parse(R"({"requests": {"memory": "400Mi"}, "limits": {"memory": "1Gi"}})"));
-  CHECK(invalid_without_pod_level(plan) ==
-        "resources at pod level: requests.memory 350Mi is below the containers' total 400Mi; "
-        "raise spec.resources.requests.memory or lower the containers'");
+  CHECK(plan.pod_resources_note == "requests.memory 350Mi was below the containers' total 400Mi");
+  // The template patch raises it in the same write (strategic merge: the maps merge).
+  json merge = strategic_merge_patch(scaler, plan);
+  CHECK(merge["spec"]["template"]["spec"]["resources"] == plan.pod_resources);
+  CHECK(merge["spec"]["template"]["spec"]["containers"][0]["name"] == "app");
   // The admission patch raises it first, and the result is what the API server accepts.
   json patch = admission_json_patch(plan);
   REQUIRE(patch.size() == 2);
@@ -278,9 +280,7 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
   // The limit must grow to the largest container limit.
   plan = plan_resources(scaler, with_pod_level(R"({"limits": {"memory": "512Mi"}})"));
   CHECK(plan.pod_resources == json::parse(R"({"limits": {"memory": "600Mi"}})"));
-  CHECK(invalid_without_pod_level(plan) ==
-        "resources at pod level: limits.memory 512Mi is below container app's limit 600Mi; "
-        "raise spec.resources.limits.memory or lower the container's");
+  CHECK(plan.pod_resources_note == "limits.memory 512Mi was below container app's limit 600Mi");
   // Pod-level cpu only: memory is not checked against it.
   plan = plan_resources(scaler, with_pod_level(R"({"requests": {"cpu": "1"}})"));
   CHECK_FALSE(plan.pod_resources_changed);

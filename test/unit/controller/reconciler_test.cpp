@@ -73,6 +73,16 @@ class FakeApi : public ReconcileApi {
         if (!rewrite_cpu_to.empty()) container["resources"]["requests"]["cpu"] = rewrite_cpu_to;
       }
     }
+    // Pod-level resources merge as the containers' do (strategic merge of a struct's maps).
+    if (const json& spec = patch["spec"]["template"]["spec"]; spec.contains("resources")) {
+      json& pod = it->second["spec"]["template"]["spec"]["resources"];
+      for (const auto& [section, values] : spec["resources"].items()) {
+        for (const auto& [resource, value] : values.items()) {
+          if (pod[section][resource] != value) changed = true;
+          pod[section][resource] = value;
+        }
+      }
+    }
     if (changed)
       it->second["metadata"]["generation"] = it->second["metadata"]["generation"].get<int>() + 1;
     return it->second;
@@ -261,6 +271,21 @@ TEST_CASE(
   CHECK(f.condition("web", "Scaled") == "InvalidResources");
   CHECK(f.condition("web", "Scaled", "message")
             .find("container app: requests.cpu 1 would exceed limits.cpu 500m") == 0);
+}
+
+TEST_CASE("a template patch raises pod-level resources the containers outgrow, in the same write") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.api.deployments["web"]["spec"]["template"]["spec"]["resources"] = {
+      {"requests", {{"cpu", "200m"}}}};
+  f.add_scaler("web", R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "300m"}}]})");
+  f.run("web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.resources("web")["requests"]["cpu"] == "300m");
+  CHECK(f.api.deployments["web"]["spec"]["template"]["spec"]["resources"]["requests"]["cpu"] ==
+        "300m");
+  CHECK(f.condition("web", "Scaled", "status") == "True");
 }
 
 TEST_CASE("a named container missing from the Deployment: ContainerNotFound, the others applied") {
