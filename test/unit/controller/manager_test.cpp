@@ -127,6 +127,18 @@ bool eventually(const std::function<bool()>& condition) {
   return testing::eventually(condition, 20s);
 }
 
+// The Deployment GETs once the manager has settled (none for half a second).
+int settled_gets(FakeApiServer& server) {
+  int gets = -1;
+  REQUIRE(eventually([&] {
+    int before = server.deployment_gets();
+    std::this_thread::sleep_for(500ms);
+    gets = server.deployment_gets();
+    return gets == before;
+  }));
+  return gets;
+}
+
 // The manager of namespace "shop" with two workers and no resync during a test.
 controller::ManagerOptions test_options() {
   controller::ManagerOptions options;
@@ -184,14 +196,7 @@ TEST_CASE("manager: a recommendation whose bounds alone moved wakes the reconcil
     manager.start();
     REQUIRE(eventually([&] { return manager.synced(); }));
     REQUIRE(eventually([&] { return server.deployment_gets() >= 1; }));
-    // Settled: no GET for half a second.
-    int gets = -1;
-    REQUIRE(eventually([&] {
-      int before = server.deployment_gets();
-      std::this_thread::sleep_for(500ms);
-      gets = server.deployment_gets();
-      return gets == before;
-    }));
+    int gets = settled_gets(server);
     auto stored = [&manager](const json& expected) {
       return eventually([&] {
         auto current = manager.store().get("shop/web");
@@ -234,13 +239,7 @@ TEST_CASE("manager: a scaler recreated under its name at the same generation is 
   manager.start();
   REQUIRE(eventually([&] { return manager.synced(); }));
   REQUIRE(eventually([&] { return server.deployment_gets() >= 1; }));
-  int gets = -1;
-  REQUIRE(eventually([&] {
-    int before = server.deployment_gets();
-    std::this_thread::sleep_for(500ms);
-    gets = server.deployment_gets();
-    return gets == before;
-  }));
+  const int gets = settled_gets(server);
   scaler = server.scaler();
   scaler["metadata"]["uid"] = "s-2";
   scaler["spec"]["updateMode"] = "Reconcile";

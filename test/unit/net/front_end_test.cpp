@@ -44,6 +44,18 @@ namespace http = vscaler::net::http;
 
 namespace {
 
+// A front end on a free loopback port with one worker and one event loop, counting into
+// `registry`.
+vscaler::net::FrontEndOptions one_of_each(Registry& registry) {
+  vscaler::net::FrontEndOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.workers = 1;
+  options.event_loops = 1;
+  options.registry = &registry;
+  return options;
+}
+
 // A started server answering POST /allow, with its own registry and options.
 struct Server : vscaler::testing::StartedServer {
   using StartedServer::StartedServer;
@@ -586,12 +598,7 @@ TEST_CASE("front end: what a response leaves to free is freed after it is writte
     return response;
   };
   Registry registry;
-  vscaler::net::FrontEndOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.workers = 1;
-  options.event_loops = 1;
-  options.registry = &registry;
+  vscaler::net::FrontEndOptions options = one_of_each(registry);
   // Both paths: served on the loop thread (/quick) and by a worker (/worker).
   vscaler::net::FrontEnd front_end(
       nullptr, options, serve,
@@ -632,12 +639,7 @@ TEST_CASE("front end: a queued body keeps its share of the budget until its job 
   };
   Registry registry;
   std::atomic<std::size_t> buffered{0};
-  vscaler::net::FrontEndOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.workers = 1;
-  options.event_loops = 1;
-  options.registry = &registry;
+  vscaler::net::FrontEndOptions options = one_of_each(registry);
   options.buffered = &buffered;
   options.limits.request_timeout = 500ms;
   vscaler::net::FrontEnd front_end(
