@@ -223,6 +223,9 @@ int Http2Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const 
     drop_request(*stream);
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
+  // Counted even when not kept (below), so the limits above still bound the decoding.
+  stream->header_bytes += bytes;
+  session.header_bytes_ += bytes;
   if (stream->over_budget) return 0;
   // Decoded headers are request bytes held like a body: charged to the shared budget (a full
   // budget is answered 503 once the header block ends).
@@ -230,8 +233,6 @@ int Http2Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const 
     stream->over_budget = true;
     return 0;
   }
-  stream->header_bytes += bytes;
-  session.header_bytes_ += bytes;
   std::string_view key(reinterpret_cast<const char*>(name), name_length);
   std::string text(reinterpret_cast<const char*>(value), value_length);
   if (key == ":method") {
