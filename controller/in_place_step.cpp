@@ -221,7 +221,9 @@ InPlaceResult InPlaceStep::run_listed(
     report_refusal(refusal, pod, result.plan);
     log::warn(kInPlaceLogger, "a pod resize was refused",
               {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", pod.message}});
-    refused[pod.uid] = std::move(refusal);
+    // A quota's or LimitRange's refusal is not held back: the namespace's objects change without
+    // the pod (a quota raised or deleted), and each re-check plans within the headroom it reads.
+    if (!refusal.quota) refused[pod.uid] = std::move(refusal);
   }
 
   if (scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate && may_write &&

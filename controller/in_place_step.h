@@ -123,7 +123,8 @@ class InPlaceStep {
     /// was never resized), and restarts since then are the kubelet's for the resize.
     std::map<std::string, std::int64_t> sent;
     std::size_t restarted = 0;  ///< containers restarted by their resizePolicy after a resize
-    /// uid -> the last patch the API server refused (held back while it is the same).
+    /// uid -> the last patch the API server refused (held back while it is the same; not for a
+    /// quota's or LimitRange's refusal).
     std::map<std::string, Refusal> refused;
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of

@@ -350,9 +350,16 @@ TEST_CASE("the metrics source and the checkpoint store on the full cluster") {
   auto stale = store.save(web_id, history);  // its version is stale now: one re-read
   REQUIRE_MESSAGE(stale.ok(), (stale.ok() ? "" : stale.error().to_string()));
   CHECK(*stale == SaveOutcome::kUpdated);
-  // Another writer (a new leader) writes; a store that lost its lease during its own write
-  // leaves that checkpoint as it is, and a leading one re-reads and writes.
-  REQUIRE(fresh_store.save(web_id, history).ok());
+  // Another writer (a new leader) changes the checkpoint (an annotation: a save of the same
+  // history within the same second would be a no-op the API server does not version); a store
+  // that lost its lease during its own write leaves it as it is, and a leading one re-reads and
+  // writes.
+  auto other = client.get(kVerticalScalerCheckpoints, ns.name, "web");
+  REQUIRE(other.ok());
+  nlohmann::json changed = *other;
+  changed["metadata"]["annotations"]["test.vscaler.dev/written-by"] = "another-leader";
+  auto other_write = client.update(kVerticalScalerCheckpoints, changed, kube::WriteOptions{});
+  REQUIRE_MESSAGE(other_write.ok(), (other_write.ok() ? "" : other_write.error().to_string()));
   auto before_fenced = client.get(kVerticalScalerCheckpoints, ns.name, "web");
   REQUIRE(before_fenced.ok());
   auto fenced = store.save(web_id, history, "vscaler", [] { return false; });

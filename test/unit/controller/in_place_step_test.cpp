@@ -274,6 +274,11 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   CHECK(result->plan.pods[0].quota);
   CHECK_FALSE(result->plan.pods[0].node_capacity);
   CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+  // Not held back like a node's refusal: the quota deleted, the next re-check sends it.
+  api.refuse = false;
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
+  CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
 }
 
 TEST_CASE("the API server's PodResizeValidator refusal (cause NodeCapacity) is the node's room") {
