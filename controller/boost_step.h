@@ -57,7 +57,14 @@ struct PodBoost {
   std::string message;  ///< why not ended: the kubelet's or the API server's words
   std::optional<recommender::TimePoint> due_at;  ///< kHolding: when the boost may end
   nlohmann::json patch;                          ///< kDue: the pods/resize body
+  /// kDue: the resize call failed without a refusal (429, 5xx, a timeout); sent again after
+  /// kCallFailedRecheck.
+  bool call_failed = false;
 };
+
+/// How soon a resize back whose call failed without a refusal is sent again: a few seconds, so
+/// an overloaded API server is not asked every second, and far less than a refusal's hold.
+inline constexpr std::chrono::seconds kCallFailedRecheck{5};
 
 /// Decides for every pod of `pods` that carries a boost annotation (pods being deleted, and pods
 /// without the annotation, are skipped) at `now`.

@@ -1,7 +1,8 @@
 // BoostStep against a fake ReconcileApi (test/unit/support/fake_pods_api.h): a boosted pod is
 // held until Ready + durationSeconds, then resized back to the base its annotation records (only
 // the containers still boosted); the kubelet's progress, a refusal (reported once, not resent in
-// a loop), a follower sending nothing, the re-check delays and the counts that carry on.
+// a loop), a failed call (sent again within seconds), a follower sending nothing, the re-check
+// delays and the counts that carry on.
 #include "controller/boost_step.h"
 
 #include <doctest/doctest.h>
@@ -208,6 +209,28 @@ TEST_CASE("a refused resize back is reported once and not resent in a loop") {
   CHECK(api.events.size() == 1);
   // Then once more.
   result = step.run(scaler(), listed(api), true, at("2026-12-03T11:06:00Z"));
+  CHECK(result.pods[0].state == BoostState::kEnding);
+  CHECK(api.resized.size() == 1);
+}
+
+TEST_CASE("a resize back whose call failed (503) is sent again within seconds, not held back") {
+  test::FakePodsApi api;
+  api.refuse = true;
+  api.refusal_kind = kube::ErrorKind::kServerError;
+  api.refusal = "etcdserver: request timed out";
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  CHECK(result.pods[0].state == BoostState::kDue);
+  CHECK(result.pods[0].message.find("sent again shortly") != std::string::npos);
+  CHECK(result.stuck == 0);
+  CHECK(metrics.counts["infeasible"] == 0);
+  CHECK(api.events.empty());
+  CHECK(result.recheck_after == controller::kCallFailedRecheck);
+  // The API server is back 5 s later: the resize back goes out then, not 5 minutes later.
+  api.refuse = false;
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:05Z"));
   CHECK(result.pods[0].state == BoostState::kEnding);
   CHECK(api.resized.size() == 1);
 }
