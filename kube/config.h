@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct ClientConfig {
   /// Longest wait for an ordinary (non-watch) response; a list of thousands of objects on a busy
   /// server can take many seconds.
   std::chrono::milliseconds request_timeout{60'000};
+  /// Largest body of an ordinary (non-watch) response, decompressed: a longer answer fails with
+  /// kTooLarge and its connection is dropped, instead of the process growing until it is
+  /// OOM-killed (a page of a list is a few MB; the chart's memory limit is 256 MiB). Watches
+  /// bound each event instead (WatchOptions::max_event_bytes).
+  std::size_t max_response_bytes = 64 * 1024 * 1024;
   /// Most connections used for ordinary requests at once (one request per connection at a time);
   /// further concurrent callers wait. Watches use their own connections on top.
   int max_connections = 16;

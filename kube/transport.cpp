@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
@@ -441,17 +442,45 @@ class PooledTransport final : public Transport {
     req.body = request.body;
     const bool idempotent = request.method == "GET" || request.method == "HEAD" ||
                             request.method == "PUT" || request.method == "DELETE";
+    // The body is taken piece by piece (decompressed), so an answer longer than
+    // max_response_bytes is cut off as it arrives, before it is all in memory.
+    const std::size_t max_bytes = shared_->config.max_response_bytes;
+    std::string body;
+    bool too_large = false;
+    req.response_handler = [&](const httplib::Response& response) {
+      // A declared length says so before any of the body is read.
+      std::string length = response.get_header_value("Content-Length");
+      std::uint64_t declared = 0;
+      auto [end, parsed] = std::from_chars(length.data(), length.data() + length.size(), declared);
+      too_large = parsed == std::errc::result_out_of_range ||
+                  (parsed == std::errc() && declared > max_bytes);
+      return !too_large;
+    };
+    req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
+      too_large = size > max_bytes - body.size();
+      if (!too_large) body.append(data, size);
+      return !too_large;
+    };
     for (int attempt = 0;; ++attempt) {
       const bool reused = connection.http->is_socket_open() > 0;
       shared_->requests.fetch_add(1);
       httplib::Response response;
       httplib::Error error = httplib::Error::Success;
+      body.clear();
       auto start = Clock::now();
       if (connection.http->send(req, response, error)) {
         HttpResponse out;
         fill_response(response, out);
-        out.body = std::move(response.body);
+        out.body = std::move(body);
         return out;
+      }
+      if (too_large) {
+        // The rest of the answer is still on the wire: the connection cannot carry another.
+        connection.http->stop();
+        return fail(make_error(ErrorKind::kDecode,
+                               "the answer to " + request.method + " " + request.target +
+                                   " is longer than " + std::to_string(max_bytes) +
+                                   " bytes (max_response_bytes); not read further"));
       }
       // A kept-alive connection the server closed meanwhile fails at once. The request is
       // sent again, once, on a new connection, as Go's net/http does: an idempotent one

@@ -1,6 +1,7 @@
 // PooledTransport against plain-HTTP local servers: one whose every answer is slow (a caller
 // waiting for a connection from a busy pool gives up at its request timeout instead of queueing
-// behind every earlier caller), and one that resets kept-alive connections (what is sent again).
+// behind every earlier caller), one that resets kept-alive connections (what is sent again), and
+// answers longer than the client takes.
 #include "kube/transport.h"
 
 #include <arpa/inet.h>
@@ -109,6 +110,48 @@ TEST_CASE("a request with a timeout of its own ends by it, and the connection ke
   HttpRequest fast;
   fast.target = "/fast";
   CHECK((*transport)->send(fast).ok());
+}
+
+TEST_CASE("an answer longer than max_response_bytes fails without being read whole") {
+  SlowServer server;
+  constexpr std::size_t kLimit = 1 << 20;
+  const std::string big(2 * kLimit, 'x');
+  const std::string exact(kLimit, 'y');
+  server.server().Get("/declared", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(big, "application/json");  // with a Content-Length
+  });
+  server.server().Get("/chunked", [&](const httplib::Request&, httplib::Response& res) {
+    // No Content-Length: 64 KiB chunks until 2 MiB.
+    res.set_chunked_content_provider("application/json",
+                                     [&](std::size_t offset, httplib::DataSink& sink) {
+                                       if (offset >= big.size()) {
+                                         sink.done();
+                                         return true;
+                                       }
+                                       return sink.write(big.data() + offset, 64 * 1024);
+                                     });
+  });
+  server.server().Get("/exact", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(exact, "application/json");
+  });
+  ClientConfig config = server.start(5s, 1);
+  config.max_response_bytes = kLimit;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  for (const char* target : {"/declared", "/chunked"}) {
+    HttpRequest request;
+    request.target = target;
+    auto answer = (*transport)->send(request);
+    REQUIRE_FALSE(answer.ok());
+    CHECK(answer.error().kind == ErrorKind::kDecode);
+    CHECK(answer.error().message.find("is longer than 1048576 bytes") != std::string::npos);
+    // The one pooled connection still serves (a new one replaces the cut-off answer's).
+    HttpRequest next;
+    next.target = "/exact";
+    auto whole = (*transport)->send(next);
+    REQUIRE(whole.ok());
+    CHECK(whole->body == exact);
+  }
 }
 
 namespace {
