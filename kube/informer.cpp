@@ -293,12 +293,19 @@ void Informer::apply(const WatchEvent& event) {
   }
 }
 
+std::chrono::milliseconds jittered_backoff(std::chrono::milliseconds delay, double unit) {
+  const auto half = delay / 2;
+  const double spread = std::clamp(unit, 0.0, 1.0) * static_cast<double>((delay - half).count());
+  return half + std::chrono::milliseconds(static_cast<std::int64_t>(spread));
+}
+
 void Informer::run() {
   std::mt19937_64 random(std::random_device{}());
   std::chrono::milliseconds backoff = options_.initial_backoff;
   // Waits for the backoff, or longer when the server said how long (a 429's Retry-After).
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
   auto back_off = [&](std::chrono::milliseconds at_least) {
-    bool go_on = sleep_for(std::max(backoff, at_least));
+    bool go_on = sleep_for(std::max(jittered_backoff(backoff, unit(random)), at_least));
     backoff = std::min(backoff * 2, options_.max_backoff);
     return go_on;
   };

@@ -69,6 +69,10 @@ class Store {
   std::unordered_map<std::string, Entry> objects_;
 };
 
+/// The wait of one backoff step: `delay` / 2 plus `unit` (a draw from [0, 1)) times `delay` / 2
+/// ("equal jitter"): never more than `delay`, never less than half of it.
+std::chrono::milliseconds jittered_backoff(std::chrono::milliseconds delay, double unit);
+
 /// What to watch and how patiently.
 struct InformerOptions {
   ResourceType type;             ///< the collection to mirror
@@ -80,8 +84,10 @@ struct InformerOptions {
   /// 2 * watch_timeout), so that many informers do not reconnect in step.
   std::chrono::seconds watch_timeout{300};
   /// Delay after the first failure, doubled on each further one up to max_backoff; reset once
-  /// a watch delivers events or ends normally. A failure whose answer carries a Retry-After
-  /// (429 throttling) waits at least that long.
+  /// a watch delivers events or ends normally. Each wait is drawn from [delay / 2, delay]
+  /// (jittered_backoff), so informers that failed together (an API server restarting) do not
+  /// all come back in the same instant. A failure whose answer carries a Retry-After (429
+  /// throttling) waits at least that long.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{30'000};
   /// Name in log lines.

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -550,6 +551,26 @@ TEST_CASE("informer: watches that end at once without events back off (client-go
   server.put("a", "1");
   REQUIRE(eventually([&] { return recorder.size() == 2; }));
   informer.stop();
+}
+
+TEST_CASE("backoff: each wait is drawn from [delay / 2, delay], so informers spread out") {
+  using std::chrono::milliseconds;
+  CHECK(vscaler::kube::jittered_backoff(milliseconds(1000), 0.0) == milliseconds(500));
+  CHECK(vscaler::kube::jittered_backoff(milliseconds(1000), 0.5) == milliseconds(750));
+  CHECK(vscaler::kube::jittered_backoff(milliseconds(1000), 0.999) <= milliseconds(1000));
+  CHECK(vscaler::kube::jittered_backoff(milliseconds(30'000), 1.0) == milliseconds(30'000));
+  CHECK(vscaler::kube::jittered_backoff(milliseconds(1), 0.9) <= milliseconds(1));
+  // At the cap, 100 informers failing together come back over 15 s, not at one instant.
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  std::set<std::int64_t> seconds;
+  for (int i = 0; i < 100; ++i) {
+    seconds.insert(vscaler::kube::jittered_backoff(milliseconds(30'000), unit(random)).count() /
+                   1000);
+  }
+  CHECK(seconds.size() >= 10);
+  CHECK(*seconds.begin() >= 15);
+  CHECK(*seconds.rbegin() <= 30);
 }
 
 TEST_CASE("informer: list failures back off and retry; has_synced waits for a list") {
