@@ -40,6 +40,11 @@ std::string pod_spec_pointer(const nlohmann::json& object);
 /// The `containers` array of pod_spec_of(object); an empty array when absent or malformed.
 const nlohmann::json& pod_containers_of(const nlohmann::json& object);
 
+/// The resources of workloads' pod templates as they carry them: "namespace/Kind/name" ->
+/// container name -> resources ({"requests": {...}, "limits": {...}}, either may be absent).
+/// What a scaler in mode "Off" is shown against: its status shows what would be applied.
+using TemplateResources = std::map<std::string, std::map<std::string, nlohmann::json>>;
+
 /// One matched container of the pod spec (a workload's template or a Pod).
 struct ContainerPlan {
   std::size_t index = 0;  ///< position in the pod spec's containers

@@ -22,6 +22,7 @@
 #include "controller/kube_api.h"
 #include "controller/manager.h"
 #include "controller/memory_trim.h"
+#include "controller/template_resources.h"
 #include "dashboard/routes.h"
 #include "kube/access_review.h"
 #include "kube/client.h"
@@ -292,7 +293,21 @@ int run(const cmd::Options& options) {
   }
   // /dashboard and /dashboard.json on their own address (every tenant's workloads: loopback by
   // default), from the scalers in memory (declared first: it outlives the server that calls it).
-  dashboard::Dashboard board([&manager] { return manager.store().snapshot(); });
+  // Scalers in mode "Off" are shown against their workloads' templates, listed by the
+  // dashboard's sampler (never by a page view); a list it may not read leaves theirs unknown.
+  dashboard::TemplateReader templates = [&client](const auto& namespace_kinds) {
+    api::TemplateResources out;
+    for (const auto& [ns, kind] : namespace_kinds) {
+      auto listed = controller::list_template_resources(*client, ns, kind, out);
+      if (!listed.ok()) {
+        log::warn(kMainLogger, "the dashboard cannot list the templates of scalers in mode Off",
+                  {{"namespace", ns}, {"kind", kind}, {"error", listed.error().to_string()}});
+      }
+    }
+    return out;
+  };
+  dashboard::Dashboard board([&manager] { return manager.store().snapshot(); }, {},
+                             std::move(templates));
   std::optional<net::HealthServer> dashboard_server;
   if (!options.dashboard_addr.empty()) {
     dashboard_server.emplace(options.dashboard_addr, registry, "dashboard");

@@ -13,12 +13,11 @@
 #include <tuple>
 
 #include "api/resources.h"
+#include "controller/template_resources.h"
 #include "dashboard/format.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "kube/json_projection.h"
 #include "kube/object_meta.h"
-#include "kube/workloads.h"
 
 namespace vscaler::cmd {
 namespace {
@@ -239,9 +238,9 @@ kube::Result<kube::ClientConfig> report_config(const std::string& flag,
   return kube::load_default(flag, kube::kServiceAccountDir, context);
 }
 
-// The pod templates' requests of the workloads of scalers in mode "Off": one paged list per
-// namespace and kind, each item reduced to its containers' names and requests. A list the user
-// may not read is said on stderr; those rows keep what the status shows.
+// The pod templates' resources of the workloads of scalers in mode "Off": one paged list per
+// namespace and kind (controller::list_template_resources). A list the user may not read is said
+// on stderr; those rows keep what the status shows.
 TemplateRequests off_templates(kube::Client& client, const std::vector<json>& scalers) {
   std::set<std::pair<std::string, std::string>> wanted;  // (namespace, kind)
   for (const auto& row : report_rows(scalers)) {
@@ -249,25 +248,8 @@ TemplateRequests off_templates(kube::Client& client, const std::vector<json>& sc
     wanted.emplace(row.ns, row.target.substr(0, row.target.find('/')));
   }
   TemplateRequests out;
-  static const kube::JsonProjection projection =
-      *kube::JsonProjection::parse({"/metadata/name", "/spec/template/spec/containers/*/name",
-                                    "/spec/template/spec/containers/*/resources/requests"});
   for (const auto& [ns, kind] : wanted) {
-    const kube::ResourceType* resource = kube::workload_resource(kind);
-    if (resource == nullptr) continue;
-    kube::ListOptions options;
-    options.projection = projection;
-    options.on_item = [&, ns = ns, kind = kind](json& item, int /*restart*/) {
-      auto& containers = out[ns + "/" + kind + "/" + text_at(item, {"metadata", "name"})];
-      for (const json& container : api::pod_containers_of(item)) {
-        if (!container.is_object()) continue;
-        const std::string name = text_at(container, {"name"});
-        const json* requests = kube::find_path(container, {"resources", "requests"});
-        containers[name] =
-            requests != nullptr && requests->is_object() ? *requests : json::object();
-      }
-    };
-    auto listed = client.list(*resource, ns, options);
+    auto listed = controller::list_template_resources(client, ns, kind, out);
     if (!listed.ok()) {
       std::fprintf(stderr,
                    "vscaler report: cannot list %ss in %s (%s): the requests of its scalers in "
@@ -331,9 +313,8 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
     if (templates != nullptr && base.mode == "Off") {
       if (auto found = templates->find(base.ns + "/" + base.target); found != templates->end()) {
         for (auto& [name, row] : by_container) {
-          auto requests = found->second.find(name);
-          const json held = json{
-              {"requests", requests != found->second.end() ? requests->second : json::object()}};
+          auto resources = found->second.find(name);
+          const json held = resources != found->second.end() ? resources->second : json::object();
           row.cpu_request = quantity_at(held, "requests", "cpu");
           row.memory_request = quantity_at(held, "requests", "memory");
         }

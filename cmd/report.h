@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/resources.h"
 #include "base/result.h"
 #include "kube/quantity.h"
 
@@ -35,9 +36,9 @@ struct ReportRow {
   std::optional<kube::Quantity> memory_upper;
 };
 
-/// The requests of workloads' pod templates: "namespace/Kind/name" -> container name ->
-/// resources.requests as the template carries it ({"cpu": "500m", ...}).
-using TemplateRequests = std::map<std::string, std::map<std::string, nlohmann::json>>;
+/// The resources of workloads' pod templates (api::TemplateResources): "namespace/Kind/name" ->
+/// container name -> resources as the template carries them ({"requests": {"cpu": "500m"}}).
+using TemplateRequests = api::TemplateResources;
 
 /// The rows of `scalers` (VerticalScaler objects as listed), ordered by namespace, scaler and
 /// container; a container appears when the status names it in containers or in the

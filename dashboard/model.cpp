@@ -61,6 +61,7 @@ ContainerView& container_named(std::vector<ContainerView>& containers, const std
 }
 
 void add_totals(Totals& totals, const ContainerView& container) {
+  if (!container.template_known) return;  // nothing to compare the recommendation with
   // Requested: what the template asks now. Recommended: the target where there is one, else
   // what is requested (a fixed or unrecommended value counts as neither saving nor missing).
   if (container.requests.cpu) totals.requested_cpu += container.requests.cpu->nanos();
@@ -122,7 +123,8 @@ std::string find_time(const std::string& text) {
   return {};
 }
 
-ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) {
+ScalerView build_scaler_view(const api::Scaler& scaler, const History& history,
+                             const OffTemplates* templates) {
   const json status = scaler.status();
   ScalerView view;
   view.ns = scaler.ns;
@@ -153,6 +155,28 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
       container.lower_bound = resources_at(item, "lowerBound");
       container.upper_bound = resources_at(item, "upperBound");
       container.uncapped_target = resources_at(item, "uncappedTarget");
+    }
+  }
+  if (scaler.update_mode == api::UpdateMode::kOff) {
+    // The status shows what would be applied: the template's own values come from its listing,
+    // and are left unknown (empty) until it is listed, never taken from the status.
+    const std::map<std::string, json>* listed = nullptr;
+    if (templates != nullptr) {
+      auto found = templates->resources.find(scaler.ns + "/" + scaler.target.ref());
+      if (found != templates->resources.end()) listed = &found->second;
+    }
+    for (ContainerView& container : view.containers) {
+      container.requests = {};
+      container.limits = {};
+      const json* resources = nullptr;
+      if (listed != nullptr) {
+        auto found = listed->find(container.name);
+        if (found != listed->end()) resources = &found->second;
+      }
+      container.template_known = resources != nullptr;
+      if (resources == nullptr) continue;
+      container.requests = resources_at(*resources, "requests");
+      container.limits = resources_at(*resources, "limits");
     }
   }
   for (auto& container : view.containers) {
@@ -190,16 +214,18 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history) 
   return view;
 }
 
-std::shared_ptr<const ScalerView> ViewCache::get(const api::Scaler& scaler,
-                                                 const History& history) {
+std::shared_ptr<const ScalerView> ViewCache::get(const api::Scaler& scaler, const History& history,
+                                                 const OffTemplates* templates) {
   std::string key = scaler.key();
   std::uint64_t history_version = history.version(key);
+  std::uint64_t templates_version = templates != nullptr ? templates->version : 0;
   Entry& entry = entries_[std::move(key)];
   if (!entry.view || entry.resource_version != scaler.resource_version ||
-      entry.history_version != history_version) {
-    entry.view = std::make_shared<const ScalerView>(build_scaler_view(scaler, history));
+      entry.history_version != history_version || entry.templates_version != templates_version) {
+    entry.view = std::make_shared<const ScalerView>(build_scaler_view(scaler, history, templates));
     entry.resource_version = scaler.resource_version;
     entry.history_version = history_version;
+    entry.templates_version = templates_version;
   }
   entry.used = true;
   return entry.view;
@@ -211,7 +237,8 @@ void ViewCache::sweep() {
 }
 
 Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers,
-                  const History& history, const std::string& now, ViewCache* cache) {
+                  const History& history, const std::string& now, ViewCache* cache,
+                  const OffTemplates* templates) {
   Model model;
   model.generated_at = now;
   std::map<std::string_view, std::vector<const api::Scaler*>> by_namespace;
@@ -226,9 +253,10 @@ Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers
     view.name = std::string(ns);
     view.scalers.reserve(members.size());
     for (const api::Scaler* scaler : members) {
-      view.scalers.push_back(cache != nullptr ? cache->get(*scaler, history)
-                                              : std::make_shared<const ScalerView>(
-                                                    build_scaler_view(*scaler, history)));
+      view.scalers.push_back(
+          cache != nullptr
+              ? cache->get(*scaler, history, templates)
+              : std::make_shared<const ScalerView>(build_scaler_view(*scaler, history, templates)));
       view.totals.add(view.scalers.back()->totals);
     }
     model.totals.add(view.totals);

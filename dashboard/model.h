@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/resources.h"
 #include "api/scaler.h"
 #include "dashboard/history.h"
 #include "kube/quantity.h"
@@ -28,8 +29,14 @@ struct ContainerView {
   std::string name;
   /// Where its values come from: "fixed", "recommended" or "off".
   std::string policy;
-  Resources requests;  ///< status.containers[].requests (the template now)
+  /// The template now: status.containers[].requests, but for a scaler in mode "Off" (whose
+  /// status shows what would be applied) the template as last listed (OffTemplates); empty
+  /// when that is not known.
+  Resources requests;
   Resources limits;
+  /// False for a scaler in mode "Off" whose template was not listed (yet): its requests and
+  /// limits are unknown, and it is left out of the totals.
+  bool template_known = true;
   Resources target;  ///< status.recommendation: target, bounds, target before clamping
   Resources lower_bound;
   Resources upper_bound;
@@ -125,10 +132,18 @@ struct Model {
 /// Scaler views kept from one page build to the next: a view is reused while its scaler's
 /// resourceVersion and its History::version stay (most scalers do not change between two page
 /// views). Not thread-safe: the owner locks.
+/// The pod templates of the workloads of scalers in mode "Off", as last listed, and a number that
+/// moves whenever they change (so views built from them are rebuilt).
+struct OffTemplates {
+  api::TemplateResources resources;
+  std::uint64_t version = 0;
+};
+
 class ViewCache {
  public:
   /// The view of `scaler`, built or reused.
-  std::shared_ptr<const ScalerView> get(const api::Scaler& scaler, const History& history);
+  std::shared_ptr<const ScalerView> get(const api::Scaler& scaler, const History& history,
+                                        const OffTemplates* templates = nullptr);
   /// Forgets the views not asked for since the last call (scalers that are gone).
   void sweep();
   std::size_t size() const { return entries_.size(); }
@@ -137,6 +152,7 @@ class ViewCache {
   struct Entry {
     std::string resource_version;
     std::uint64_t history_version = 0;
+    std::uint64_t templates_version = 0;
     std::shared_ptr<const ScalerView> view;
     bool used = false;
   };
@@ -144,13 +160,16 @@ class ViewCache {
 };
 
 /// Builds the page from `scalers` (any order) and `history` (may know scalers that are gone:
-/// they are not shown). `now` is RFC 3339. `cache` (optional) reuses unchanged views. No I/O,
-/// no clock.
+/// they are not shown). `now` is RFC 3339. `cache` (optional) reuses unchanged views;
+/// `templates` (optional) are the templates scalers in mode "Off" are shown against. No I/O, no
+/// clock.
 Model build_model(const std::vector<std::shared_ptr<const api::Scaler>>& scalers,
-                  const History& history, const std::string& now, ViewCache* cache = nullptr);
+                  const History& history, const std::string& now, ViewCache* cache = nullptr,
+                  const OffTemplates* templates = nullptr);
 
 /// The view of one scaler (build_model applies it to each).
-ScalerView build_scaler_view(const api::Scaler& scaler, const History& history);
+ScalerView build_scaler_view(const api::Scaler& scaler, const History& history,
+                             const OffTemplates* templates = nullptr);
 
 /// The first RFC 3339 time in `text` ("... at 2026-11-29T18:10:00Z"), "" when none.
 std::string find_time(const std::string& text);

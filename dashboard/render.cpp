@@ -132,8 +132,12 @@ void scaler_html(Html& html, std::string& out, const ScalerView& scaler, std::in
   for (const auto& container : scaler.containers) {
     html.raw("<tr><td>").text(container.name).raw("</td><td>").text(container.policy);
     html.raw("</td>");
-    pair_cell(html, container.requests);
-    pair_cell(html, container.limits);
+    if (container.template_known) {
+      pair_cell(html, container.requests);
+      pair_cell(html, container.limits);
+    } else {
+      html.raw("<td colspan=\"2\">template not listed yet</td>");
+    }
     pair_cell(html, container.target);
     pair_cell(html, container.lower_bound);
     pair_cell(html, container.upper_bound);

@@ -56,13 +56,16 @@ json render_json(const Model& model, const std::string& only_namespace) {
                                          p.memory ? json(bytes(*p.memory)) : json(nullptr)}));
         }
         const CopySuggestions copy = copy_suggestions(c);
+        const bool known = c.template_known;
         json suggestions = copy.guaranteed.empty() ? json(nullptr)
                                                    : json{{"guaranteed", copy.guaranteed},
                                                           {"burstable", copy.burstable}};
         containers.push_back({{"name", c.name},
                               {"values", c.policy},
-                              {"requests", resources_json(c.requests)},
-                              {"limits", resources_json(c.limits)},
+                              // null: the template of a scaler in Off not listed yet
+                              {"requests", known ? resources_json(c.requests) : json(nullptr)},
+                              {"limits", known ? resources_json(c.limits) : json(nullptr)},
+                              {"templateKnown", c.template_known},
                               {"target", resources_json(c.target)},
                               {"lowerBound", resources_json(c.lower_bound)},
                               {"upperBound", resources_json(c.upper_bound)},

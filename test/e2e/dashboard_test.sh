@@ -4,7 +4,8 @@
 # the demo's scaler (fixed values) and two scalers whose recommendations are written into status
 # by hand (one over-, one under-provisioned), the values beside the recommendation, the signed
 # totals per namespace, the Guaranteed and Burstable resources YAML to copy per container, an
-# HTML-bearing message shown escaped; and a screenshot of the namespace, kept in
+# HTML-bearing message shown escaped; a scaler in mode Off shown against its template's requests,
+# not the values its status says would be applied; and a screenshot of the namespace, kept in
 # build/artifacts/dashboard_test.png (docs/dashboard.png is one).
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -29,6 +30,15 @@ for name in api db; do
  "spec":{"deploymentName":"$name"}}
 JSON
 done
+# A scaler in mode Off, in a namespace of its own (the totals above stay those of three): its
+# status shows what would be applied, so the page shows the template's requests, listed by the
+# dashboard's sampler (at the latest one sample period, 30 s, after the scaler appears).
+off_ns=$(unique_namespace dash-off)
+make_deployment "$off_ns" legacy '[{"name":"app","image":"registry.k8s.io/pause:3.10","resources":{"requests":{"cpu":"700m","memory":"256Mi"}}}]'
+k -n "$off_ns" apply -f - >/dev/null <<JSON
+{"apiVersion":"scaling.vscaler.dev/v1beta1","kind":"VerticalScaler","metadata":{"name":"legacy"},
+ "spec":{"deploymentName":"legacy","updateMode":"Off"}}
+JSON
 reconciled() { [ "$(jp "$ns" "vsc/$1" '{.status.observedGeneration}')" = 1 ]; }
 for name in web api db; do eventually 30 reconciled "$name"; done
 expect_eq "web app requests (fixed values applied)" \
@@ -65,6 +75,22 @@ assert s["db"]["containers"][0]["target"] == {"cpu": "300m", "memory": "256Mi"}
 assert any(c["type"] == "Reviewed" for c in s["api"]["conditions"])'
 }
 eventually 30 shown
+# Off: the recommendation (200m) is what the status's containers show; the template asks 700m.
+off_shown() {
+  local rec='{"containerName":"app","target":{"cpu":"200m","memory":"128Mi"}}'
+  k -n "$off_ns" patch verticalscaler legacy --subresource=status --type=merge -p "{\"status\":{
+    \"containers\":[{\"name\":\"app\",\"requests\":{\"cpu\":\"200m\",\"memory\":\"128Mi\"}}],
+    \"recommendation\":{\"containerRecommendations\":[$rec]}}}" >/dev/null
+  curl -fsS "$base/dashboard.json?namespace=$off_ns" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+c = d["namespaces"][0]["scalers"][0]["containers"][0]
+assert c["templateKnown"] is True, c
+assert c["requests"] == {"cpu": "700m", "memory": "256Mi"}, c
+assert c["target"] == {"cpu": "200m", "memory": "128Mi"}, c' 2>/dev/null
+}
+eventually 60 off_shown
+echo "ok: a scaler in Off is shown against its template (700m), not its status (200m)"
 
 dom=$WORK_DIR/dashboard.html  # removed with the operator's work dir at exit
 start=$SECONDS

@@ -59,8 +59,8 @@ TEST_CASE(
   // In Off the status shows the values vscaler would apply; the template's come from the
   // workload (listed by run_report). Other modes' status is what the template carries.
   vscaler::cmd::TemplateRequests templates = {
-      {"data/StatefulSet/db", {{"pg", {{"cpu", "2"}, {"memory", "2Gi"}}}}},
-      {"shop/Deployment/web", {{"app", {{"cpu", "9"}}}}}};
+      {"data/StatefulSet/db", {{"pg", {{"requests", {{"cpu", "2"}, {"memory", "2Gi"}}}}}}},
+      {"shop/Deployment/web", {{"app", {{"requests", {{"cpu", "9"}}}}}}}};
   auto rows = report_rows(cluster(), &templates);
   REQUIRE(rows.size() == 3);
   CHECK(rows[0].container == "pg");

@@ -1,5 +1,6 @@
 // Dashboard: pages from the snapshot function (called per view, no other source), the sampler
-// thread started and stopped without waiting out its period, history kept across views.
+// thread started and stopped without waiting out its period, history kept across views, and the
+// templates of scalers in mode Off listed by the sampler alone.
 #include "dashboard/dashboard.h"
 
 #include <doctest/doctest.h>
@@ -7,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "test/unit/dashboard/fixtures.h"
 
@@ -54,4 +57,59 @@ TEST_CASE("dashboard: pages from the snapshot; the sampler stops at once") {
   board.stop();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(calls.load() >= 3);  // one per view (and the sampler's, if it ran before stop)
+}
+
+TEST_CASE("dashboard: the sampler lists the templates of scalers in Off; page views never do") {
+  auto off = scaler("shop", "api", {{"deploymentName", "api"}, {"updateMode", "Off"}},
+                    status_with("app", {{"cpu", "300m"}}, {{"cpu", "300m"}}));
+  auto automatic = scaler("blog", "www", {{"deploymentName", "www"}},
+                          status_with("app", {{"cpu", "1"}}, {{"cpu", "1"}}));
+  std::atomic<int> reads{0};
+  std::mutex mutex;
+  std::set<std::pair<std::string, std::string>> asked;
+  DashboardOptions options;
+  options.sample_every = std::chrono::hours(1);
+  Dashboard board(
+      [&] {
+        return std::vector{off, automatic};
+      },
+      options,
+      [&](const auto& wanted) {
+        {
+          std::lock_guard lock(mutex);
+          asked = wanted;
+        }
+        vscaler::api::TemplateResources out;
+        out["shop/Deployment/api"]["app"] = {{"requests", {{"cpu", "1"}}}};
+        ++reads;
+        return out;
+      });
+  // Before the sampler ran: the template is unknown, not the status's would-be 300m.
+  json before = json::parse(board.json());
+  const json& unknown = before["namespaces"][1]["scalers"][0]["containers"][0];
+  CHECK(unknown["templateKnown"] == false);
+  CHECK(unknown["requests"].is_null());
+  CHECK(reads.load() == 0);
+
+  board.start();  // samples once at start
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (reads.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(reads.load() == 1);
+  {
+    std::lock_guard lock(mutex);
+    CHECK(asked == std::set<std::pair<std::string, std::string>>{{"shop", "Deployment"}});
+  }
+  for (int i = 0; i < 3; ++i) {
+    json after = json::parse(board.json());
+    const json& app = after["namespaces"][1]["scalers"][0]["containers"][0];
+    CHECK(app["templateKnown"] == true);
+    CHECK(app["requests"]["cpu"] == "1");
+    // The Auto scaler keeps its status's values.
+    CHECK(after["namespaces"][0]["scalers"][0]["containers"][0]["requests"]["cpu"] == "1");
+  }
+  CHECK(board.html().find("300m") != std::string::npos);  // the target, not a request
+  CHECK(reads.load() == 1);
+  board.stop();
 }

@@ -26,12 +26,18 @@ TEST_CASE("dashboard model: namespaces and scalers sorted, values beside the rec
                      status_with("app", {{"cpu", "500m"}, {"memory", "512Mi"}},
                                  {{"cpu", "200m"}, {"memory", "256Mi"}}));
   auto under = scaler("shop", "api", {{"deploymentName", "api"}, {"updateMode", "Off"}},
-                      status_with("app", {{"cpu", "100m"}, {"memory", "128Mi"}},
+                      status_with("app", {{"cpu", "300m"}, {"memory", "128Mi"}},
                                   {{"cpu", "300m"}, {"memory", "128Mi"}}));
   auto other = scaler("blog", "www", {{"deploymentName", "www"}},
                       status_with("nginx", {{"cpu", "1"}}, {{"cpu", "1"}}));
+  // In Off the status shows what would be applied (300m); the template (100m) comes from its
+  // listing.
+  vscaler::dashboard::OffTemplates templates;
+  templates.resources["shop/Deployment/api"]["app"] = {
+      {"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}};
   History history;
-  auto model = build_model({over, under, other}, history, "2026-12-01T12:00:00Z");
+  auto model =
+      build_model({over, under, other}, history, "2026-12-01T12:00:00Z", nullptr, &templates);
   CHECK(model.scaler_count == 3);
   CHECK(model.generated_at == "2026-12-01T12:00:00Z");
   REQUIRE(model.namespaces.size() == 2);
@@ -60,6 +66,32 @@ TEST_CASE("dashboard model: namespaces and scalers sorted, values beside the rec
   CHECK(shop.totals.recommended_cpu == 500'000'000);
   CHECK(model.totals.requested_cpu == 1'600'000'000);
   CHECK(model.totals.savings_cpu() == 100'000'000);
+}
+
+TEST_CASE("dashboard model: a scaler in Off is shown against its template, never its status") {
+  // Off: the status carries what would be applied (the recommendation, 300m); the template asks
+  // 1 CPU. Before, the page read the status as the template and showed no saving at all.
+  auto off = scaler("shop", "api", {{"deploymentName", "api"}, {"updateMode", "Off"}},
+                    status_with("app", {{"cpu", "300m"}}, {{"cpu", "300m"}}));
+  auto unlisted = build_model({off}, History(), "now");
+  const auto& unknown = unlisted.namespaces[0].scalers[0]->containers[0];
+  CHECK_FALSE(unknown.template_known);
+  CHECK(unknown.requests.empty());
+  CHECK(unlisted.totals.requested_cpu == 0);
+  CHECK(unlisted.totals.recommended_cpu == 0);  // nothing to compare with: left out
+
+  vscaler::dashboard::OffTemplates templates;
+  templates.resources["shop/Deployment/api"]["app"] = {{"requests", {{"cpu", "1"}}},
+                                                       {"limits", {{"cpu", "2"}}}};
+  templates.version = 1;
+  ViewCache cache;
+  build_model({off}, History(), "now", &cache);  // cached before the listing
+  auto listed = build_model({off}, History(), "now", &cache, &templates);
+  const auto& app = listed.namespaces[0].scalers[0]->containers[0];
+  CHECK(app.template_known);
+  CHECK(app.requests.cpu->to_string() == "1");
+  CHECK(app.limits.cpu->to_string() == "2");
+  CHECK(listed.totals.savings_cpu() == 700'000'000);
 }
 
 TEST_CASE("dashboard model: fixed values count as neither saving nor missing") {
