@@ -42,9 +42,9 @@ struct ClientConfig {
   /// server can take many seconds.
   std::chrono::milliseconds request_timeout{60'000};
   /// Largest body of an ordinary (non-watch) response, decompressed: a longer answer fails with
-  /// kTooLarge and its connection is dropped, instead of the process growing until it is
-  /// OOM-killed (a page of a list is a few MB; the chart's memory limit is 256 MiB). Watches
-  /// bound each event instead (WatchOptions::max_event_bytes).
+  /// kDecode (whatever its status) and its connection is dropped, instead of the process growing
+  /// until it is OOM-killed (a page of a list is a few MB; the chart's memory limit is 256 MiB).
+  /// Watches bound each event instead (WatchOptions::max_event_bytes).
   std::size_t max_response_bytes = 64 * 1024 * 1024;
   /// Most connections used for ordinary requests at once (one request per connection at a time);
   /// further concurrent callers wait. Watches use their own connections on top.

@@ -36,7 +36,8 @@ enum class ErrorKind {
   kTransport,              ///< no HTTP answer: connection refused/reset, DNS, broken stream
   kTls,                    ///< TLS handshake or certificate verification failed
   kCanceled,               ///< the caller cancelled (Watch::cancel, Informer::stop)
-  kDecode,                 ///< a 2xx answer whose body is not the JSON expected
+  kDecode,                 ///< a 2xx answer whose body is not the JSON expected, or any answer
+                           ///< longer than ClientConfig::max_response_bytes
 };
 
 /// The kind's name as written in messages: "NotFound", "TooManyRequests", "Transport", ...

@@ -109,8 +109,35 @@ Result<std::shared_ptr<const TlsMaterial>> TlsMaterial::parse(
   return std::shared_ptr<const TlsMaterial>(std::move(material));
 }
 
+namespace {
+
+// The SSL_CTX ex_data slot holding a context's TlsVerifyState for send_server_name.
+int server_name_slot() {
+  static const int slot = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return slot;
+}
+
+// httplib names the URL's host in the SNI when it creates the connection; a configured server
+// name replaces it as the handshake starts, before the ClientHello is written.
+void send_server_name(const SSL* ssl, int where, int /*ret*/) {
+  if ((where & SSL_CB_HANDSHAKE_START) == 0) return;
+  const auto* state = static_cast<const TlsVerifyState*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), server_name_slot()));
+  if (state != nullptr && !state->server_name.empty()) {
+    // SSL_set_tlsext_host_name, without the macro's C cast.
+    SSL_ctrl(const_cast<SSL*>(ssl), SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(state->server_name.c_str()));
+  }
+}
+
+}  // namespace
+
 void configure_client_context(SSL_CTX* ctx, TlsVerifyState* state, bool verify) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  if (!state->server_name.empty()) {
+    SSL_CTX_set_ex_data(ctx, server_name_slot(), state);
+    SSL_CTX_set_info_callback(ctx, send_server_name);
+  }
   const TlsMaterial& material = *state->material;
   if (material.client_cert()) {
     SSL_CTX_use_certificate(ctx, material.client_cert());

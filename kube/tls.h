@@ -49,7 +49,10 @@ class TlsMaterial {
 /// Per-connection verification state: the expected name and what went wrong last.
 struct TlsVerifyState {
   std::shared_ptr<const TlsMaterial> material;
-  std::string expected_host;        ///< DNS name or IP literal the certificate must match
+  std::string expected_host;  ///< DNS name or IP literal the certificate must match
+  /// Sent as the ClientHello's server name (SNI) in place of the URL's host when not empty (a
+  /// kubeconfig's tls-server-name, as kubectl sends it).
+  std::string server_name;
   std::atomic<long> last_error{0};  ///< X509_V_* of the last failed verification, 0 if none
   std::atomic<bool> failed{false};  ///< the last handshake failed certificate verification
 };
@@ -57,7 +60,8 @@ struct TlsVerifyState {
 /// Configures `ctx` (owned by one HTTP client) to require TLS >= 1.2 and to verify the server's
 /// certificate chain against `state->material`'s CAs only (or the system store when it has none)
 /// and its name against `state->expected_host` (IP SANs for IP literals), recording failures in
-/// `state`, which must outlive the context. With `verify` false nothing is checked.
+/// `state`, which must outlive the context. With `verify` false nothing is checked. Either way a
+/// `state->server_name` is what the handshake names (SNI).
 void configure_client_context(SSL_CTX* ctx, TlsVerifyState* state, bool verify);
 
 }  // namespace vscaler::kube

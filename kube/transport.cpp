@@ -182,6 +182,7 @@ struct Shared {
       connection->tls->material = material;
       connection->tls->expected_host =
           config.tls_server_name.empty() ? url.host : config.tls_server_name;
+      connection->tls->server_name = config.tls_server_name;
       // httplib's own check would add the system trust store to the configured CA; ours trusts
       // exactly the configured CAs (see configure_client_context).
       ssl->enable_server_certificate_verification(false);
@@ -475,8 +476,8 @@ class PooledTransport final : public Transport {
         return out;
       }
       if (too_large) {
-        // The rest of the answer is still on the wire: the connection cannot carry another.
-        connection.http->stop();
+        // httplib has closed the connection whose answer it stopped reading; the next request
+        // on this pooled client connects again.
         return fail(make_error(ErrorKind::kDecode,
                                "the answer to " + request.method + " " + request.target +
                                    " is longer than " + std::to_string(max_bytes) +

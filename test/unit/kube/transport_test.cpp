@@ -1,7 +1,8 @@
 // PooledTransport against plain-HTTP local servers: one whose every answer is slow (a caller
 // waiting for a connection from a busy pool gives up at its request timeout instead of queueing
 // behind every earlier caller), one that resets kept-alive connections (what is sent again), and
-// answers longer than the client takes.
+// answers longer than the client takes; and a TLS server that records the server name (SNI) a
+// kubeconfig's tls-server-name makes the client send.
 #include "kube/transport.h"
 
 #include <arpa/inet.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "test/unit/support/local_http_server.h"
+#include "test/unit/webhook/tls_fixture.h"
 
 using namespace std::chrono_literals;
 using vscaler::kube::ClientConfig;
@@ -315,4 +317,108 @@ TEST_CASE("a PATCH the server read whole before the connection failed is not sen
   CHECK(answer.error().kind == ErrorKind::kTransport);
   CHECK(server.methods() == std::vector<std::string>{"GET", "PATCH"});
   CHECK(transport->stats().requests == 2);
+}
+
+namespace {
+
+// A TLS server on 127.0.0.1 answering one request "{}" and recording the server name (SNI) the
+// ClientHello carried.
+class SniServer {
+ public:
+  explicit SniServer(const vscaler::testing::PemPair& pair) {
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    BIO* cert = BIO_new_mem_buf(pair.cert.data(), static_cast<int>(pair.cert.size()));
+    BIO* key = BIO_new_mem_buf(pair.key.data(), static_cast<int>(pair.key.size()));
+    X509* x509 = PEM_read_bio_X509(cert, nullptr, nullptr, nullptr);
+    EVP_PKEY* pkey = PEM_read_bio_PrivateKey(key, nullptr, nullptr, nullptr);
+    REQUIRE(SSL_CTX_use_certificate(ctx_, x509) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey(ctx_, pkey) == 1);
+    X509_free(x509);
+    EVP_PKEY_free(pkey);
+    BIO_free(cert);
+    BIO_free(key);
+    // SSL_CTX_set_tlsext_servername_callback and _arg, without the macros' C casts.
+    SSL_CTX_callback_ctrl(ctx_, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB,
+                          reinterpret_cast<void (*)()>(on_server_name));
+    SSL_CTX_ctrl(ctx_, SSL_CTRL_SET_TLSEXT_SERVERNAME_ARG, 0, this);
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(listener_, 4) == 0);
+    socklen_t size = sizeof address;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve_one(); });
+  }
+  ~SniServer() {
+    ::shutdown(listener_, SHUT_RDWR);
+    thread_.join();
+    ::close(listener_);
+    SSL_CTX_free(ctx_);
+  }
+  int port() const { return port_; }
+  std::string seen() {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  static int on_server_name(SSL* ssl, int* /*alert*/, void* self) {
+    const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    std::lock_guard lock(static_cast<SniServer*>(self)->mutex_);
+    static_cast<SniServer*>(self)->seen_ = name != nullptr ? name : "";
+    return SSL_TLSEXT_ERR_OK;
+  }
+  void serve_one() {
+    int fd = ::accept(listener_, nullptr, nullptr);
+    if (fd < 0) return;
+    SSL* ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, fd);
+    if (SSL_accept(ssl) == 1) {
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        int n = SSL_read(ssl, buffer, sizeof buffer);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<std::size_t>(n));
+      }
+      const std::string answer =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+          "Connection: close\r\n\r\n{}";
+      SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
+      SSL_shutdown(ssl);
+    }
+    SSL_free(ssl);
+    ::close(fd);
+  }
+
+  SSL_CTX* ctx_ = nullptr;
+  int listener_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::string seen_;
+};
+
+}  // namespace
+
+TEST_CASE("a kubeconfig's tls-server-name is the server name the handshake sends (SNI)") {
+  vscaler::testing::TestCa ca;
+  // The server answers on 127.0.0.1 with a certificate naming localhost too (as a cluster
+  // reached by IP behind a proxy that routes by SNI).
+  SniServer server(ca.issue(2));
+  ClientConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(server.port());
+  config.ca_pem = ca.cert_pem();
+  config.tls_server_name = "localhost";
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/version";
+  auto answer = (*transport)->send(request);
+  REQUIRE_MESSAGE(answer.ok(), (answer.ok() ? "" : answer.error().to_string()));
+  CHECK(answer->body == "{}");
+  CHECK(server.seen() == "localhost");
 }
