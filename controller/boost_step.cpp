@@ -242,17 +242,20 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           pod.state = BoostState::kEnding;
           log::info(kBoostLogger, "ending a startup boost in place",
                     {{"scaler", key}, {"pod", pod.name}, {"why", pod.message}});
-        } else if (!kube::is_forbidden(resized.error()) && !kube::is_invalid(resized.error())) {
-          // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow. The
-          // pod stays due and is sent again at the next look (kCallFailedRecheck), not held
-          // back kRefusedResizeRetry as a refusal is.
-          pod.message =
-              "the resize call failed, sent again shortly: " + resized.error().to_string();
-          pod.call_failed = true;
+        } else if (const kube::ApiError& error = resized.error();
+                   kube::is_retryable(error) || kube::is_conflict(error)) {
+          // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the
+          // pod changed meanwhile. The pod stays due and is sent again after
+          // kCallFailedRecheck (or the Retry-After), not held back kRefusedResizeRetry as a
+          // refusal is.
+          pod.message = "the resize call failed, sent again shortly: " + error.to_string();
+          pod.call_retry =
+              std::max(kCallFailedRecheck, error.retry_after.value_or(kCallFailedRecheck));
           log::warn(kBoostLogger, "a resize back from a startup boost failed",
-                    {{"scaler", key}, {"pod", pod.name}, {"error", resized.error().to_string()}});
+                    {{"scaler", key}, {"pod", pod.name}, {"error", error.to_string()}});
         } else {
-          // 403 (the node's room, a quota, a LimitRange) or 422: the same patch is held back.
+          // 403 (the node's room, a quota, a LimitRange), 422, or anything else a retry will
+          // not change (400, 404, 415): the same patch is held back and reported.
           pod.state = BoostState::kRefused;
           pod.message = "the API server refused it: " + resized.error().to_string();
           memory.refused[pod.uid] = now;
@@ -306,7 +309,7 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
                          std::chrono::duration_cast<milliseconds>(*pod.due_at - now)));
         break;
       case BoostState::kDue:  // not the leader (the leader sends it), or its call failed
-        at_most(pod.call_failed ? kCallFailedRecheck : std::chrono::seconds(1));
+        at_most(pod.call_retry.count() > 0 ? milliseconds(pod.call_retry) : milliseconds(1000));
         break;
       case BoostState::kEnding:
         at_most(std::chrono::seconds(1));

@@ -57,9 +57,10 @@ struct PodBoost {
   std::string message;  ///< why not ended: the kubelet's or the API server's words
   std::optional<recommender::TimePoint> due_at;  ///< kHolding: when the boost may end
   nlohmann::json patch;                          ///< kDue: the pods/resize body
-  /// kDue: the resize call failed without a refusal (429, 5xx, a timeout); sent again after
-  /// kCallFailedRecheck.
-  bool call_failed = false;
+  /// kDue: the resize call failed in a way a retry may mend (429, 5xx, a timeout, a conflict):
+  /// it is sent again after this long (kCallFailedRecheck, or the answer's Retry-After); zero
+  /// when no call failed.
+  std::chrono::seconds call_retry{0};
 };
 
 /// How soon a resize back whose call failed without a refusal is sent again: a few seconds, so

@@ -228,11 +228,32 @@ TEST_CASE("a resize back whose call failed (503) is sent again within seconds, n
   CHECK(metrics.counts["infeasible"] == 0);
   CHECK(api.events.empty());
   CHECK(result.recheck_after == controller::kCallFailedRecheck);
-  // The API server is back 5 s later: the resize back goes out then, not 5 minutes later.
+  // Throttled (429) with a Retry-After: looked at again no sooner than it says.
+  api.refusal_kind = kube::ErrorKind::kTooManyRequests;
+  api.refusal_retry_after = seconds(20);
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:01Z"));
+  CHECK(result.pods[0].state == BoostState::kDue);
+  CHECK(result.recheck_after == seconds(20));
+  // The API server is back: the resize back goes out then, not 5 minutes later.
   api.refuse = false;
-  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:05Z"));
+  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:21Z"));
   CHECK(result.pods[0].state == BoostState::kEnding);
   CHECK(api.resized.size() == 1);
+}
+
+TEST_CASE("a resize back refused in a way no retry mends (404) is held back and reported") {
+  test::FakePodsApi api;
+  api.refuse = true;
+  api.refusal_kind = kube::ErrorKind::kNotFound;
+  api.refusal = "the server could not find the requested resource";
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  CHECK(result.pods[0].state == BoostState::kRefused);
+  CHECK(result.stuck == 1);
+  CHECK(api.events == std::vector<std::string>{"Warning StartupBoostStuck"});
+  CHECK(result.recheck_after == seconds(60));
 }
 
 TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent") {

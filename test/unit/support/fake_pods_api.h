@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ class FakePodsApi : public controller::ReconcileApi {
   bool refuse = false;
   kube::ErrorKind refusal_kind = kube::ErrorKind::kForbidden;  ///< 403; 503 is kServerError
   std::string refusal = "Node didn't have enough capacity: NodeCapacity";
-  std::string refusal_cause;         ///< a Status cause type of the refusal, if any
+  std::string refusal_cause;  ///< a Status cause type of the refusal, if any
+  std::optional<std::chrono::seconds> refusal_retry_after;  ///< its Retry-After, if any
   std::vector<std::string> events;   ///< "Warning reason" / "Normal reason", in order
   std::vector<std::string> evicted;  ///< names, in order
   std::function<void()> on_resize;   ///< called as each resize call begins (the call in flight)
@@ -61,6 +63,7 @@ class FakePodsApi : public controller::ReconcileApi {
     if (refuse) {
       auto error = kube::make_error(refusal_kind, refusal);
       if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
+      error.retry_after = refusal_retry_after;
       return kube::fail(error);
     }
     resized.push_back(name);
