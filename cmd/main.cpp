@@ -295,16 +295,15 @@ int run(const cmd::Options& options) {
   // default), from the scalers in memory (declared first: it outlives the server that calls it).
   // Scalers in mode "Off" are shown against their workloads' templates, listed by the
   // dashboard's sampler (never by a page view); a list it may not read leaves theirs unknown.
-  dashboard::TemplateReader templates = [&client](const auto& namespace_kinds) {
-    api::TemplateResources out;
-    for (const auto& [ns, kind] : namespace_kinds) {
-      auto listed = controller::list_template_resources(*client, ns, kind, out);
-      if (!listed.ok()) {
-        log::warn(kMainLogger, "the dashboard cannot list the templates of scalers in mode Off",
-                  {{"namespace", ns}, {"kind", kind}, {"error", listed.error().to_string()}});
-      }
+  dashboard::TemplateReader templates = [&client](const std::string& ns, const std::string& kind,
+                                                  api::TemplateResources& out) {
+    auto listed =
+        controller::list_template_resources(*client, ns, kind, out, std::chrono::seconds(10));
+    if (!listed.ok()) {
+      log::warn(kMainLogger, "the dashboard cannot list the templates of scalers in mode Off",
+                {{"namespace", ns}, {"kind", kind}, {"error", listed.error().to_string()}});
     }
-    return out;
+    return listed.ok();
   };
   dashboard::Dashboard board([&manager] { return manager.store().snapshot(); }, {},
                              std::move(templates));

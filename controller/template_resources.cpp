@@ -6,10 +6,9 @@
 
 namespace vscaler::controller {
 
-kube::Result<kube::Unit, kube::ApiError> list_template_resources(kube::Client& client,
-                                                                 const std::string& ns,
-                                                                 const std::string& kind,
-                                                                 api::TemplateResources& out) {
+kube::Result<kube::Unit, kube::ApiError> list_template_resources(
+    kube::Client& client, const std::string& ns, const std::string& kind,
+    api::TemplateResources& out, std::chrono::milliseconds page_timeout) {
   const kube::ResourceType* resource = kube::workload_resource(kind);
   if (resource == nullptr) return kube::Unit{};
   static const kube::JsonProjection projection =
@@ -17,8 +16,19 @@ kube::Result<kube::Unit, kube::ApiError> list_template_resources(kube::Client& c
                                     "/spec/template/spec/containers/*/resources"});
   kube::ListOptions options;
   options.projection = projection;
-  options.on_item = [&](nlohmann::json& item, int /*restart*/) {
-    auto& containers = out[ns + "/" + kind + "/" + kube::meta_string(item, "name")];
+  options.timeout = page_timeout;
+  const std::string prefix = ns + "/" + kind + "/";
+  int attempt = 0;
+  options.on_item = [&](nlohmann::json& item, int restart) {
+    if (restart != attempt) {
+      // The list started over (an expired continue token): what the abandoned attempt handed
+      // over may name workloads deleted since.
+      attempt = restart;
+      for (auto it = out.lower_bound(prefix); it != out.end() && it->first.starts_with(prefix);) {
+        it = out.erase(it);
+      }
+    }
+    auto& containers = out[prefix + kube::meta_string(item, "name")];
     for (const nlohmann::json& container : api::pod_containers_of(item)) {
       if (!container.is_object()) continue;
       auto name = container.find("name");

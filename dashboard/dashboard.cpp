@@ -1,7 +1,6 @@
 // Dashboard: pages from a snapshot and the sampled history.
 #include "dashboard/dashboard.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "base/time.h"
@@ -48,6 +47,7 @@ void Dashboard::stop() {
 void Dashboard::sample_loop() {
   std::unique_lock lock(thread_mutex_);
   while (!stopping_) {
+    wake_requested_ = false;
     lock.unlock();
     auto scalers = source_();
     {
@@ -56,35 +56,77 @@ void Dashboard::sample_loop() {
     }
     refresh_templates(scalers);
     lock.lock();
-    wake_.wait_for(lock, options_.sample_every, [this] { return stopping_; });
+    wake_.wait_for(lock, options_.sample_every, [this] { return stopping_ || wake_requested_; });
   }
+}
+
+bool Dashboard::stopping() {
+  std::lock_guard lock(thread_mutex_);
+  return stopping_;
+}
+
+void Dashboard::viewed() {
+  if (!read_templates_) return;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(thread_mutex_);
+    const bool quiet = now - viewed_at_ >= options_.templates_every;
+    viewed_at_ = now;
+    if (!quiet) return;
+    wake_requested_ = true;
+  }
+  wake_.notify_all();
 }
 
 void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::Scaler>>& scalers) {
   if (!read_templates_) return;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(thread_mutex_);
+    if (now - viewed_at_ >= options_.templates_every) return;  // nobody looks
+  }
   std::set<std::pair<std::string, std::string>> wanted;  // (namespace, kind)
   for (const auto& scaler : scalers) {
     if (scaler && scaler->update_mode == api::UpdateMode::kOff) {
       wanted.emplace(scaler->ns, scaler->target.kind);
     }
   }
-  const auto now = std::chrono::steady_clock::now();
-  const bool new_kinds =
-      !std::includes(listed_.begin(), listed_.end(), wanted.begin(), wanted.end());
-  if (!new_kinds && now - listed_at_ < options_.templates_every) return;
-  // Outside the lock: page views go on with the templates listed before.
-  api::TemplateResources listed =
-      wanted.empty() ? api::TemplateResources{} : read_templates_(wanted);
-  listed_ = std::move(wanted);
-  listed_at_ = now;
-  std::lock_guard lock(history_mutex_);
-  if (listed != off_templates_.resources) {
-    off_templates_.resources = std::move(listed);
-    ++off_templates_.version;
+  // Pairs without scalers in Off any more are forgotten, with their templates.
+  auto prefix_of = [](const std::pair<std::string, std::string>& pair) {
+    return pair.first + "/" + pair.second + "/";
+  };
+  auto replace = [&](const std::string& prefix, api::TemplateResources fresh) {
+    std::lock_guard lock(history_mutex_);
+    auto& held = off_templates_.resources;
+    api::TemplateResources before;
+    for (auto it = held.lower_bound(prefix); it != held.end() && it->first.starts_with(prefix);) {
+      before.insert(held.extract(it++));
+    }
+    if (before != fresh) ++off_templates_.version;
+    held.merge(fresh);
+  };
+  for (auto it = listed_at_.begin(); it != listed_at_.end();) {
+    if (wanted.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    replace(prefix_of(it->first), {});
+    it = listed_at_.erase(it);
+  }
+  for (const auto& pair : wanted) {
+    auto last = listed_at_.find(pair);
+    if (last != listed_at_.end() && now - last->second < options_.templates_every) continue;
+    if (stopping()) return;
+    // Outside the lock: page views go on with the templates listed before.
+    api::TemplateResources fresh;
+    if (!read_templates_(pair.first, pair.second, fresh)) continue;  // kept; asked again next
+    listed_at_[pair] = now;
+    replace(prefix_of(pair), std::move(fresh));
   }
 }
 
 Model Dashboard::model_at(std::int64_t now) {
+  viewed();
   auto scalers = source_();
   std::lock_guard lock(history_mutex_);
   history_.observe(scalers, now);

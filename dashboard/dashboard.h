@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -26,18 +27,21 @@ namespace vscaler::dashboard {
 /// the sampler thread, so it must be thread-safe.
 using ScalerSource = std::function<std::vector<std::shared_ptr<const api::Scaler>>()>;
 
-/// The pod templates of the workloads named (namespace, kind): what scalers in mode "Off" are
-/// shown against (their status shows what would be applied). Called from the sampler thread
-/// only, never from a page view; what it cannot read it leaves out.
-using TemplateReader =
-    std::function<api::TemplateResources(const std::set<std::pair<std::string, std::string>>&)>;
+/// Adds to `out` the pod templates of the workloads of `kind` in namespace `ns`: what scalers in
+/// mode "Off" are shown against (their status shows what would be applied). False when they
+/// could not be listed whole (the templates listed before are kept, and it is asked again at the
+/// next sample). Called from the sampler thread only, never from a page view.
+using TemplateReader = std::function<bool(const std::string& ns, const std::string& kind,
+                                          api::TemplateResources& out)>;
 
 /// What the dashboard keeps and how often it looks.
 struct DashboardOptions {
   HistoryOptions history;
-  std::chrono::seconds sample_every{30};
-  /// How often the templates of scalers in mode "Off" are listed again (sooner for a namespace
-  /// and kind not listed yet): one list per namespace and kind holding such scalers.
+  std::chrono::milliseconds sample_every{30'000};
+  /// How often the templates of scalers in mode "Off" are listed again, one list per namespace
+  /// and kind holding such scalers; a namespace and kind not listed yet is listed at the next
+  /// sample. Only while the dashboard is looked at: a page view within the last templates_every
+  /// (a view after a quiet spell wakes the sampler), so an unwatched replica lists nothing.
   std::chrono::seconds templates_every{300};
 };
 
@@ -68,8 +72,11 @@ class Dashboard {
  private:
   Model model_at(std::int64_t now);
   void sample_loop();
-  // Lists the templates of `scalers` in mode "Off" when due (see templates_every).
+  // Lists the templates of `scalers` in mode "Off" that are due (see templates_every).
   void refresh_templates(const std::vector<std::shared_ptr<const api::Scaler>>& scalers);
+  // Notes a page view; after a quiet spell it wakes the sampler to list templates.
+  void viewed();
+  bool stopping();
 
   ScalerSource source_;
   DashboardOptions options_;
@@ -78,12 +85,13 @@ class Dashboard {
   History history_;
   ViewCache views_;             // under history_mutex_
   OffTemplates off_templates_;  // under history_mutex_
-  // The sampler thread's own: what was listed last, and when.
-  std::set<std::pair<std::string, std::string>> listed_;
-  std::chrono::steady_clock::time_point listed_at_{};
+  // The sampler thread's own: when each (namespace, kind) was last listed whole.
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> listed_at_;
   std::mutex thread_mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  bool stopping_ = false;                            // under thread_mutex_
+  bool wake_requested_ = false;                      // under thread_mutex_
+  std::chrono::steady_clock::time_point viewed_at_;  // under thread_mutex_
   std::thread sampler_;
 };
 
