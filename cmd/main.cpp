@@ -170,6 +170,8 @@ int run(const cmd::Options& options) {
   recommender_options.aggregate.cpu_half_life = options.cpu_histogram_decay_half_life;
   recommender_options.aggregate.memory_half_life = options.memory_histogram_decay_half_life;
   recommender_options.aggregate.memory_aggregation_interval = options.memory_aggregation_interval;
+  recommender_options.aggregate.memory_aggregation_interval_count =
+      options.memory_aggregation_interval_count;
   recommender_options.recommendation.rounding = {options.round_cpu_millicores,
                                                  options.round_memory_bytes};
   if (options.max_allowed_cpu) {

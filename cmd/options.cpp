@@ -56,6 +56,9 @@ Flags:
                         the same for memory peaks (default 24h)
   --memory-aggregation-interval DUR
                         memory keeps one peak per interval of this length (default 24h)
+  --memory-aggregation-interval-count N
+                        how many such intervals a history spans; a container without samples
+                        for that long is forgotten (default 8)
   --min-update-interval DUR
                         least time between two recommendation-driven template patches of one
                         workload (default 10m)
@@ -256,6 +259,13 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
                                                       "--memory-histogram-decay-half-life", false)},
       {"--memory-aggregation-interval",
        duration(options.memory_aggregation_interval, "--memory-aggregation-interval", false)},
+      {"--memory-aggregation-interval-count",
+       [&](const std::string& value) -> kube::Result<kube::Unit> {
+         auto count = parse_int("--memory-aggregation-interval-count", value, 1, 10'000);
+         if (!count.ok()) return kube::fail(count.error());
+         options.memory_aggregation_interval_count = static_cast<int>(*count);
+         return kube::Unit{};
+       }},
       {"--min-update-interval",
        duration(options.min_update_interval, "--min-update-interval", true)},
       {"--in-recommendation-bounds-eviction-lifetime-threshold",

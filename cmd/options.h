@@ -52,6 +52,9 @@ struct Options {
   std::chrono::milliseconds memory_histogram_decay_half_life{24 * 3'600'000};
   /// --memory-aggregation-interval.
   std::chrono::milliseconds memory_aggregation_interval{24 * 3'600'000};
+  /// --memory-aggregation-interval-count (VPA's name): how many intervals a history spans; an
+  /// aggregate without samples for that long is dropped.
+  int memory_aggregation_interval_count = 8;
   /// --min-update-interval: least time between two recommendation-driven template patches of
   /// one workload.
   std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};

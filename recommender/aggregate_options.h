@@ -18,7 +18,7 @@ struct AggregateOptions {
   Duration memory_half_life = std::chrono::hours(24);
   /// --memory-aggregation-interval: memory keeps one peak per interval of this length.
   Duration memory_aggregation_interval = std::chrono::hours(24);
-  /// VPA's --memory-aggregation-interval-count (8): how many intervals a history spans. A
+  /// --memory-aggregation-interval-count (VPA's, 8): how many intervals a history spans. A
   /// container's aggregate whose last sample is older than history_length() is dropped, as
   /// VPA's garbage collector drops an expired AggregateContainerState.
   int memory_aggregation_interval_count = 8;

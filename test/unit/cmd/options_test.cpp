@@ -127,16 +127,21 @@ TEST_CASE("the recommender's flags: Go durations, VPA's defaults, 0 turns recomm
   CHECK(defaults->cpu_histogram_decay_half_life == hours(24));
   CHECK(defaults->memory_histogram_decay_half_life == hours(24));
   CHECK(defaults->memory_aggregation_interval == hours(24));
-  auto set = parse_options({"--recommender-interval=10s", "--checkpoint-interval", "15s",
-                            "--cpu-histogram-decay-half-life", "1h",
-                            "--memory-histogram-decay-half-life=30m",
-                            "--memory-aggregation-interval", "2h"});
+  CHECK(defaults->memory_aggregation_interval_count == 8);
+  auto set = parse_options(
+      {"--recommender-interval=10s", "--checkpoint-interval", "15s",
+       "--cpu-histogram-decay-half-life", "1h", "--memory-histogram-decay-half-life=30m",
+       "--memory-aggregation-interval", "2h", "--memory-aggregation-interval-count=3"});
   REQUIRE(set.ok());
   CHECK(set->recommender_interval == std::chrono::seconds(10));
   CHECK(set->checkpoint_interval == std::chrono::seconds(15));
   CHECK(set->cpu_histogram_decay_half_life == hours(1));
   CHECK(set->memory_histogram_decay_half_life == minutes(30));
   CHECK(set->memory_aggregation_interval == hours(2));
+  CHECK(set->memory_aggregation_interval_count == 3);
+  CHECK(parse_options({"--memory-aggregation-interval-count", "0"})
+            .error()
+            .rfind("--memory-aggregation-interval-count:", 0) == 0);
   auto off = parse_options({"--recommender-interval", "0"});
   REQUIRE(off.ok());
   CHECK(off->recommender_interval.count() == 0);
