@@ -206,17 +206,18 @@ InPlaceResult InPlaceStep::run_listed(
       continue;
     }
     const kube::ApiError& error = resized.error();
-    if (!kube::is_forbidden(error) && !kube::is_invalid(error)) {
-      // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow. The pod
-      // stays due (counted in flight) and is sent again at the next re-check, with backoff;
-      // never a reason to evict it.
+    if (kube::is_retryable(error) || kube::is_conflict(error)) {
+      // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the pod
+      // changed meanwhile. The pod stays due (counted in flight) and is sent again at the next
+      // re-check, with backoff; never a reason to evict it.
       pod.message = "the resize call failed, sent again shortly: " + error.to_string();
       log::warn(kInPlaceLogger, "a pod resize call failed",
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", error.to_string()}});
       continue;
     }
     // 403 (NodeCapacity, a feature the node lacks, the quota, the LimitRange), 422 (a QoS class
-    // change, a node without resize): reported on the scaler.
+    // change, a node without resize), or what no retry mends (404: an API server without
+    // pods/resize; 400, 415): reported on the scaler.
     Refusal refusal = refusal_of(error, pod.patch, now);
     report_refusal(refusal, pod, result.plan);
     log::warn(kInPlaceLogger, "a pod resize was refused",

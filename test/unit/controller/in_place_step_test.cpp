@@ -181,6 +181,27 @@ TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, n
   CHECK(result->plan.in_progress == 2);
 }
 
+TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a refusal") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+  }
+  api::Scaler recreate = scaler("300m");
+  recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  const json workload = {{"spec", {{"replicas", 2}, {"selector", kWorkload["spec"]["selector"]}}}};
+  api.refuse = true;
+  api.refusal_kind = kube::ErrorKind::kNotFound;
+  api.refusal = "the server could not find the requested resource";
+  auto result = step.run(recreate, workload, {}, nullptr, {}, true,
+                         recommender::TimePoint{std::chrono::hours(1000)});
+  REQUIRE(result.ok());
+  CHECK(result->plan.pods[0].refused);
+  CHECK(result->plan.pending == 2);
+  CHECK(api.evicted.size() == 1);  // InPlaceOrRecreate: recreated sized, one pod at a time
+}
+
 TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload runs") {
   FakeApi api;
   Metrics metrics;
