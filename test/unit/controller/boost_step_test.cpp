@@ -77,6 +77,22 @@ std::vector<json> listed(const test::FakePodsApi& api) {
   return out;
 }
 
+/// One pod, web-1, boosted and Ready since 10:00, whose resize calls fail with `kind`.
+struct FailingResizes {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step{api, metrics};
+  FailingResizes(kube::ErrorKind kind, std::string message) {
+    api.refuse = true;
+    api.refusal_kind = kind;
+    api.refusal = std::move(message);
+    api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  }
+  controller::BoostResult run(const char* now) {
+    return step.run(scaler(), listed(api), true, at(now));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a boosted pod is held until Ready + durationSeconds, then resized back to its base") {
@@ -185,13 +201,9 @@ TEST_CASE(
 }
 
 TEST_CASE("a refused resize back is reported once and not resent in a loop") {
-  test::FakePodsApi api;
-  api.refuse = true;
-  api.refusal = "pod updates may not change the QoS class";
-  Metrics metrics;
-  controller::BoostStep step(api, metrics);
-  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
-  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  FailingResizes failing(kube::ErrorKind::kForbidden, "pod updates may not change the QoS class");
+  auto& [api, metrics, step] = failing;
+  auto result = failing.run("2026-12-03T11:00:00Z");
   CHECK(result.pods[0].state == BoostState::kRefused);
   CHECK(result.stuck == 1);
   CHECK(result.boosted == 1);
@@ -202,26 +214,21 @@ TEST_CASE("a refused resize back is reported once and not resent in a loop") {
   CHECK(result.recheck_after == seconds(60));
   api.refuse = false;
   // Within 5 minutes: not sent again, not counted again.
-  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:01:00Z"));
+  result = failing.run("2026-12-03T11:01:00Z");
   CHECK(result.pods[0].state == BoostState::kRefused);
   CHECK(api.resized.empty());
   CHECK(metrics.counts["infeasible"] == 1);
   CHECK(api.events.size() == 1);
   // Then once more.
-  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:06:00Z"));
+  result = failing.run("2026-12-03T11:06:00Z");
   CHECK(result.pods[0].state == BoostState::kEnding);
   CHECK(api.resized.size() == 1);
 }
 
 TEST_CASE("a resize back whose call failed (503) is sent again within seconds, not held back") {
-  test::FakePodsApi api;
-  api.refuse = true;
-  api.refusal_kind = kube::ErrorKind::kServerError;
-  api.refusal = "etcdserver: request timed out";
-  Metrics metrics;
-  controller::BoostStep step(api, metrics);
-  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
-  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  FailingResizes failing(kube::ErrorKind::kServerError, "etcdserver: request timed out");
+  auto& [api, metrics, step] = failing;
+  auto result = failing.run("2026-12-03T11:00:00Z");
   CHECK(result.pods[0].state == BoostState::kDue);
   CHECK(result.pods[0].message.find("sent again shortly") != std::string::npos);
   CHECK(result.stuck == 0);
@@ -231,28 +238,23 @@ TEST_CASE("a resize back whose call failed (503) is sent again within seconds, n
   // Throttled (429) with a Retry-After: looked at again no sooner than it says.
   api.refusal_kind = kube::ErrorKind::kTooManyRequests;
   api.refusal_retry_after = seconds(20);
-  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:01Z"));
+  result = failing.run("2026-12-03T11:00:01Z");
   CHECK(result.pods[0].state == BoostState::kDue);
   CHECK(result.recheck_after == seconds(20));
   // The API server is back: the resize back goes out then, not 5 minutes later.
   api.refuse = false;
-  result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:21Z"));
+  result = failing.run("2026-12-03T11:00:21Z");
   CHECK(result.pods[0].state == BoostState::kEnding);
   CHECK(api.resized.size() == 1);
 }
 
 TEST_CASE("a resize back refused in a way no retry mends (404) is held back and reported") {
-  test::FakePodsApi api;
-  api.refuse = true;
-  api.refusal_kind = kube::ErrorKind::kNotFound;
-  api.refusal = "the server could not find the requested resource";
-  Metrics metrics;
-  controller::BoostStep step(api, metrics);
-  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
-  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  FailingResizes failing(kube::ErrorKind::kNotFound,
+                         "the server could not find the requested resource");
+  auto result = failing.run("2026-12-03T11:00:00Z");
   CHECK(result.pods[0].state == BoostState::kRefused);
   CHECK(result.stuck == 1);
-  CHECK(api.events == std::vector<std::string>{"Warning StartupBoostStuck"});
+  CHECK(failing.api.events == std::vector<std::string>{"Warning StartupBoostStuck"});
   CHECK(result.recheck_after == seconds(60));
 }
 

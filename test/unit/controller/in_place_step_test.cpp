@@ -147,16 +147,28 @@ TEST_CASE("a refused patch is sent again once kRefusedResizeRetry has passed") {
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
 }
 
+namespace {
+
+/// Two running pods of 100m (web-7f9c-a and -b) in `api`, and their workload of 2 replicas, whose
+/// scaler in InPlaceOrRecreate wants 300m.
+struct TwoPodsTo300m {
+  api::Scaler recreate = scaler("300m");
+  json workload = {{"spec", {{"replicas", 2}, {"selector", kWorkload["spec"]["selector"]}}}};
+  explicit TwoPodsTo300m(FakeApi& api) {
+    for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+      api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+    }
+    recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, never evicted") {
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics);
-  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
-    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
-  }
-  api::Scaler recreate = scaler("300m");
-  recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
-  const json workload = {{"spec", {{"replicas", 2}, {"selector", kWorkload["spec"]["selector"]}}}};
+  auto [recreate, workload] = TwoPodsTo300m(api);
   const recommender::TimePoint now{std::chrono::hours(1000)};
   for (auto kind : {kube::ErrorKind::kServerError, kube::ErrorKind::kTooManyRequests,
                     kube::ErrorKind::kTimeout}) {
@@ -185,12 +197,7 @@ TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics);
-  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
-    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
-  }
-  api::Scaler recreate = scaler("300m");
-  recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
-  const json workload = {{"spec", {{"replicas", 2}, {"selector", kWorkload["spec"]["selector"]}}}};
+  auto [recreate, workload] = TwoPodsTo300m(api);
   api.refuse = true;
   api.refusal_kind = kube::ErrorKind::kNotFound;
   api.refusal = "the server could not find the requested resource";

@@ -165,6 +165,21 @@ enum class Reset {
   kAfterWholeRequest,  ///< reads all of it, then resets without answering
 };
 
+// A listening TCP socket on 127.0.0.1 at a free port (written to `port`).
+int listen_local(int& port) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(listener, 8) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  port = ntohs(address.sin_port);
+  return listener;
+}
+
 // A raw HTTP/1.1 server on 127.0.0.1 that answers each request "{}" with keep-alive and records
 // the requests it read whole, by method, except on its first connection's second request (see
 // Reset): there it resets the connection (SO_LINGER 0). httplib's server cannot be made to
@@ -172,16 +187,7 @@ enum class Reset {
 class ResettingServer {
  public:
   explicit ResettingServer(Reset reset) : reset_(reset) {
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(listener_ >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    REQUIRE(::listen(listener_, 8) == 0);
-    socklen_t length = sizeof address;
-    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-    port_ = ntohs(address.sin_port);
+    listener_ = listen_local(port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~ResettingServer() {
@@ -341,15 +347,7 @@ class SniServer {
     SSL_CTX_callback_ctrl(ctx_, SSL_CTRL_SET_TLSEXT_SERVERNAME_CB,
                           reinterpret_cast<void (*)()>(on_server_name));
     SSL_CTX_ctrl(ctx_, SSL_CTRL_SET_TLSEXT_SERVERNAME_ARG, 0, this);
-    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-    socklen_t size = sizeof address;
-    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size);
-    port_ = ntohs(address.sin_port);
+    listener_ = listen_local(port_);
     thread_ = std::thread([this] { serve_one(); });
   }
   ~SniServer() {
