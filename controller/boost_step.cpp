@@ -230,6 +230,13 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           refused != memory.refused.end() && now < refused->second + kRefusedResizeRetry) {
         pod.state = BoostState::kRefused;
         pod.message = memory.refusals[pod.uid];
+      } else if (auto failed = memory.failed_calls.find(pod.uid);
+                 failed != memory.failed_calls.end() && now < failed->second.first) {
+        // Its last call failed: still due, sent again once the wait is over.
+        pod.message = failed->second.second;
+        pod.call_retry =
+            std::max(std::chrono::seconds(1),
+                     std::chrono::ceil<std::chrono::seconds>(failed->second.first - now));
       } else if (may_write && still_leading_ && !still_leading_()) {
         may_write = false;  // the lease went while this step ran: nothing more is sent
       } else if (may_write) {
@@ -239,23 +246,28 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           memory.sent.insert(pod.uid);
           memory.refused.erase(pod.uid);
           memory.refusals.erase(pod.uid);
+          memory.failed_calls.erase(pod.uid);
           pod.state = BoostState::kEnding;
           log::info(kBoostLogger, "ending a startup boost in place",
                     {{"scaler", key}, {"pod", pod.name}, {"why", pod.message}});
         } else if (const kube::ApiError& error = resized.error();
-                   kube::is_retryable(error) || kube::is_conflict(error)) {
+                   classify_resize_failure(error, pod.name) == ResizeFailure::kGone) {
+          pod.message = "the pod is gone";  // deleted since it was listed
+        } else if (classify_resize_failure(error, pod.name) == ResizeFailure::kRetry) {
           // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the
           // pod changed meanwhile. The pod stays due and is sent again after
           // kCallFailedRecheck (or the Retry-After), not held back kRefusedResizeRetry as a
           // refusal is.
           pod.message = "the resize call failed, sent again shortly: " + error.to_string();
-          pod.call_retry =
-              std::max(kCallFailedRecheck, error.retry_after.value_or(kCallFailedRecheck));
+          pod.call_retry = std::clamp(error.retry_after.value_or(kCallFailedRecheck),
+                                      kCallFailedRecheck, kCallFailedMaxWait);
+          memory.failed_calls[pod.uid] = {now + pod.call_retry, pod.message};
           log::warn(kBoostLogger, "a resize back from a startup boost failed",
                     {{"scaler", key}, {"pod", pod.name}, {"error", error.to_string()}});
         } else {
           // 403 (the node's room, a quota, a LimitRange), 422, or anything else a retry will
-          // not change (400, 404, 415): the same patch is held back and reported.
+          // not change (400, 415, an API server without pods/resize): the same patch is held
+          // back and reported.
           pod.state = BoostState::kRefused;
           pod.message = "the API server refused it: " + resized.error().to_string();
           memory.refused[pod.uid] = now;
@@ -291,6 +303,8 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
   std::erase_if(memory.refused,
                 [&](const auto& item) { return !memory.pods.contains(item.first); });
   std::erase_if(memory.refusals,
+                [&](const auto& item) { return !memory.pods.contains(item.first); });
+  std::erase_if(memory.failed_calls,
                 [&](const auto& item) { return !memory.pods.contains(item.first); });
   result.ended = memory.ended;
 

@@ -58,14 +58,16 @@ struct PodBoost {
   std::optional<recommender::TimePoint> due_at;  ///< kHolding: when the boost may end
   nlohmann::json patch;                          ///< kDue: the pods/resize body
   /// kDue: the resize call failed in a way a retry may mend (429, 5xx, a timeout, a conflict):
-  /// it is sent again after this long (kCallFailedRecheck, or the answer's Retry-After); zero
-  /// when no call failed.
+  /// it is sent again this long from now (kCallFailedRecheck, or the answer's Retry-After up to
+  /// kCallFailedMaxWait); zero when no call failed.
   std::chrono::seconds call_retry{0};
 };
 
 /// How soon a resize back whose call failed without a refusal is sent again: a few seconds, so
 /// an overloaded API server is not asked every second, and far less than a refusal's hold.
 inline constexpr std::chrono::seconds kCallFailedRecheck{5};
+/// The longest a Retry-After holds a resize back (the pod keeps its boosted CPU meanwhile).
+inline constexpr std::chrono::seconds kCallFailedMaxWait{60};
 
 /// Decides for every pod of `pods` that carries a boost annotation (pods being deleted, and pods
 /// without the annotation, are skipped) at `now`.
@@ -115,6 +117,9 @@ class BoostStep {
     /// uid -> when the API server refused the resize back: sent again kRefusedResizeRetry later.
     std::map<std::string, recommender::TimePoint> refused;
     std::map<std::string, std::string> refusals;  ///< uid -> the API server's answer
+    /// uid -> when a resize back whose call failed (ResizeFailure::kRetry) may be sent again,
+    /// and what the call answered.
+    std::map<std::string, std::pair<recommender::TimePoint, std::string>> failed_calls;
     std::size_t ended = 0;
     std::optional<recommender::TimePoint> admitted;  ///< the last boosted pod admitted
     int rounds = 0;  ///< consecutive steps with a pod not Ready (the backoff's exponent)

@@ -206,7 +206,13 @@ InPlaceResult InPlaceStep::run_listed(
       continue;
     }
     const kube::ApiError& error = resized.error();
-    if (kube::is_retryable(error) || kube::is_conflict(error)) {
+    const ResizeFailure failure = classify_resize_failure(error, pod.name);
+    if (failure == ResizeFailure::kGone) {
+      // Deleted since it was listed: its replacement is sized at admission.
+      pod.message = "the pod is gone";
+      continue;
+    }
+    if (failure == ResizeFailure::kRetry) {
       // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the pod
       // changed meanwhile. The pod stays due (counted in flight) and is sent again at the next
       // re-check, with backoff; never a reason to evict it.
@@ -216,7 +222,7 @@ InPlaceResult InPlaceStep::run_listed(
       continue;
     }
     // 403 (NodeCapacity, a feature the node lacks, the quota, the LimitRange), 422 (a QoS class
-    // change, a node without resize), or what no retry mends (404: an API server without
+    // change, a node without resize), or what no retry mends (an API server without
     // pods/resize; 400, 415): reported on the scaler.
     Refusal refusal = refusal_of(error, pod.patch, now);
     report_refusal(refusal, pod, result.plan);

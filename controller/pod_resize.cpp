@@ -347,4 +347,20 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
   return out;
 }
 
+ResizeFailure classify_resize_failure(const kube::ApiError& error, std::string_view pod) {
+  switch (error.kind) {
+    case kube::ErrorKind::kNotFound:
+      return !error.name.empty() && error.name == pod ? ResizeFailure::kGone
+                                                      : ResizeFailure::kRefused;
+    case kube::ErrorKind::kForbidden:
+    case kube::ErrorKind::kInvalid:
+    case kube::ErrorKind::kBadRequest:
+    case kube::ErrorKind::kMethodNotAllowed:
+    case kube::ErrorKind::kUnsupportedMediaType:
+      return ResizeFailure::kRefused;
+    default:
+      return ResizeFailure::kRetry;
+  }
+}
+
 }  // namespace vscaler::controller

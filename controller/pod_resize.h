@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/scaler.h"
+#include "kube/errors.h"
 #include "recommender/apply.h"
 #include "recommender/recommendation.h"
 #include "recommender/time.h"
@@ -23,6 +25,17 @@ namespace vscaler::controller {
 /// A resize the API server refused (403, 422) is not sent again unchanged before this long: it
 /// would be refused again, while the node's room and the quota change as other pods come and go.
 inline constexpr std::chrono::minutes kRefusedResizeRetry{5};
+
+/// How a failed pods/resize call is taken (the in-place and boost steps alike).
+enum class ResizeFailure {
+  kGone,     ///< 404 naming the pod: it was deleted since it was listed; nothing to do
+  kRetry,    ///< a retry may mend it: 429, 5xx, a timeout, a transport failure, a conflict, ...
+  kRefused,  ///< refused: 403, 422, or what no retry mends (400, 405, 415, a 404 naming no pod:
+             ///< an API server without pods/resize)
+};
+
+/// Classifies `error`, the answer to resizing pod `pod`.
+ResizeFailure classify_resize_failure(const kube::ApiError& error, std::string_view pod);
 
 /// Where one running pod stands.
 enum class PodResizeState {

@@ -235,17 +235,39 @@ TEST_CASE("a resize back whose call failed (503) is sent again within seconds, n
   CHECK(metrics.counts["infeasible"] == 0);
   CHECK(api.events.empty());
   CHECK(result.recheck_after == controller::kCallFailedRecheck);
-  // Throttled (429) with a Retry-After: looked at again no sooner than it says.
+  // A step before the 5 s are over (another pod's, a scaler event) sends nothing.
   api.refusal_kind = kube::ErrorKind::kTooManyRequests;
   api.refusal_retry_after = seconds(20);
   result = failing.run("2026-12-03T11:00:01Z");
   CHECK(result.pods[0].state == BoostState::kDue);
+  CHECK(result.recheck_after == seconds(4));
+  CHECK(api.calls == 1);
+  // Throttled (429) with a Retry-After: not sent again before it says.
+  result = failing.run("2026-12-03T11:00:05Z");
   CHECK(result.recheck_after == seconds(20));
+  CHECK(api.calls == 2);
+  result = failing.run("2026-12-03T11:00:15Z");
+  CHECK(api.calls == 2);
   // The API server is back: the resize back goes out then, not 5 minutes later.
   api.refuse = false;
-  result = failing.run("2026-12-03T11:00:21Z");
+  result = failing.run("2026-12-03T11:00:25Z");
   CHECK(result.pods[0].state == BoostState::kEnding);
   CHECK(api.resized.size() == 1);
+}
+
+TEST_CASE("a Retry-After holds a resize back 60 s at most; a pod deleted meanwhile is no refusal") {
+  FailingResizes failing(kube::ErrorKind::kTooManyRequests, "throttled");
+  failing.api.refusal_retry_after = seconds(3600);
+  auto result = failing.run("2026-12-03T11:00:00Z");
+  CHECK(result.recheck_after == controller::kCallFailedMaxWait);
+  // Deleted between the list and the call: a 404 naming the pod.
+  FailingResizes gone(kube::ErrorKind::kNotFound, "pods \"web-1\" not found");
+  gone.api.refusal_names_pod = true;
+  result = gone.run("2026-12-03T11:00:00Z");
+  CHECK(result.pods[0].state == BoostState::kDue);
+  CHECK(result.pods[0].message == "the pod is gone");
+  CHECK(result.stuck == 0);
+  CHECK(gone.api.events.empty());
 }
 
 TEST_CASE("a resize back refused in a way no retry mends (404) is held back and reported") {

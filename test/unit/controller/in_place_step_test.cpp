@@ -209,6 +209,26 @@ TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a
   CHECK(api.evicted.size() == 1);  // InPlaceOrRecreate: recreated sized, one pod at a time
 }
 
+TEST_CASE("a pod deleted between the list and its resize (404 naming it) is no refusal") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  auto [recreate, workload] = TwoPodsTo300m(api);
+  api.refuse = true;
+  api.refusal_kind = kube::ErrorKind::kNotFound;
+  api.refusal = "pods not found";
+  api.refusal_names_pod = true;
+  auto result = step.run(recreate, workload, {}, nullptr, {}, true,
+                         recommender::TimePoint{std::chrono::hours(1000)});
+  REQUIRE(result.ok());
+  for (const auto& pod : result->plan.pods) {
+    CHECK_FALSE(pod.refused);
+    CHECK(pod.message == "the pod is gone");
+  }
+  CHECK(api.evicted.empty());
+  CHECK(metrics.counts["infeasible"] == 0);
+}
+
 TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload runs") {
   FakeApi api;
   Metrics metrics;

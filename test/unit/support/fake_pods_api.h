@@ -28,6 +28,8 @@ class FakePodsApi : public controller::ReconcileApi {
   std::string refusal = "Node didn't have enough capacity: NodeCapacity";
   std::string refusal_cause;  ///< a Status cause type of the refusal, if any
   std::optional<std::chrono::seconds> refusal_retry_after;  ///< its Retry-After, if any
+  bool refusal_names_pod = false;    ///< its Status names the pod (a 404: the pod is gone)
+  int calls = 0;                     ///< resize calls made, refused or not
   std::vector<std::string> events;   ///< "Warning reason" / "Normal reason", in order
   std::vector<std::string> evicted;  ///< names, in order
   std::function<void()> on_resize;   ///< called as each resize call begins (the call in flight)
@@ -59,11 +61,13 @@ class FakePodsApi : public controller::ReconcileApi {
   }
   controller::ApiResult resize_pod(const std::string&, const std::string& name,
                                    const json& patch) override {
+    ++calls;
     if (on_resize) on_resize();
     if (refuse) {
       auto error = kube::make_error(refusal_kind, refusal);
       if (!refusal_cause.empty()) error.causes.push_back({refusal_cause, "", ""});
       error.retry_after = refusal_retry_after;
+      if (refusal_names_pod) error.name = name;
       return kube::fail(error);
     }
     resized.push_back(name);
