@@ -19,15 +19,18 @@ kube::Result<kube::Unit, kube::ApiError> list_template_resources(
   options.timeout = page_timeout;
   const std::string prefix = ns + "/" + kind + "/";
   int attempt = 0;
-  options.on_item = [&](nlohmann::json& item, int restart) {
-    if (restart != attempt) {
-      // The list started over (an expired continue token): what the abandoned attempt handed
-      // over may name workloads deleted since.
-      attempt = restart;
-      for (auto it = out.lower_bound(prefix); it != out.end() && it->first.starts_with(prefix);) {
-        it = out.erase(it);
-      }
+  // The list started over (an expired continue token): what the abandoned attempt handed over
+  // may name workloads deleted since.
+  auto restarted = [&](int restart) {
+    if (restart == attempt) return;
+    attempt = restart;
+    for (auto it = out.lower_bound(prefix); it != out.end() && it->first.starts_with(prefix);) {
+      it = out.erase(it);
     }
+  };
+  options.on_page = [&](const kube::ListPage& page) { restarted(page.restart); };
+  options.on_item = [&](nlohmann::json& item, int restart) {
+    restarted(restart);
     auto& containers = out[prefix + kube::meta_string(item, "name")];
     for (const nlohmann::json& container : api::pod_containers_of(item)) {
       if (!container.is_object()) continue;

@@ -70,7 +70,7 @@ void Dashboard::viewed() {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(thread_mutex_);
-    const bool quiet = now - viewed_at_ >= options_.templates_every;
+    const bool quiet = !viewed_at_ || now - *viewed_at_ >= options_.templates_every;
     viewed_at_ = now;
     if (!quiet) return;
     wake_requested_ = true;
@@ -81,9 +81,21 @@ void Dashboard::viewed() {
 void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::Scaler>>& scalers) {
   if (!read_templates_) return;
   const auto now = std::chrono::steady_clock::now();
+  bool looked_at = false;
   {
     std::lock_guard lock(thread_mutex_);
-    if (now - viewed_at_ >= options_.templates_every) return;  // nobody looks
+    looked_at = viewed_at_ && now - *viewed_at_ < options_.templates_every;
+  }
+  if (!looked_at) {
+    // Nobody looks: nothing is listed, and what was listed is forgotten (it would be shown as
+    // known, however old, to the next view, which lists again at once).
+    due_at_.clear();
+    std::lock_guard lock(history_mutex_);
+    if (!off_templates_.resources.empty()) {
+      off_templates_.resources.clear();
+      ++off_templates_.version;
+    }
+    return;
   }
   std::set<std::pair<std::string, std::string>> wanted;  // (namespace, kind)
   for (const auto& scaler : scalers) {
@@ -105,22 +117,25 @@ void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::S
     if (before != fresh) ++off_templates_.version;
     held.merge(fresh);
   };
-  for (auto it = listed_at_.begin(); it != listed_at_.end();) {
+  for (auto it = due_at_.begin(); it != due_at_.end();) {
     if (wanted.contains(it->first)) {
       ++it;
       continue;
     }
     replace(prefix_of(it->first), {});
-    it = listed_at_.erase(it);
+    it = due_at_.erase(it);
   }
   for (const auto& pair : wanted) {
-    auto last = listed_at_.find(pair);
-    if (last != listed_at_.end() && now - last->second < options_.templates_every) continue;
+    auto due = due_at_.find(pair);
+    if (due != due_at_.end() && now < due->second) continue;
     if (stopping()) return;
     // Outside the lock: page views go on with the templates listed before.
     api::TemplateResources fresh;
-    if (!read_templates_(pair.first, pair.second, fresh)) continue;  // kept; asked again next
-    listed_at_[pair] = now;
+    if (!read_templates_(pair.first, pair.second, fresh)) {
+      due_at_[pair] = now + options_.failed_templates_retry;  // what was listed is kept
+      continue;
+    }
+    due_at_[pair] = now + options_.templates_every;
     replace(prefix_of(pair), std::move(fresh));
   }
 }

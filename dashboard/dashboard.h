@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,6 +44,8 @@ struct DashboardOptions {
   /// sample. Only while the dashboard is looked at: a page view within the last templates_every
   /// (a view after a quiet spell wakes the sampler), so an unwatched replica lists nothing.
   std::chrono::seconds templates_every{300};
+  /// How soon a (namespace, kind) whose list failed is listed again.
+  std::chrono::milliseconds failed_templates_retry{60'000};
 };
 
 /// The pages, and the sampler that feeds their history. Thread-safe.
@@ -85,13 +88,13 @@ class Dashboard {
   History history_;
   ViewCache views_;             // under history_mutex_
   OffTemplates off_templates_;  // under history_mutex_
-  // The sampler thread's own: when each (namespace, kind) was last listed whole.
-  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> listed_at_;
+  // The sampler thread's own: when each (namespace, kind) is due to be listed next.
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> due_at_;
   std::mutex thread_mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;                            // under thread_mutex_
-  bool wake_requested_ = false;                      // under thread_mutex_
-  std::chrono::steady_clock::time_point viewed_at_;  // under thread_mutex_
+  bool stopping_ = false;                                           // under thread_mutex_
+  bool wake_requested_ = false;                                     // under thread_mutex_
+  std::optional<std::chrono::steady_clock::time_point> viewed_at_;  // under thread_mutex_
   std::thread sampler_;
 };
 

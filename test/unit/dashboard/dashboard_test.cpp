@@ -58,21 +58,49 @@ TEST_CASE("dashboard: pages from the snapshot; the sampler stops at once") {
   CHECK(calls.load() >= 3);  // one per view (and the sampler's, if it ran before stop)
 }
 
-TEST_CASE("dashboard: the sampler lists the templates of scalers in Off; page views never do") {
-  auto off = scaler("shop", "api", {{"deploymentName", "api"}, {"updateMode", "Off"}},
-                    status_with("app", {{"cpu", "300m"}}, {{"cpu", "300m"}}));
+namespace {
+
+std::shared_ptr<const vscaler::api::Scaler> off_scaler() {
+  return scaler("shop", "api", {{"deploymentName", "api"}, {"updateMode", "Off"}},
+                status_with("app", {{"cpu", "300m"}}, {{"cpu", "300m"}}));
+}
+
+// The Off scaler's container as /dashboard.json shows it.
+json off_container(Dashboard& board) {
+  json page = json::parse(board.json());
+  for (const json& ns : page["namespaces"]) {
+    if (ns["name"] == "shop") return ns["scalers"][0]["containers"][0];
+  }
+  return json();
+}
+
+// Views until `done` holds for the Off container (5 s at most); the last one seen.
+template <typename Done>
+json view_until(Dashboard& board, Done done) {
+  json container;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  do {
+    container = off_container(board);
+    if (done(container)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return container;
+}
+
+}  // namespace
+
+TEST_CASE("dashboard: the sampler lists the templates of scalers in Off, woken by a view") {
   auto automatic = scaler("blog", "www", {{"deploymentName", "www"}},
                           status_with("app", {{"cpu", "1"}}, {{"cpu", "1"}}));
   std::atomic<int> reads{0};
-  std::atomic<bool> fail{true};  // the first list fails: nothing is lost, it is asked again
   std::mutex mutex;
   std::vector<std::string> asked;
   std::atomic<std::thread::id> reader_thread{};
   DashboardOptions options;
-  options.sample_every = std::chrono::milliseconds(20);
+  options.sample_every = std::chrono::hours(1);  // only a view can make it list soon
   Dashboard board(
       [&] {
-        return std::vector{off, automatic};
+        return std::vector{off_scaler(), automatic};
       },
       options,
       [&](const std::string& ns, const std::string& kind, vscaler::api::TemplateResources& out) {
@@ -82,40 +110,63 @@ TEST_CASE("dashboard: the sampler lists the templates of scalers in Off; page vi
         }
         reader_thread = std::this_thread::get_id();
         ++reads;
-        if (fail.exchange(false)) return false;
         out["shop/Deployment/api"]["app"] = {{"requests", {{"cpu", "1"}}}};
         return true;
       });
   board.start();
-  // Nobody looked yet: nothing is listed, however often the sampler runs.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Nobody looked yet: nothing is listed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   CHECK(reads.load() == 0);
-  // A view: the template is unknown (not the status's would-be 300m), and the sampler is woken.
-  json before = json::parse(board.json());
-  const json& unknown = before["namespaces"][1]["scalers"][0]["containers"][0];
+  // A view: the template is unknown (not the status's would-be 300m); the view wakes the sampler.
+  json unknown = off_container(board);
   CHECK(unknown["templateKnown"] == false);
   CHECK(unknown["requests"].is_null());
-  json after;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    after = json::parse(board.json());
-    if (after["namespaces"][1]["scalers"][0]["containers"][0]["templateKnown"] == true) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  const json& app = after["namespaces"][1]["scalers"][0]["containers"][0];
+  json app = view_until(board, [](const json& c) { return c["templateKnown"] == true; });
   CHECK(app["templateKnown"] == true);
   CHECK(app["requests"]["cpu"] == "1");
-  // The Auto scaler keeps its status's values.
-  CHECK(after["namespaces"][0]["scalers"][0]["containers"][0]["requests"]["cpu"] == "1");
-  CHECK(reads.load() == 2);  // the failed list, then the one that listed it
+  json page = json::parse(board.json());
+  CHECK(page["namespaces"][0]["scalers"][0]["containers"][0]["requests"]["cpu"] == "1");  // Auto
+  CHECK(reads.load() == 1);
   CHECK(reader_thread.load() != std::this_thread::get_id());
   {
     std::lock_guard lock(mutex);
-    CHECK(asked == std::vector<std::string>{"shop/Deployment", "shop/Deployment"});
+    CHECK(asked == std::vector<std::string>{"shop/Deployment"});
   }
-  // Listed within templates_every: views and samples list nothing more.
+  // Listed within templates_every: further views list nothing more.
   for (int i = 0; i < 3; ++i) board.json();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  CHECK(reads.load() == 2);
+  CHECK(reads.load() == 1);
+  board.stop();
+}
+
+TEST_CASE("dashboard: a failed list keeps the templates listed before and is asked again") {
+  std::atomic<int> reads{0};
+  std::atomic<bool> release{false};
+  DashboardOptions options;
+  options.sample_every = std::chrono::milliseconds(20);
+  options.templates_every = std::chrono::seconds(1);
+  options.failed_templates_retry = std::chrono::milliseconds(10);
+  Dashboard board(
+      [&] { return std::vector{off_scaler()}; }, options,
+      [&](const std::string&, const std::string&, vscaler::api::TemplateResources& out) {
+        int call = ++reads;
+        if (call == 2) return false;  // the second list fails
+        if (call == 3) {
+          while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        out["shop/Deployment/api"]["app"] = {{"requests", {{"cpu", call == 1 ? "1" : "2"}}}};
+        return true;
+      });
+  board.start();
+  json first = view_until(board, [](const json& c) { return c["templateKnown"] == true; });
+  CHECK(first["requests"]["cpu"] == "1");
+  // A second later the list is due again and fails; the third waits for `release`.
+  json kept = view_until(board, [&](const json&) { return reads.load() >= 3; });
+  CHECK(reads.load() == 3);
+  CHECK(kept["templateKnown"] == true);
+  CHECK(kept["requests"]["cpu"] == "1");
+  release = true;
+  json second = view_until(board, [](const json& c) { return c["requests"]["cpu"] == "2"; });
+  CHECK(second["requests"]["cpu"] == "2");
   board.stop();
 }
