@@ -141,11 +141,15 @@ void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::S
 }
 
 Model Dashboard::model_at(std::int64_t now) {
-  viewed();
   auto scalers = source_();
-  std::lock_guard lock(history_mutex_);
-  history_.observe(scalers, now);
-  return build_model(scalers, history_, base::rfc3339_seconds(now), &views_, &off_templates_);
+  Model model;
+  {
+    std::lock_guard lock(history_mutex_);
+    history_.observe(scalers, now);
+    model = build_model(scalers, history_, base::rfc3339_seconds(now), &views_, &off_templates_);
+  }
+  viewed();  // after this view is built: a list it wakes serves the next one
+  return model;
 }
 
 Model Dashboard::model() {
