@@ -193,6 +193,29 @@ std::string pod_spec_pointer(const json& object) {
   return "/spec/template/spec";
 }
 
+std::string template_prefix(std::string_view ns, std::string_view kind) {
+  std::string prefix;
+  prefix.reserve(ns.size() + kind.size() + 2);
+  return prefix.append(ns).append("/").append(kind).append("/");
+}
+
+std::string template_key(std::string_view ns, std::string_view ref) {
+  std::string key;
+  key.reserve(ns.size() + ref.size() + 1);
+  return key.append(ns).append("/").append(ref);
+}
+
+TemplateResources extract_templates(TemplateResources& templates, std::string_view ns,
+                                    std::string_view kind) {
+  const std::string prefix = template_prefix(ns, kind);
+  TemplateResources out;
+  for (auto it = templates.lower_bound(prefix);
+       it != templates.end() && it->first.starts_with(prefix);) {
+    out.insert(templates.extract(it++));
+  }
+  return out;
+}
+
 const json& pod_containers_of(const json& object) {
   static const json kEmpty = json::array();
   const json* spec = pod_spec_of(object);

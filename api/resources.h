@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/scaler.h"
@@ -44,6 +45,17 @@ const nlohmann::json& pod_containers_of(const nlohmann::json& object);
 /// container name -> resources ({"requests": {...}, "limits": {...}}, either may be absent).
 /// What a scaler in mode "Off" is shown against: its status shows what would be applied.
 using TemplateResources = std::map<std::string, std::map<std::string, nlohmann::json>>;
+
+/// The first part of every TemplateResources key of namespace `ns` and `kind`: "ns/Kind/".
+std::string template_prefix(std::string_view ns, std::string_view kind);
+
+/// The TemplateResources key of the workload `ref` ("Kind/name", TargetRef::ref()) in
+/// namespace `ns`: "ns/Kind/name".
+std::string template_key(std::string_view ns, std::string_view ref);
+
+/// Removes the entries of namespace `ns` and `kind` from `templates` and returns them.
+TemplateResources extract_templates(TemplateResources& templates, std::string_view ns,
+                                    std::string_view kind);
 
 /// One matched container of the pod spec (a workload's template or a Pod).
 struct ContainerPlan {

@@ -311,7 +311,8 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
       }
     }
     if (templates != nullptr && base.mode == "Off") {
-      if (auto found = templates->find(base.ns + "/" + base.target); found != templates->end()) {
+      if (auto found = templates->find(api::template_key(base.ns, base.target));
+          found != templates->end()) {
         for (auto& [name, row] : by_container) {
           auto resources = found->second.find(name);
           const json held = resources != found->second.end() ? resources->second : json::object();

@@ -17,16 +17,14 @@ kube::Result<kube::Unit, kube::ApiError> list_template_resources(
   kube::ListOptions options;
   options.projection = projection;
   options.timeout = page_timeout;
-  const std::string prefix = ns + "/" + kind + "/";
+  const std::string prefix = api::template_prefix(ns, kind);
   int attempt = 0;
   // The list started over (an expired continue token): what the abandoned attempt handed over
   // may name workloads deleted since.
   auto restarted = [&](int restart) {
     if (restart == attempt) return;
     attempt = restart;
-    for (auto it = out.lower_bound(prefix); it != out.end() && it->first.starts_with(prefix);) {
-      it = out.erase(it);
-    }
+    api::extract_templates(out, ns, kind);
   };
   options.on_page = [&](const kube::ListPage& page) { restarted(page.restart); };
   options.on_item = [&](nlohmann::json& item, int restart) {

@@ -104,17 +104,11 @@ void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::S
     }
   }
   // Pairs without scalers in Off any more are forgotten, with their templates.
-  auto prefix_of = [](const std::pair<std::string, std::string>& pair) {
-    return pair.first + "/" + pair.second + "/";
-  };
-  auto replace = [&](const std::string& prefix, api::TemplateResources fresh) {
+  auto replace = [&](const std::pair<std::string, std::string>& pair,
+                     api::TemplateResources fresh) {
     std::lock_guard lock(history_mutex_);
     auto& held = off_templates_.resources;
-    api::TemplateResources before;
-    for (auto it = held.lower_bound(prefix); it != held.end() && it->first.starts_with(prefix);) {
-      before.insert(held.extract(it++));
-    }
-    if (before != fresh) ++off_templates_.version;
+    if (api::extract_templates(held, pair.first, pair.second) != fresh) ++off_templates_.version;
     held.merge(fresh);
   };
   for (auto it = due_at_.begin(); it != due_at_.end();) {
@@ -122,7 +116,7 @@ void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::S
       ++it;
       continue;
     }
-    replace(prefix_of(it->first), {});
+    replace(it->first, {});
     it = due_at_.erase(it);
   }
   for (const auto& pair : wanted) {
@@ -136,7 +130,7 @@ void Dashboard::refresh_templates(const std::vector<std::shared_ptr<const api::S
       continue;
     }
     due_at_[pair] = now + options_.templates_every;
-    replace(prefix_of(pair), std::move(fresh));
+    replace(pair, std::move(fresh));
   }
 }
 

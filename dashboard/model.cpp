@@ -162,7 +162,7 @@ ScalerView build_scaler_view(const api::Scaler& scaler, const History& history,
     // and are left unknown (empty) until it is listed, never taken from the status.
     const std::map<std::string, json>* listed = nullptr;
     if (templates != nullptr) {
-      auto found = templates->resources.find(scaler.ns + "/" + scaler.target.ref());
+      auto found = templates->resources.find(api::template_key(scaler.ns, scaler.target.ref()));
       if (found != templates->resources.end()) listed = &found->second;
     }
     for (ContainerView& container : view.containers) {

@@ -285,3 +285,22 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
   plan = plan_resources(scaler, with_pod_level(R"({"requests": {"cpu": "1"}})"));
   CHECK_FALSE(plan.pod_resources_changed);
 }
+
+TEST_CASE("template keys: one namespace and kind is taken out whole, and no other") {
+  CHECK(template_key("shop", "Deployment/web") == "shop/Deployment/web");
+  CHECK(template_prefix("shop", "Deployment") == "shop/Deployment/");
+  TemplateResources templates;
+  for (const char* key : {"shop/Deployment/web", "shop/Deployment/api", "shop/DaemonSet/agent",
+                          "shop-2/Deployment/web", "shopX/Deployment/web"}) {
+    templates[key]["app"] = json{{"requests", {{"cpu", "100m"}}}};
+  }
+  TemplateResources taken = extract_templates(templates, "shop", "Deployment");
+  CHECK(taken.size() == 2);
+  CHECK(taken.contains("shop/Deployment/web"));
+  CHECK(taken.contains("shop/Deployment/api"));
+  CHECK(taken.at("shop/Deployment/web").at("app") == json{{"requests", {{"cpu", "100m"}}}});
+  CHECK(templates.size() == 3);
+  CHECK_FALSE(templates.contains("shop/Deployment/web"));
+  CHECK(templates.contains("shop-2/Deployment/web"));
+  CHECK(extract_templates(templates, "shop", "Deployment").empty());
+}
