@@ -250,30 +250,35 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
           pod.state = BoostState::kEnding;
           log::info(kBoostLogger, "ending a startup boost in place",
                     {{"scaler", key}, {"pod", pod.name}, {"why", pod.message}});
-        } else if (const kube::ApiError& error = resized.error();
-                   classify_resize_failure(error, pod.name) == ResizeFailure::kGone) {
-          pod.message = "the pod is gone";  // deleted since it was listed
-        } else if (classify_resize_failure(error, pod.name) == ResizeFailure::kRetry) {
-          // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the
-          // pod changed meanwhile. The pod stays due and is sent again after
-          // kCallFailedRecheck (or the Retry-After), not held back kRefusedResizeRetry as a
-          // refusal is.
-          pod.message = "the resize call failed, sent again shortly: " + error.to_string();
-          pod.call_retry = std::clamp(error.retry_after.value_or(kCallFailedRecheck),
-                                      kCallFailedRecheck, kCallFailedMaxWait);
-          memory.failed_calls[pod.uid] = {now + pod.call_retry, pod.message};
-          log::warn(kBoostLogger, "a resize back from a startup boost failed",
-                    {{"scaler", key}, {"pod", pod.name}, {"error", error.to_string()}});
         } else {
-          // 403 (the node's room, a quota, a LimitRange), 422, or anything else a retry will
-          // not change (400, 415, an API server without pods/resize): the same patch is held
-          // back and reported.
-          pod.state = BoostState::kRefused;
-          pod.message = "the API server refused it: " + resized.error().to_string();
-          memory.refused[pod.uid] = now;
-          memory.refusals[pod.uid] = pod.message;
-          log::warn(kBoostLogger, "the resize back from a startup boost was refused",
-                    {{"scaler", key}, {"pod", pod.name}, {"error", pod.message}});
+          const kube::ApiError& error = resized.error();
+          switch (classify_resize_failure(error, pod.name)) {
+            case ResizeFailure::kGone:
+              pod.message = "the pod is gone";  // deleted since it was listed
+              break;
+            case ResizeFailure::kRetry:
+              // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or
+              // the pod changed meanwhile. The pod stays due and is sent again after
+              // kCallFailedRecheck (or the Retry-After), not held back kRefusedResizeRetry as a
+              // refusal is.
+              pod.message = "the resize call failed, sent again shortly: " + error.to_string();
+              pod.call_retry = failed_call_wait(error);
+              memory.failed_calls[pod.uid] = {now + pod.call_retry, pod.message};
+              log::warn(kBoostLogger, "a resize back from a startup boost failed",
+                        {{"scaler", key}, {"pod", pod.name}, {"error", error.to_string()}});
+              break;
+            case ResizeFailure::kRefused:
+              // 403 (the node's room, a quota, a LimitRange), 422, or anything else a retry will
+              // not change (400, 415, an API server without pods/resize): the same patch is held
+              // back and reported.
+              pod.state = BoostState::kRefused;
+              pod.message = "the API server refused it: " + error.to_string();
+              memory.refused[pod.uid] = now;
+              memory.refusals[pod.uid] = pod.message;
+              log::warn(kBoostLogger, "the resize back from a startup boost was refused",
+                        {{"scaler", key}, {"pod", pod.name}, {"error", pod.message}});
+              break;
+          }
         }
       }
     }

@@ -63,12 +63,6 @@ struct PodBoost {
   std::chrono::seconds call_retry{0};
 };
 
-/// How soon a resize back whose call failed without a refusal is sent again: a few seconds, so
-/// an overloaded API server is not asked every second, and far less than a refusal's hold.
-inline constexpr std::chrono::seconds kCallFailedRecheck{5};
-/// The longest a Retry-After holds a resize back (the pod keeps its boosted CPU meanwhile).
-inline constexpr std::chrono::seconds kCallFailedMaxWait{60};
-
 /// Decides for every pod of `pods` that carries a boost annotation (pods being deleted, and pods
 /// without the annotation, are skipped) at `now`.
 std::vector<PodBoost> plan_unboost(const std::vector<nlohmann::json>& pods,

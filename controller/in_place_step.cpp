@@ -154,12 +154,14 @@ InPlaceResult InPlaceStep::run_listed(
   std::map<std::string, recommender::TimePoint> resized_at;
   std::map<std::string, std::int64_t> sent;
   std::map<std::string, Refusal> refused;
+  std::map<std::string, FailedCall> failed_calls;
   {
     std::lock_guard lock(mutex_);
     if (auto found = memory_.find(scaler.key()); found != memory_.end()) {
       resized_at = found->second.resized_at;
       sent = found->second.sent;
       refused = found->second.refused;
+      failed_calls = found->second.failed_calls;
     }
   }
   for (PodResize& pod : result.plan.pods) {
@@ -194,6 +196,15 @@ InPlaceResult InPlaceStep::run_listed(
       }
       refused.erase(last);
     }
+    if (auto failed = failed_calls.find(pod.uid); failed != failed_calls.end()) {
+      // Its last call failed a moment ago (an overloaded API server, say): still due, counted in
+      // flight, and sent again once the wait is over, not at every re-check before.
+      if (now < failed->second.retry_at) {
+        pod.message = failed->second.message;
+        continue;
+      }
+      failed_calls.erase(failed);
+    }
     auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
     if (resized.ok()) {
       ++result.requested;
@@ -214,9 +225,13 @@ InPlaceResult InPlaceStep::run_listed(
     }
     if (failure == ResizeFailure::kRetry) {
       // Not a refusal: an API server overloaded (429, 5xx), restarting, or too slow, or the pod
-      // changed meanwhile. The pod stays due (counted in flight) and is sent again at the next
-      // re-check, with backoff; never a reason to evict it.
-      pod.message = "the resize call failed, sent again shortly: " + error.to_string();
+      // changed meanwhile. The pod stays due (counted in flight) and is sent again at the first
+      // re-check after kCallFailedRecheck (or the answer's Retry-After); never a reason to evict
+      // it.
+      const recommender::TimePoint retry_at = now + failed_call_wait(error);
+      pod.message = "the resize call failed, sent again at " +
+                    recommender::format_rfc3339(retry_at) + ": " + error.to_string();
+      failed_calls[pod.uid] = FailedCall{retry_at, pod.message};
       log::warn(kInPlaceLogger, "a pod resize call failed",
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", error.to_string()}});
       continue;
@@ -283,6 +298,8 @@ InPlaceResult InPlaceStep::run_listed(
   memory.sent = std::move(sent);
   std::erase_if(refused, [&](const auto& item) { return !memory.pods.contains(item.first); });
   memory.refused = std::move(refused);
+  std::erase_if(failed_calls, [&](const auto& item) { return !memory.pods.contains(item.first); });
+  memory.failed_calls = std::move(failed_calls);
   result.restarted = memory.restarted;
   // Re-checked while any pod is not done: in flight, or waiting on its node (a Deferred resize
   // the kubelet may still take up, an Infeasible one the scaler's next value may fix) — from 1 s,

@@ -106,6 +106,12 @@ class InPlaceStep {
     bool node_capacity = false;  ///< see PodResize::node_capacity
     bool quota = false;          ///< see PodResize::quota
   };
+  /// A resize call that failed in a way a retry may mend: when it may go again, and what it
+  /// answered (the pod's message meanwhile).
+  struct FailedCall {
+    recommender::TimePoint retry_at{};
+    std::string message;
+  };
   /// The refusal `error` of `patch` at `now`, classified.
   static Refusal refusal_of(const kube::ApiError& error, const nlohmann::json& patch,
                             recommender::TimePoint now);
@@ -126,6 +132,9 @@ class InPlaceStep {
     /// uid -> the last patch the API server refused (held back while it is the same; not for a
     /// quota's or LimitRange's refusal).
     std::map<std::string, Refusal> refused;
+    /// uid -> the last resize call that failed without a refusal (ResizeFailure::kRetry): not
+    /// sent again before the wait it asked for (failed_call_wait) is over.
+    std::map<std::string, FailedCall> failed_calls;
   };
   /// InPlaceOrRecreate's way out for a pod that cannot be resized: evicts one evictable pod of
   /// `result`, if the workload is whole (every pod running, at least 2) and none was evicted

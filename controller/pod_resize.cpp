@@ -1,6 +1,7 @@
 // plan_in_place: per running pod, the shared plan on its own spec, then its resize progress.
 #include "controller/pod_resize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "api/resources.h"
@@ -345,6 +346,11 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     out.pods.push_back(std::move(decision));
   }
   return out;
+}
+
+std::chrono::seconds failed_call_wait(const kube::ApiError& error) {
+  return std::clamp(error.retry_after.value_or(kCallFailedRecheck), kCallFailedRecheck,
+                    kCallFailedMaxWait);
 }
 
 ResizeFailure classify_resize_failure(const kube::ApiError& error, std::string_view pod) {

@@ -37,6 +37,18 @@ enum class ResizeFailure {
 /// Classifies `error`, the answer to resizing pod `pod`.
 ResizeFailure classify_resize_failure(const kube::ApiError& error, std::string_view pod);
 
+/// How soon a resize whose call failed without a refusal (ResizeFailure::kRetry) is sent again:
+/// a few seconds, so an overloaded API server is not asked every second, and far less than a
+/// refusal's hold.
+inline constexpr std::chrono::seconds kCallFailedRecheck{5};
+/// The longest an answer's Retry-After holds a resize back (the pod keeps its old values
+/// meanwhile, or its boosted CPU).
+inline constexpr std::chrono::seconds kCallFailedMaxWait{60};
+
+/// How long after the failed call `error` (ResizeFailure::kRetry) its resize waits:
+/// kCallFailedRecheck, or the answer's Retry-After up to kCallFailedMaxWait.
+std::chrono::seconds failed_call_wait(const kube::ApiError& error);
+
 /// Where one running pod stands.
 enum class PodResizeState {
   kAtTarget,    ///< it carries what the scaler asks for (or, recommended, within the bounds)

@@ -165,19 +165,20 @@ struct TwoPodsTo300m {
 }  // namespace
 
 TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, never evicted") {
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  auto [recreate, workload] = TwoPodsTo300m(api);
   const recommender::TimePoint now{std::chrono::hours(1000)};
   for (auto kind : {kube::ErrorKind::kServerError, kube::ErrorKind::kTooManyRequests,
                     kube::ErrorKind::kTimeout}) {
     CAPTURE(static_cast<int>(kind));
+    FakeApi api;
+    Metrics metrics;
+    controller::InPlaceStep step(api, metrics);
+    auto [recreate, workload] = TwoPodsTo300m(api);
     api.refuse = true;
     api.refusal_kind = kind;
     api.refusal = "the server is currently unable to handle the request";
     auto result = step.run(recreate, workload, {}, nullptr, {}, true, now);
     REQUIRE(result.ok());
+    CHECK(api.calls == 2);
     CHECK(api.evicted.empty());
     CHECK(result->plan.pods[0].state == PodResizeState::kDue);
     CHECK_FALSE(result->plan.pods[0].refused);
@@ -185,12 +186,49 @@ TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, n
     CHECK(result->plan.pending == 0);
     CHECK(result->recheck_after > std::chrono::milliseconds(0));
     CHECK(metrics.counts["infeasible"] == 0);
+    // Answered at the first re-check after kCallFailedRecheck: sent, not held back.
+    api.refuse = false;
+    result =
+        step.run(recreate, workload, {}, nullptr, {}, true, now + controller::kCallFailedRecheck);
+    CHECK(api.resized.size() == 2);
+    CHECK(result->plan.in_progress == 2);
   }
-  // Answered at the next re-check: sent, not held back.
-  api.refuse = false;
-  auto result = step.run(recreate, workload, {}, nullptr, {}, true, now + std::chrono::seconds(2));
-  CHECK(api.resized.size() == 2);
-  CHECK(result->plan.in_progress == 2);
+}
+
+TEST_CASE("a failed call is sent again after kCallFailedRecheck, or the Retry-After up to a cap") {
+  using std::chrono::seconds;
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  struct Case {
+    std::optional<seconds> retry_after;
+    seconds wait;
+  };
+  for (const Case& test :
+       {Case{std::nullopt, controller::kCallFailedRecheck}, Case{seconds(20), seconds(20)},
+        Case{seconds(600), controller::kCallFailedMaxWait}}) {
+    CAPTURE(test.wait.count());
+    FakeApi api;
+    Metrics metrics;
+    controller::InPlaceStep step(api, metrics);
+    auto [recreate, workload] = TwoPodsTo300m(api);
+    api.refuse = true;
+    api.refusal_kind = kube::ErrorKind::kTooManyRequests;
+    api.refusal = "too many requests";
+    api.refusal_retry_after = test.retry_after;
+    REQUIRE(step.run(recreate, workload, {}, nullptr, {}, true, now).ok());
+    REQUIRE(api.calls == 2);
+    // Re-checked before the wait is over: still due, nothing sent, the answer shown.
+    api.refuse = false;
+    auto result = step.run(recreate, workload, {}, nullptr, {}, true, now + test.wait - seconds(1));
+    REQUIRE(result.ok());
+    CHECK(api.calls == 2);
+    CHECK(result->plan.pods[0].state == PodResizeState::kDue);
+    CHECK(result->plan.in_progress == 2);
+    CHECK(result->plan.pods[0].message.find("too many requests") != std::string::npos);
+    CHECK(result->plan.pods[0].message.find("sent again at") != std::string::npos);
+    result = step.run(recreate, workload, {}, nullptr, {}, true, now + test.wait);
+    CHECK(api.resized.size() == 2);
+    CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+  }
 }
 
 TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a refusal") {
