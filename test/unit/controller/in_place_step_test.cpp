@@ -164,107 +164,101 @@ struct TwoPodsTo300m {
 
 }  // namespace
 
+namespace {
+
+/// A step over TwoPodsTo300m whose resize calls all fail with `kind` and `message`.
+struct FailingResizes {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step{api, metrics};
+  TwoPodsTo300m pods{api};
+  FailingResizes(kube::ErrorKind kind, std::string message) {
+    api.refuse = true;
+    api.refusal_kind = kind;
+    api.refusal = std::move(message);
+  }
+  kube::Result<controller::InPlaceResult, kube::ApiError> run(recommender::TimePoint now) {
+    return step.run(pods.recreate, pods.workload, {}, nullptr, {}, true, now);
+  }
+};
+
+const recommender::TimePoint kNow{std::chrono::hours(1000)};
+
+}  // namespace
+
 TEST_CASE("a failed resize call (5xx, 429, timeout) is not a refusal: retried, never evicted") {
-  const recommender::TimePoint now{std::chrono::hours(1000)};
   for (auto kind : {kube::ErrorKind::kServerError, kube::ErrorKind::kTooManyRequests,
                     kube::ErrorKind::kTimeout}) {
     CAPTURE(static_cast<int>(kind));
-    FakeApi api;
-    Metrics metrics;
-    controller::InPlaceStep step(api, metrics);
-    auto [recreate, workload] = TwoPodsTo300m(api);
-    api.refuse = true;
-    api.refusal_kind = kind;
-    api.refusal = "the server is currently unable to handle the request";
-    auto result = step.run(recreate, workload, {}, nullptr, {}, true, now);
+    FailingResizes test(kind, "the server is currently unable to handle the request");
+    auto result = test.run(kNow);
     REQUIRE(result.ok());
-    CHECK(api.calls == 2);
-    CHECK(api.evicted.empty());
+    CHECK(test.api.calls == 2);
+    CHECK(test.api.evicted.empty());
     CHECK(result->plan.pods[0].state == PodResizeState::kDue);
     CHECK_FALSE(result->plan.pods[0].refused);
     CHECK(result->plan.in_progress == 2);
     CHECK(result->plan.pending == 0);
     CHECK(result->recheck_after > std::chrono::milliseconds(0));
-    CHECK(metrics.counts["infeasible"] == 0);
+    CHECK(test.metrics.counts["infeasible"] == 0);
     // Answered at the first re-check after kCallFailedRecheck: sent, not held back.
-    api.refuse = false;
-    result =
-        step.run(recreate, workload, {}, nullptr, {}, true, now + controller::kCallFailedRecheck);
-    CHECK(api.resized.size() == 2);
+    test.api.refuse = false;
+    result = test.run(kNow + controller::kCallFailedRecheck);
+    CHECK(test.api.resized.size() == 2);
     CHECK(result->plan.in_progress == 2);
   }
 }
 
 TEST_CASE("a failed call is sent again after kCallFailedRecheck, or the Retry-After up to a cap") {
   using std::chrono::seconds;
-  const recommender::TimePoint now{std::chrono::hours(1000)};
   struct Case {
     std::optional<seconds> retry_after;
     seconds wait;
   };
-  for (const Case& test :
+  for (const Case& expected :
        {Case{std::nullopt, controller::kCallFailedRecheck}, Case{seconds(20), seconds(20)},
         Case{seconds(600), controller::kCallFailedMaxWait}}) {
-    CAPTURE(test.wait.count());
-    FakeApi api;
-    Metrics metrics;
-    controller::InPlaceStep step(api, metrics);
-    auto [recreate, workload] = TwoPodsTo300m(api);
-    api.refuse = true;
-    api.refusal_kind = kube::ErrorKind::kTooManyRequests;
-    api.refusal = "too many requests";
-    api.refusal_retry_after = test.retry_after;
-    REQUIRE(step.run(recreate, workload, {}, nullptr, {}, true, now).ok());
-    REQUIRE(api.calls == 2);
+    CAPTURE(expected.wait.count());
+    FailingResizes test(kube::ErrorKind::kTooManyRequests, "too many requests");
+    test.api.refusal_retry_after = expected.retry_after;
+    REQUIRE(test.run(kNow).ok());
+    REQUIRE(test.api.calls == 2);
     // Re-checked before the wait is over: still due, nothing sent, the answer shown.
-    api.refuse = false;
-    auto result = step.run(recreate, workload, {}, nullptr, {}, true, now + test.wait - seconds(1));
+    test.api.refuse = false;
+    auto result = test.run(kNow + expected.wait - seconds(1));
     REQUIRE(result.ok());
-    CHECK(api.calls == 2);
+    CHECK(test.api.calls == 2);
     CHECK(result->plan.pods[0].state == PodResizeState::kDue);
     CHECK(result->plan.in_progress == 2);
     CHECK(result->plan.pods[0].message.find("too many requests") != std::string::npos);
     CHECK(result->plan.pods[0].message.find("sent again at") != std::string::npos);
-    result = step.run(recreate, workload, {}, nullptr, {}, true, now + test.wait);
-    CHECK(api.resized.size() == 2);
+    result = test.run(kNow + expected.wait);
+    CHECK(test.api.resized.size() == 2);
     CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
   }
 }
 
 TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a refusal") {
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  auto [recreate, workload] = TwoPodsTo300m(api);
-  api.refuse = true;
-  api.refusal_kind = kube::ErrorKind::kNotFound;
-  api.refusal = "the server could not find the requested resource";
-  auto result = step.run(recreate, workload, {}, nullptr, {}, true,
-                         recommender::TimePoint{std::chrono::hours(1000)});
+  FailingResizes test(kube::ErrorKind::kNotFound,
+                      "the server could not find the requested resource");
+  auto result = test.run(kNow);
   REQUIRE(result.ok());
   CHECK(result->plan.pods[0].refused);
   CHECK(result->plan.pending == 2);
-  CHECK(api.evicted.size() == 1);  // InPlaceOrRecreate: recreated sized, one pod at a time
+  CHECK(test.api.evicted.size() == 1);  // InPlaceOrRecreate: recreated sized, one pod at a time
 }
 
 TEST_CASE("a pod deleted between the list and its resize (404 naming it) is no refusal") {
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  auto [recreate, workload] = TwoPodsTo300m(api);
-  api.refuse = true;
-  api.refusal_kind = kube::ErrorKind::kNotFound;
-  api.refusal = "pods not found";
-  api.refusal_names_pod = true;
-  auto result = step.run(recreate, workload, {}, nullptr, {}, true,
-                         recommender::TimePoint{std::chrono::hours(1000)});
+  FailingResizes test(kube::ErrorKind::kNotFound, "pods not found");
+  test.api.refusal_names_pod = true;
+  auto result = test.run(kNow);
   REQUIRE(result.ok());
   for (const auto& pod : result->plan.pods) {
     CHECK_FALSE(pod.refused);
     CHECK(pod.message == "the pod is gone");
   }
-  CHECK(api.evicted.empty());
-  CHECK(metrics.counts["infeasible"] == 0);
+  CHECK(test.api.evicted.empty());
+  CHECK(test.metrics.counts["infeasible"] == 0);
 }
 
 TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload runs") {
