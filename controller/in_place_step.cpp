@@ -321,6 +321,13 @@ InPlaceResult InPlaceStep::run_listed(
     result.recheck_after = std::min<std::chrono::milliseconds>(
         std::chrono::seconds(30), std::chrono::seconds(1 << std::min(memory.rounds, 5)));
     ++memory.rounds;
+    // A failed call asked for a wait (kCallFailedRecheck, or a Retry-After): looking sooner would
+    // only list the pods again on an API server that is struggling.
+    for (const auto& [uid, failed] : memory.failed_calls) {
+      result.recheck_after =
+          std::max(result.recheck_after,
+                   std::chrono::ceil<std::chrono::milliseconds>(failed.retry_at - now));
+    }
   } else {
     memory.rounds = 0;
   }

@@ -54,7 +54,8 @@ struct InPlaceResult {
   /// (RestartContainer), so far (status.pods.restarted).
   std::size_t restarted = 0;
   /// When to look again while some pod is not done (in flight or waiting on its node): a
-  /// backoff from 1 s doubling to 30 s; zero when every pod carries the values.
+  /// backoff from 1 s doubling to 30 s, and not before a failed call's wait is over
+  /// (failed_call_wait); zero when every pod carries the values.
   std::chrono::milliseconds recheck_after{0};
 };
 

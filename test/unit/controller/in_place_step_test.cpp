@@ -221,9 +221,13 @@ TEST_CASE("a failed call is sent again after kCallFailedRecheck, or the Retry-Af
     CAPTURE(expected.wait.count());
     FailingResizes test(kube::ErrorKind::kTooManyRequests, "too many requests");
     test.api.refusal_retry_after = expected.retry_after;
-    REQUIRE(test.run(kNow).ok());
+    auto failed = test.run(kNow);
+    REQUIRE(failed.ok());
     REQUIRE(test.api.calls == 2);
-    // Re-checked before the wait is over: still due, nothing sent, the answer shown.
+    // Not looked at again before the wait is over (each look lists the pods).
+    CHECK(failed->recheck_after == expected.wait);
+    // Re-checked before the wait is over anyway (another event of the workload): still due, nothing
+    // sent, the answer shown.
     test.api.refuse = false;
     auto result = test.run(kNow + expected.wait - seconds(1));
     REQUIRE(result.ok());
