@@ -162,7 +162,9 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   const api::Scaler* active = api::select_active(scalers);
   if (active == nullptr) {
     // A scaler created just before may not have reached the index yet: say so (no I/O).
-    if (request.operation == Operation::kCreate) hints_.unclaimed_create(ns, kind, name);
+    if (request.operation == Operation::kCreate && !request.dry_run) {
+      hints_.unclaimed_create(ns, kind, name);
+    }
     return AdmissionResponse::allow();
   }
 

@@ -109,9 +109,14 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     plan = api::plan_resources(*active, request.object, &kept);
   }
   AdmissionResponse response;
+  // A dry run (`--dry-run=server`) gets the same answer and changes nothing: no headroom taken,
+  // no hint, no boost counted (the hook is declared sideEffects: None).
+  const bool effects = !request.dry_run;
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
   auto resize_later = [&] {
-    if (hints_ != nullptr && in_place) hints_->hint(active->key(), controller::Expectation{});
+    if (effects && hints_ != nullptr && in_place) {
+      hints_->hint(active->key(), controller::Expectation{});
+    }
   };
   auto answer_unchanged = [&](std::string warning) {
     if (!warning.empty()) {
@@ -119,8 +124,8 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
                                   " not applied to this pod: " + warning);
     }
     if (!warning.empty() || budget_capped) resize_later();
-    if (quotas_ != nullptr) quotas_->reserve(active->ns, own);
-    if (boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
+    if (effects && quotas_ != nullptr) quotas_->reserve(active->ns, own);
+    if (effects && boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
     unchanged_.inc();
     return response;
   };
@@ -170,17 +175,17 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     boosted = std::move(outcome.record);
   }
   if (!plan.changed()) return answer_unchanged("");
-  if (quotas_ != nullptr) {
+  if (effects && quotas_ != nullptr) {
     quotas_->reserve(active->ns, recommender::pod_totals_after(request.object, plan));
   }
   if (budget_capped) resize_later();
   response.patch = api::admission_json_patch(plan);
   if (boosted) {
     response.patch.push_back(api::boost_annotation_op(request.object, *boosted));
-    if (boosts_ != nullptr) boosts_->with({"boosted"}).inc();
+    if (effects && boosts_ != nullptr) boosts_->with({"boosted"}).inc();
     // The reconciler ends the boost once the pod is Ready: it looks for the pod from now on.
-    if (hints_ != nullptr) hints_->boosted_pod(active->key());
-  } else if (boosting && boosts_ != nullptr) {
+    if (effects && hints_ != nullptr) hints_->boosted_pod(active->key());
+  } else if (effects && boosting && boosts_ != nullptr) {
     boosts_->with({"skipped"}).inc();
   }
   patched_.inc();

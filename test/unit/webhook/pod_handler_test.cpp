@@ -415,6 +415,43 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
   }
 }
 
+TEST_CASE("a dry run gets the same patch and changes nothing: no headroom, no hint, no boost") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
+  controller::QuotaCache quotas;
+  struct Hints : controller::HintSink {
+    int hints = 0;
+    int boosted = 0;
+    void hint(std::string_view, const controller::Expectation&) override { ++hints; }
+    void boosted_pod(std::string_view) override { ++boosted; }
+  } hints;
+  PodHandler handler{store, results, nullptr, &quotas, &hints, &boosts};
+  add_spec(store, R"({"updateMode": "InPlace",
+      "startupBoost": {"cpu": {"type": "Factor", "factor": 2, "durationSeconds": 60}},
+      "containers": [{"name": "app", "requests": {"cpu": "200m"}},
+                     {"name": "sidecar", "mode": "Off"}]})");
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(R"({"metadata": {"name": "q",
+      "namespace": "record"}, "status": {"hard": {"requests.cpu": "10"},
+      "used": {"requests.cpu": "1"}}})"))}) == 0);
+  json review = recorded_review();
+  review["request"]["dryRun"] = true;
+  auto dry = handler.handle(parse(review));
+  REQUIRE(dry.patch.is_array());
+  CHECK(value_left(quotas) == "9");
+  CHECK(hints.hints == 0);
+  CHECK(hints.boosted == 0);
+  CHECK(boosts.with({"boosted"}).value() == 0);
+  // The same review for real: the same patch, and its effects.
+  review["request"]["dryRun"] = false;
+  auto real = handler.handle(parse(review));
+  CHECK(real.patch == dry.patch);
+  CHECK(value_left(quotas) != "9");
+  CHECK(hints.boosted == 1);
+  CHECK(boosts.with({"boosted"}).value() == 1);
+}
+
 TEST_CASE("startup boost: the boost fits the quota's headroom, not the pod's declared totals") {
   controller::ScalerStore store;
   metrics::Registry registry;
