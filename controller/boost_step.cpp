@@ -29,16 +29,28 @@ std::optional<recommender::TimePoint> ready_since(const json& pod) {
   return std::nullopt;
 }
 
-/// The cpu of container `name` in the pod's spec; nullopt when the pod has no such container.
-std::optional<api::CpuValues> spec_cpu(const json& pod, const std::string& name) {
-  const json* containers = kube::find_path(pod, {"spec", "containers"});
+/// The cpu of container `name` in the pod's spec (`list` "containers"), or in its status
+/// ("containerStatuses": what the kubelet applied); nullopt when the list has no such container,
+/// or (status) no resources for it.
+std::optional<api::CpuValues> cpu_of(const json& pod, const char* section, const char* list,
+                                     const std::string& name) {
+  const json* containers = kube::find_path(pod, {section, list});
   if (containers == nullptr || !containers->is_array()) return std::nullopt;
   for (const json& container : *containers) {
     if (kube::string_at(container, {"name"}) != name) continue;
     const json* resources = kube::find_path(container, {"resources"});
+    if (resources == nullptr && std::string_view(section) == "status") return std::nullopt;
     return api::cpu_values_of(resources ? *resources : json::object());
   }
   return std::nullopt;
+}
+
+std::optional<api::CpuValues> spec_cpu(const json& pod, const std::string& name) {
+  return cpu_of(pod, "spec", "containers", name);
+}
+
+std::optional<api::CpuValues> applied_cpu(const json& pod, const std::string& name) {
+  return cpu_of(pod, "status", "containerStatuses", name);
 }
 
 bool is_stuck(BoostState state) {
@@ -106,6 +118,7 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
     decision.uid = kube::meta_string(pod, "uid");
     std::vector<api::BoostedContainer> boosted;  // still carrying the boosted values
     std::vector<std::string> at_base;            // back at their base
+    bool base_applied = true;                    // and the kubelet applied it to all of them
     bool elsewhere = false;                      // resized since to something else
     for (const auto& container : record->containers) {
       auto now_cpu = spec_cpu(pod, container.name);
@@ -114,6 +127,7 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
         boosted.push_back(container);
       } else if (*now_cpu == container.base) {
         at_base.push_back(container.name);
+        base_applied = base_applied && applied_cpu(pod, container.name) == container.base;
       } else {
         elsewhere = true;
       }
@@ -132,6 +146,10 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
         decision.patch = api::unboost_patch(boosted);
         decision.message = "Ready for " + std::to_string(record->duration_seconds) + " s";
       }
+    } else if (!at_base.empty() && !elsewhere && base_applied) {
+      // Put back, and the kubelet runs the base CPU: the boost is over, whatever else is in
+      // flight (a later resize of its memory is the in-place step's, not a boost ending).
+      decision.state = BoostState::kEnded;
     } else if (!at_base.empty() && !elsewhere) {
       // Put back: the kubelet's progress on that resize.
       ResizeProgress progress = resize_progress(pod, at_base);
@@ -207,21 +225,29 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
   // (timeoutSeconds: 2). Workers run different keys, so only admitted() writes this key's
   // memory meanwhile: its field is merged back below.
   Memory memory;
-  bool fresh = true;
   {
     std::lock_guard lock(mutex_);
-    if (auto found = memory_.find(key); found != memory_.end()) {
-      memory = found->second;
-      fresh = false;
-    }
+    if (auto found = memory_.find(key); found != memory_.end()) memory = found->second;
   }
-  if (fresh) {
-    // Counted by an earlier process (or replica) and kept in status: carried on, not reset.
+  if (!memory.status_loaded) {
+    // Counted by an earlier process (or replica) and kept in status: carried on, not reset
+    // (also when admitted() made this key's memory first).
+    memory.status_loaded = true;
     const json status = scaler.status();
     const json* ended = kube::find_path(status, {"startupBoost", "ended"});
     if (ended != nullptr && ended->is_number_integer() && ended->get<int64_t>() > 0) {
       memory.ended = static_cast<std::size_t>(ended->get<int64_t>());
     }
+  }
+  // A boost ends once: a pod seen ended is the in-place step's from then on, even when a later
+  // resize gives it the CPU the boost once did (its annotation stays on the pod).
+  for (PodBoost& pod : result.pods) {
+    auto before = memory.pods.find(pod.uid);
+    if (before == memory.pods.end() || before->second != BoostState::kEnded) continue;
+    pod.state = BoostState::kEnded;
+    pod.message.clear();
+    pod.patch = nullptr;
+    pod.due_at.reset();
   }
   std::map<std::string, BoostState> states;
   for (PodBoost& pod : result.pods) {

@@ -64,7 +64,9 @@ struct PodBoost {
 };
 
 /// Decides for every pod of `pods` that carries a boost annotation (pods being deleted, and pods
-/// without the annotation, are skipped) at `now`.
+/// without the annotation, are skipped) at `now`. A pod whose boosted containers are back at
+/// their base CPU, in its spec and as the kubelet applied it, has ended its boost, whatever else
+/// is in flight (a resize of its memory is the in-place step's).
 std::vector<PodBoost> plan_unboost(const std::vector<nlohmann::json>& pods,
                                    recommender::TimePoint now);
 
@@ -115,6 +117,7 @@ class BoostStep {
     /// and what the call answered.
     std::map<std::string, std::pair<recommender::TimePoint, std::string>> failed_calls;
     std::size_t ended = 0;
+    bool status_loaded = false;  ///< `ended` was carried on from the scaler's status
     std::optional<recommender::TimePoint> admitted;  ///< the last boosted pod admitted
     int rounds = 0;  ///< consecutive steps with a pod not Ready (the backoff's exponent)
   };

@@ -342,4 +342,54 @@ TEST_CASE(
   controller::BoostStep restarted(api, metrics);
   CHECK(restarted.watching(*stored));  // boosts configured once, pods still boosted
   CHECK(restarted.run(*stored, {}, true, now).ended == 4);
+  // Also when the pod hook admitted a pod before the first step.
+  controller::BoostStep admitted_first(api, metrics);
+  admitted_first.admitted("shop/web", now);
+  CHECK(admitted_first.run(*stored, {}, true, now).ended == 4);
+}
+
+TEST_CASE("a boost ends once: later resizes of the pod are the in-place step's, not the boost's") {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step(api, metrics);
+  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+  REQUIRE(api.resized.size() == 1);
+  api.kubelet_done();
+  REQUIRE(step.run(scaler(), listed(api), true, at("2026-12-03T11:00:01Z")).pods[0].state ==
+          BoostState::kEnded);
+  // The in-place step resizes it to what the boost once gave it (a new fixed value): not taken
+  // for a boost, not put back.
+  json& pod = api.pods["web-1"];
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m";
+  pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1";
+  pod["metadata"]["generation"] = 3;
+  api.kubelet_done();
+  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:05:00Z"));
+  CHECK(result.pods[0].state == BoostState::kEnded);
+  CHECK(result.boosted_uids.empty());
+  CHECK(api.resized.size() == 1);
+  CHECK(metrics.counts["ended"] == 1);
+}
+
+TEST_CASE("a pod back at its base CPU is not boosted while its memory is resized") {
+  // A process that never saw the boost end (restarted since): the kubelet runs the base CPU,
+  // and a resize of the memory is in flight, the in-place step's to follow.
+  json pod = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+  json base = {{"requests", {{"cpu", "250m"}, {"memory", "64Mi"}}}, {"limits", {{"cpu", "500m"}}}};
+  pod["status"]["containerStatuses"][0]["resources"] = base;
+  base["requests"]["memory"] = "128Mi";
+  pod["spec"]["containers"][0]["resources"] = base;
+  pod["metadata"]["generation"] = 3;
+  pod["status"]["observedGeneration"] = 3;
+  pod["status"]["conditions"].push_back({{"type", "PodResizeInProgress"},
+                                         {"status", "True"},
+                                         {"lastTransitionTime", "2026-12-03T11:00:00Z"}});
+  auto plan = controller::plan_unboost({pod}, at("2026-12-03T11:00:01Z"));
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].state == BoostState::kEnded);
+  // While the kubelet still runs the boosted CPU, the resize back is what is in flight.
+  pod["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = "500m";
+  plan = controller::plan_unboost({pod}, at("2026-12-03T11:00:01Z"));
+  CHECK(plan[0].state == BoostState::kEnding);
 }
