@@ -248,8 +248,9 @@ InPlaceResult InPlaceStep::run_listed(
     if (!refusal.quota) refused[pod.uid] = std::move(refusal);
   }
 
+  // In progress counts too: a resize in progress for over an hour is a reason to recreate.
   if (scaler.update_mode == api::UpdateMode::kInPlaceOrRecreate && may_write &&
-      result.plan.pending > 0) {
+      (result.plan.pending > 0 || result.plan.in_progress > 0)) {
     maybe_evict(scaler, pods, now, result);
   }
 
@@ -341,14 +342,20 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
   // the pods its controller has yet to create (an evicted pod's replacement, between the two)
   // and those the boost step holds while they start, neither of which is in `pods`.
   if (result.plan.starting > 0) return;
+  // Pods that have finished (Failed: evicted by the kubelet under node pressure, say; or
+  // Succeeded) are not the workload's any more: its controller replaced them, and they stay
+  // listed until the pod garbage collector removes them, which may be never.
   std::size_t live = 0;
+  std::size_t current = 0;
   for (const json& pod : pods) {
-    if (kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() &&
-        kube::string_at(pod, {"status", "phase"}) == "Running") {
+    const std::string phase = kube::string_at(pod, {"status", "phase"});
+    if (phase == "Failed" || phase == "Succeeded") continue;
+    ++current;
+    if (kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() && phase == "Running") {
       ++live;
     }
   }
-  if (live != pods.size() || live < 2) return;
+  if (live != current || live < 2) return;
   for (PodResize& pod : result.plan.pods) {
     if (!evictable(pod, scaler.target.kind, now)) continue;
     if (still_leading_ && !still_leading_()) return;

@@ -293,6 +293,43 @@ TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload 
   CHECK(result->evicted == 1);
 }
 
+TEST_CASE("InPlaceOrRecreate: a finished pod still listed does not keep the workload from whole") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  auto [recreate, workload] = TwoPodsTo300m(api);
+  // Evicted by the kubelet under node pressure a day ago: Failed, kept until garbage collected.
+  api.pods["web-7f9c-c"] = pod("web-7f9c-c", "ReplicaSet", "web-7f9c", "100m");
+  api.pods["web-7f9c-c"]["status"]["phase"] = "Failed";
+  api.refuse = true;
+  auto result = step.run(recreate, workload, {}, nullptr, {}, true, kNow);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pending == 2);
+  CHECK(api.evicted.size() == 1);
+}
+
+TEST_CASE("InPlaceOrRecreate evicts a pod whose resize has been in progress for over an hour") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  auto [recreate, workload] = TwoPodsTo300m(api);
+  // The kubelet took up web-7f9c-a's resize to 300m an hour and a minute ago, and is still at it.
+  json& stuck = api.pods["web-7f9c-a"];
+  stuck["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "300m";
+  stuck["metadata"]["generation"] = 2;
+  stuck["status"]["observedGeneration"] = 2;
+  stuck["status"]["conditions"] = json::array(
+      {{{"type", "PodResizeInProgress"},
+        {"status", "True"},
+        {"lastTransitionTime", recommender::format_rfc3339(kNow - std::chrono::minutes(61))}}});
+  // web-7f9c-b is resized at once: both in progress, nothing pending.
+  auto result = step.run(recreate, workload, {}, nullptr, {}, true, kNow);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pending == 0);
+  CHECK(result->plan.in_progress == 2);
+  CHECK(api.evicted == std::vector<std::string>{"web-7f9c-a"});
+}
+
 TEST_CASE("a workload without a usable selector is an error, not a list of the namespace") {
   FakeApi api;
   Metrics metrics;
