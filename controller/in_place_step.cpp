@@ -166,8 +166,10 @@ InPlaceResult InPlaceStep::run_listed(
   }
   for (PodResize& pod : result.plan.pods) {
     if (pod.state != PodResizeState::kDue) continue;
-    if (auto last = resized_at.find(pod.uid); pod.recommended_due && last != resized_at.end() &&
-                                              now < last->second + min_update_interval_) {
+    if (auto last = resized_at.find(pod.uid);
+        pod.recommended_due && last != resized_at.end() &&
+        now < last->second + min_update_interval_ &&
+        !(pod.quick_oom_at && *pod.quick_oom_at > last->second)) {
       // One pod at most once per --min-update-interval for a recommendation.
       pod.state = PodResizeState::kHeld;
       pod.since = last->second;

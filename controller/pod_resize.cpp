@@ -58,9 +58,14 @@ std::string duration_words(std::chrono::milliseconds d) {
   return std::to_string(seconds) + " s";
 }
 
-/// "container app was OOM-killed 2m after it started" when some container's last termination
-/// was an OOM kill within rules.quick_oom of its start (VPA's quick-OOM rule); else nullopt.
-std::optional<std::string> quick_oom_of(const json& pod, const InPlaceRules& rules) {
+/// A container's last termination that was an OOM kill within rules.quick_oom of its start
+/// (VPA's quick-OOM rule): why ("container app was OOM-killed 120 s after it started"), and when.
+struct QuickOom {
+  std::string reason;
+  recommender::TimePoint at;
+};
+
+std::optional<QuickOom> quick_oom_of(const json& pod, const InPlaceRules& rules) {
   const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
   if (statuses == nullptr || !statuses->is_array()) return std::nullopt;
   for (const json& status : *statuses) {
@@ -69,10 +74,12 @@ std::optional<std::string> quick_oom_of(const json& pod, const InPlaceRules& rul
     auto started = recommender::parse_rfc3339(kube::string_at(*terminated, {"startedAt"}));
     auto finished = recommender::parse_rfc3339(kube::string_at(*terminated, {"finishedAt"}));
     if (!started.ok() || !finished.ok() || *finished - *started >= rules.quick_oom) continue;
-    return "container " + kube::string_at(status, {"name"}) + " was OOM-killed " +
-           std::to_string(
-               std::chrono::duration_cast<std::chrono::seconds>(*finished - *started).count()) +
-           " s after it started";
+    return QuickOom{
+        "container " + kube::string_at(status, {"name"}) + " was OOM-killed " +
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::seconds>(*finished - *started).count()) +
+            " s after it started",
+        *finished};
   }
   return std::nullopt;
 }
@@ -274,13 +281,13 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       recommended.budget_capped = capped.budget_capped;
     }
     std::string recommended_reason;
-    bool quick_oom = false;
+    std::optional<recommender::TimePoint> quick_oom_at;
     if (bounds.verdict == recommender::UpdateVerdict::kDue) {
       recommended_reason = bounds.reason;
     } else if (!recommended.applied.empty()) {
       if (auto oom = quick_oom_of(pod, rules)) {
-        recommended_reason = *oom;
-        quick_oom = true;
+        recommended_reason = oom->reason;
+        quick_oom_at = oom->at;
       } else {
         recommended_reason = long_lived_reason(pod, recommended.applied, rules);
       }
@@ -311,7 +318,8 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.state = PodResizeState::kDue;
       decision.patch = resize_patch(plan);
       decision.message = recommendation_due ? recommended_reason : differing(plan);
-      decision.recommended_due = recommendation_due && !quick_oom;
+      decision.recommended_due = recommendation_due;
+      decision.quick_oom_at = quick_oom_at;
       if (recommended.budget_capped) {
         decision.message += "; capped to the namespace's ResourceQuota headroom";
       }

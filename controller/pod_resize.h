@@ -89,9 +89,13 @@ struct PodResize {
   /// Refused by the namespace's ResourceQuota or LimitRange: reported (QuotaExceeded), never
   /// evicted — the replacement would be refused the same way at its creation.
   bool quota = false;
-  /// kDue because of a recommendation (bounds, long-lived), not fixed values: rate-limited per
-  /// pod by --min-update-interval. A quick OOM is never held back.
+  /// kDue because of a recommendation (bounds, long-lived, a quick OOM), not fixed values:
+  /// rate-limited per pod by --min-update-interval.
   bool recommended_due = false;
+  /// Due because of VPA's quick-OOM rule: when that OOM kill was. One newer than the pod's last
+  /// resize is never held back by the rate limit; an older one was answered by that resize (the
+  /// container's lastState keeps it for the pod's life, where VPA's eviction would replace it).
+  std::optional<recommender::TimePoint> quick_oom_at;
 };
 
 /// The decision for every running pod of one workload, and its counts (status.pods).

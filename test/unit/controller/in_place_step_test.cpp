@@ -381,6 +381,52 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   CHECK(api.resized.size() == 3);
 }
 
+TEST_CASE("a quick OOM resizes its pod at once, once: later moves of the target are rate-limited") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics, std::chrono::minutes(10));
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}, {"updateMode", "InPlace"}}}};
+  auto recommended = [&](const char* target) {
+    object["status"]["recommendation"]["containerRecommendations"] =
+        json::array({{{"containerName", "app"},
+                      {"target", {{"cpu", target}}},
+                      {"lowerBound", {{"cpu", "250m"}}},
+                      {"upperBound", {{"cpu", "400m"}}},
+                      {"uncappedTarget", {{"cpu", target}}}}});
+    auto parsed = api::parse_scaler(object);
+    REQUIRE(parsed.ok());
+    return *parsed;
+  };
+  auto oom_killed = [&](const char* started, const char* finished) {
+    api.pods["web-7f9c-a"]["status"]["containerStatuses"][0]["lastState"] = {
+        {"terminated",
+         {{"reason", "OOMKilled"}, {"startedAt", started}, {"finishedAt", finished}}}};
+  };
+  auto run = [&](const char* target, const char* now) {
+    auto scaler = recommended(target);
+    auto result = step.run(scaler, kWorkload, recommender::recommendations_of(scaler), nullptr, {},
+                           true, *recommender::parse_rfc3339(now));
+    REQUIRE(result.ok());
+    return *result;
+  };
+  // 350m is within the bounds: only the quick OOM makes the pod due.
+  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "350m");
+  oom_killed("2026-12-03T09:59:00Z", "2026-12-03T10:00:00Z");
+  run("300m", "2026-12-03T10:05:00Z");
+  CHECK(api.resized.size() == 1);
+  api.kubelet_done();
+  // The same OOM, still in lastState, answered by that resize: a target moved a minute later
+  // waits for --min-update-interval like any recommendation.
+  auto result = run("320m", "2026-12-03T10:06:00Z");
+  CHECK(api.resized.size() == 1);
+  CHECK(result.plan.pods[0].state == PodResizeState::kHeld);
+  // A new quick OOM is answered at once.
+  oom_killed("2026-12-03T10:06:10Z", "2026-12-03T10:06:30Z");
+  run("320m", "2026-12-03T10:07:00Z");
+  CHECK(api.resized.size() == 2);
+}
+
 TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's capacity") {
   FakeApi api;
   Metrics metrics;

@@ -254,7 +254,8 @@ TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started ma
       scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:02:00Z")}, recommendations);
   CHECK(plan.pods[0].state == PodResizeState::kDue);
   CHECK(plan.pods[0].message == "container app was OOM-killed 120 s after it started");
-  CHECK_FALSE(plan.pods[0].recommended_due);  // never held back by the rate limit
+  CHECK(plan.pods[0].recommended_due);
+  CHECK(plan.pods[0].quick_oom_at == *recommender::parse_rfc3339("2026-12-03T10:02:00Z"));
   plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:30:00Z")},
                                    recommendations);
   CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
