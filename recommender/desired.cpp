@@ -122,21 +122,24 @@ InitNeeds init_needs(const json& object) {
 }
 
 // What the pod counts for, from its app containers' sums: those plus the sidecars, or an init
-// container's peak where that is more; and the pod-level resources (spec.resources) where they
-// are set (they are at least the containers' sums, or vscaler's write raises them with them).
-PodTotals effective(const json& object, PodTotals containers) {
+// container's peak where that is more; and, in their place, the pod-level resources
+// (spec.resources, or `pod_level` when a plan raised them) for each resource they set, as
+// ResourceQuota counts them: the requests are at least the containers' sums (validated), the
+// limits bound each container's and may be less than their sum.
+PodTotals effective(const json& object, PodTotals containers, const json* pod_level = nullptr) {
   InitNeeds init = init_needs(object);
   add_to(containers.requests, init.sidecars.requests);
   add_to(containers.limits, init.sidecars.limits);
   raise_to(containers.requests, init.peak.requests);
   raise_to(containers.limits, init.peak.limits);
-  if (const json* spec = api::pod_spec_of(object)) {
-    auto pod_level = spec->find("resources");
-    if (pod_level != spec->end() && pod_level->is_object()) {
-      PodTotals own = pod_totals({resources_of(*pod_level)});
-      raise_to(containers.requests, own.requests);
-      raise_to(containers.limits, own.limits);
-    }
+  if (const json* spec = api::pod_spec_of(object); pod_level == nullptr && spec != nullptr) {
+    auto found = spec->find("resources");
+    if (found != spec->end()) pod_level = &*found;
+  }
+  if (pod_level != nullptr && pod_level->is_object()) {
+    PodTotals own = pod_totals({resources_of(*pod_level)});
+    for (const auto& [resource, value] : own.requests) containers.requests[resource] = value;
+    for (const auto& [resource, value] : own.limits) containers.limits[resource] = value;
   }
   return containers;
 }
@@ -198,7 +201,8 @@ PodTotals pod_totals_after(const json& object, const api::ResourcePlan& plan) {
     }
     containers.push_back(resources_of(resources == nullptr ? json() : *resources));
   }
-  return effective(object, pod_totals(containers));
+  return effective(object, pod_totals(containers),
+                   plan.pod_resources_changed ? &plan.pod_resources : nullptr);
 }
 
 PodTotals spend(const PodTotals& headroom, const PodTotals& before, const PodTotals& after) {
