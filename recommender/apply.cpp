@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <string>
 
 namespace vscaler::recommender {
 namespace {
@@ -162,6 +163,36 @@ PodTotals pod_totals(const std::vector<ContainerResources>& containers) {
     add(out.limits, c.limits);
   }
   return out;
+}
+
+std::string limit_range_violation(const ContainerResources& container,
+                                  const LimitRangeItem& limit_range) {
+  for (bool limits : {false, true}) {
+    const char* section = limits ? "limits." : "requests.";
+    for (const auto& [resource, value] : limits ? container.limits : container.requests) {
+      if (const auto* min = find(limit_range.min, resource); min != nullptr && value < *min) {
+        return section + resource + " " + value.to_string() + " is below the LimitRange's min " +
+               min->to_string();
+      }
+      if (const auto* max = find(limit_range.max, resource); max != nullptr && *max < value) {
+        return section + resource + " " + value.to_string() + " is above the LimitRange's max " +
+               max->to_string();
+      }
+    }
+  }
+  for (const auto& [resource, ratio] : limit_range.max_limit_request_ratio) {
+    const auto* request = find(container.requests, resource);
+    const auto* limit = find(container.limits, resource);
+    if (request == nullptr || limit == nullptr || request->nanos() <= 0) continue;
+    // limit / request > ratio, compared as limit > ratio * request.
+    if (static_cast<long double>(limit->nanos()) > static_cast<long double>(ratio.nanos()) / 1e9L *
+                                                       static_cast<long double>(request->nanos())) {
+      return "limits." + resource + " " + limit->to_string() + " is more than " +
+             ratio.to_string() + " times requests." + resource + " " + request->to_string() +
+             " (the LimitRange's maxLimitRequestRatio)";
+    }
+  }
+  return {};
 }
 
 }  // namespace vscaler::recommender

@@ -11,6 +11,7 @@
 // A `type: Pod` max scales the pod's recommended containers down together (fit_pod_max).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "recommender/recommendation.h"
@@ -87,5 +88,11 @@ void fit_pod_max(std::vector<PodMaxMember>& containers, const ResourceMap& pod_m
 
 /// The pod's cpu/memory requests and limits summed over `containers`.
 PodTotals pod_totals(const std::vector<ContainerResources>& containers);
+
+/// What LimitRanger would refuse in `container` under `limit_range` (its `type: Container` min,
+/// max and maxLimitRequestRatio, for the values the container sets; defaults it would add are
+/// not guessed): "limits.cpu 2 is above the LimitRange's max 1"; empty when nothing.
+std::string limit_range_violation(const ContainerResources& container,
+                                  const LimitRangeItem& limit_range);
 
 }  // namespace vscaler::recommender

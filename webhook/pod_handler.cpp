@@ -139,6 +139,19 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
       return answer_unchanged("the namespace's ResourceQuota has room for less: " + over);
     }
   }
+  // Fixed values a LimitRange refuses (LimitRanger admits the pod after this hook) are not
+  // applied either; recommended ones were capped by it already.
+  if (limit_range && plan.changed()) {
+    for (const auto& container : plan.containers) {
+      if (!container.changed) continue;
+      std::string broken = recommender::limit_range_violation(
+          recommender::resources_of(container.merged), *limit_range);
+      if (!broken.empty()) {
+        return answer_unchanged("the namespace's LimitRange refuses container " + container.name +
+                                ": " + broken);
+      }
+    }
+  }
   std::optional<api::BoostRecord> boosted;
   if (boosting) {
     // The boost's room once the plan is written: what the quota leaves, and the LimitRange's

@@ -290,3 +290,26 @@ TEST_CASE("no item that bounds cpu or memory: no LimitRange; a malformed one is 
   CHECK(bad.error().find("items[0].spec.limits[0].max.cpu") == 0);
   CHECK_FALSE(container_limit_range(nlohmann::json::object()).ok());
 }
+
+TEST_CASE("limit_range_violation: what LimitRanger would refuse in a container's values") {
+  LimitRangeItem range;
+  range.min[kCpu] = q("50m");
+  range.max[kCpu] = q("1");
+  range.max_limit_request_ratio[kCpu] = q("4");
+  auto container = [](const char* request, const char* limit) {
+    ContainerResources out;
+    if (request != nullptr) out.requests[kCpu] = q(request);
+    if (limit != nullptr) out.limits[kCpu] = q(limit);
+    return out;
+  };
+  CHECK(limit_range_violation(container("100m", "400m"), range).empty());
+  CHECK(limit_range_violation(container(nullptr, "1"), range).empty());
+  CHECK(limit_range_violation(container("20m", nullptr), range) ==
+        "requests.cpu 20m is below the LimitRange's min 50m");
+  CHECK(limit_range_violation(container("100m", "2"), range) ==
+        "limits.cpu 2 is above the LimitRange's max 1");
+  CHECK(limit_range_violation(container("100m", "500m"), range) ==
+        "limits.cpu 500m is more than 4 times requests.cpu 100m (the LimitRange's "
+        "maxLimitRequestRatio)");
+  CHECK(limit_range_violation(container("100m", "500m"), LimitRangeItem{}).empty());
+}

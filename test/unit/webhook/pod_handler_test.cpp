@@ -506,6 +506,31 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
   CHECK_FALSE(handler.handle(parse(recorded_review())).patch.is_array());
 }
 
+TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is created") {
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  controller::LimitRangeCache limit_ranges;
+  REQUIRE(limit_ranges.rebuild({std::make_shared<const json>(json::parse(R"({"metadata":
+      {"name": "lr", "namespace": "record"}, "spec": {"limits": [{"type": "Container",
+      "max": {"cpu": "1"}}]}})"))}) == 0);
+  RecordedHints hints;
+  PodHandler handler{store, results, &limit_ranges, nullptr, &hints};
+  add_spec(store, R"({"updateMode": "InPlace",
+      "containers": [{"name": "app", "limits": {"cpu": "2"}}, {"name": "sidecar", "mode": "Off"}]})");
+  auto response = handler.handle(parse(recorded_review()));
+  CHECK_FALSE(response.patch.is_array());
+  REQUIRE(response.warnings.size() == 1);
+  CHECK(response.warnings[0].find("LimitRange refuses container app: limits.cpu 2 is above the "
+                                  "LimitRange's max 1") != std::string::npos);
+  CHECK(results.with({"unchanged"}).value() == 1);
+  CHECK(hints.keys == std::vector<std::string>{"record/web"});  // looked at again once it runs
+  // Within the max: applied.
+  add_spec(store, R"({"updateMode": "InPlace",
+      "containers": [{"name": "app", "limits": {"cpu": "800m"}}, {"name": "sidecar", "mode": "Off"}]})");
+  CHECK(handler.handle(parse(recorded_review())).patch.is_array());
+}
+
 TEST_CASE(
     "startup boost: a LimitRange's per-container max caps the boost (LimitRanger would "
     "refuse the pod above it)") {
