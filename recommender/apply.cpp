@@ -96,6 +96,23 @@ ContainerResources apply_recommendation(const ContainerResources& current,
 }
 
 bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& totals) {
+  // A container asking its limit (request == limit: the pod may be Guaranteed) keeps asking it
+  // where vscaler sets both: a bound on one side must not change the pod's QoS class (a later
+  // resize back could not: the API server refuses a QoS change).
+  std::vector<std::pair<ContainerResources*, std::string>> pinned;
+  for (auto& c : containers) {
+    if (c.policy == nullptr ||
+        c.policy->controlled_values != ControlledValues::kRequestsAndLimits) {
+      continue;
+    }
+    for (const auto& [resource, request] : c.resources->requests) {
+      auto limit = c.resources->limits.find(resource);
+      if (c.policy->controls(resource) && limit != c.resources->limits.end() &&
+          limit->second == request) {
+        pinned.emplace_back(c.resources, resource);
+      }
+    }
+  }
   bool scaled = false;
   for (bool limits : {false, true}) {
     for (const auto& entry : limits ? totals.limits : totals.requests) {
@@ -140,6 +157,11 @@ bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& tota
       auto limit = c.resources->limits.find(resource);
       if (limit != c.resources->limits.end() && request > limit->second) request = limit->second;
     }
+  }
+  for (auto& [resources, resource] : pinned) {
+    Quantity& request = resources->requests.at(resource);
+    Quantity& limit = resources->limits.at(resource);
+    if (request < limit) limit = request;
   }
   return scaled;
 }

@@ -276,6 +276,21 @@ TEST_CASE("pod totals bound requests and limits apart (a ResourceQuota's headroo
   CHECK(fit_pod_totals(one, PodTotals{{}, map("400m", nullptr)}));
   CHECK(tight.limits.at(kCpu) == q("400m"));
   CHECK(tight.requests.at(kCpu) == q("400m"));
+  // A container asking its limit (Guaranteed) keeps asking it under a requests bound: its limit
+  // comes down with its request, the pod's QoS class stays. Not so under RequestsOnly.
+  ContainerResources guaranteed{map("2", "1Gi"), map("2", "1Gi")};
+  std::vector<PodMaxMember> alone{{&guaranteed, &recommended}};
+  CHECK(fit_pod_totals(alone, PodTotals{map("1200m", nullptr), {}}));
+  CHECK(guaranteed.requests.at(kCpu) == q("1200m"));
+  CHECK(guaranteed.limits.at(kCpu) == q("1200m"));
+  CHECK(guaranteed.limits.at(kMemory) == q("1Gi"));
+  ContainerPolicy only;
+  only.controlled_values = ControlledValues::kRequestsOnly;
+  ContainerResources kept{map("2", nullptr), map("2", nullptr)};
+  std::vector<PodMaxMember> requests_only{{&kept, &only}};
+  CHECK(fit_pod_totals(requests_only, PodTotals{map("1200m", nullptr), {}}));
+  CHECK(kept.requests.at(kCpu) == q("1200m"));
+  CHECK(kept.limits.at(kCpu) == q("2"));
 }
 
 TEST_CASE("no item that bounds cpu or memory: no LimitRange; a malformed one is an error") {
