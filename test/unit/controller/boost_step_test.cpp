@@ -93,6 +93,21 @@ struct FailingResizes {
   }
 };
 
+/// One pod, web-1, boosted and Ready since 10:00, whose resize back was sent at 11:00.
+struct SentBack {
+  test::FakePodsApi api;
+  Metrics metrics;
+  controller::BoostStep step{api, metrics};
+  SentBack() {
+    api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
+    step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
+    REQUIRE(api.resized.size() == 1);
+  }
+  controller::BoostResult run(const char* now) {
+    return step.run(scaler(), listed(api), true, at(now));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a boosted pod is held until Ready + durationSeconds, then resized back to its base") {
@@ -281,12 +296,8 @@ TEST_CASE("a resize back refused in a way no retry mends (404) is held back and 
 }
 
 TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent") {
-  test::FakePodsApi api;
-  Metrics metrics;
-  controller::BoostStep step(api, metrics);
-  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
-  step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
-  REQUIRE(api.resized.size() == 1);
+  SentBack test;
+  auto& api = test.api;
   json& pod = api.pods["web-1"];
   pod["status"]["observedGeneration"] = 2;
   pod["status"]["conditions"].push_back({{"type", "PodResizePending"},
@@ -294,7 +305,7 @@ TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent")
                                          {"reason", "Infeasible"},
                                          {"message", "node too small"},
                                          {"lastTransitionTime", "2026-12-03T11:00:01Z"}});
-  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:00:02Z"));
+  auto result = test.run("2026-12-03T11:00:02Z");
   CHECK(result.pods[0].state == BoostState::kInfeasible);
   CHECK(result.stuck == 1);
   CHECK(api.resized.size() == 1);
@@ -349,15 +360,10 @@ TEST_CASE(
 }
 
 TEST_CASE("a boost ends once: later resizes of the pod are the in-place step's, not the boost's") {
-  test::FakePodsApi api;
-  Metrics metrics;
-  controller::BoostStep step(api, metrics);
-  api.pods["web-1"] = boosted_pod("web-1", "2026-12-03T10:00:00Z");
-  step.run(scaler(), listed(api), true, at("2026-12-03T11:00:00Z"));
-  REQUIRE(api.resized.size() == 1);
+  SentBack test;
+  auto& api = test.api;
   api.kubelet_done();
-  REQUIRE(step.run(scaler(), listed(api), true, at("2026-12-03T11:00:01Z")).pods[0].state ==
-          BoostState::kEnded);
+  REQUIRE(test.run("2026-12-03T11:00:01Z").pods[0].state == BoostState::kEnded);
   // The in-place step resizes it to what the boost once gave it (a new fixed value): not taken
   // for a boost, not put back.
   json& pod = api.pods["web-1"];
@@ -365,11 +371,11 @@ TEST_CASE("a boost ends once: later resizes of the pod are the in-place step's, 
   pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1";
   pod["metadata"]["generation"] = 3;
   api.kubelet_done();
-  auto result = step.run(scaler(), listed(api), true, at("2026-12-03T11:05:00Z"));
+  auto result = test.run("2026-12-03T11:05:00Z");
   CHECK(result.pods[0].state == BoostState::kEnded);
   CHECK(result.boosted_uids.empty());
   CHECK(api.resized.size() == 1);
-  CHECK(metrics.counts["ended"] == 1);
+  CHECK(test.metrics.counts["ended"] == 1);
 }
 
 TEST_CASE("a pod back at its base CPU is not boosted while its memory is resized") {

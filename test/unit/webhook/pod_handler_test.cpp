@@ -365,6 +365,13 @@ void add_spec(controller::ScalerStore& store, const char* spec) {
 }
 
 /// Records the boosted pods the hook reports.
+/// A LimitRange of namespace "record" whose type Container max cpu is `cpu`.
+std::shared_ptr<const json> container_max_cpu(const char* cpu) {
+  return std::make_shared<const json>(json{
+      {"metadata", {{"name", "lr"}, {"namespace", "record"}}},
+      {"spec", {{"limits", json::array({{{"type", "Container"}, {"max", {{"cpu", cpu}}}}})}}}});
+}
+
 struct BoostHints : controller::HintSink {
   std::vector<std::string> boosted;
   void hint(std::string_view, const controller::Expectation&) override {}
@@ -511,9 +518,7 @@ TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is 
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   controller::LimitRangeCache limit_ranges;
-  REQUIRE(limit_ranges.rebuild({std::make_shared<const json>(json::parse(R"({"metadata":
-      {"name": "lr", "namespace": "record"}, "spec": {"limits": [{"type": "Container",
-      "max": {"cpu": "1"}}]}})"))}) == 0);
+  REQUIRE(limit_ranges.rebuild({container_max_cpu("1")}) == 0);
   RecordedHints hints;
   PodHandler handler{store, results, &limit_ranges, nullptr, &hints};
   add_spec(store, R"({"updateMode": "InPlace",
@@ -538,9 +543,7 @@ TEST_CASE(
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   controller::LimitRangeCache limit_ranges;
-  REQUIRE(limit_ranges.rebuild({std::make_shared<const json>(json::parse(R"({"metadata":
-      {"name": "lr", "namespace": "record"}, "spec": {"limits": [{"type": "Container",
-      "max": {"cpu": "300m"}}]}})"))}) == 0);
+  REQUIRE(limit_ranges.rebuild({container_max_cpu("300m")}) == 0);
   PodHandler handler{store, results, &limit_ranges};
   add_spec(store, R"({"updateMode": "Off", "startupBoost": {"cpu": {"factor": 4}},
       "containers": [{"name": "app"}, {"name": "sidecar", "mode": "Off"}]})");
