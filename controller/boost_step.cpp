@@ -111,8 +111,17 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
   std::vector<PodBoost> out;
   for (const json& pod : pods) {
     if (!kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty()) continue;
+    // Finished (Failed, Succeeded): nothing runs to resize, whatever its spec says.
+    const std::string phase = kube::string_at(pod, {"status", "phase"});
+    if (phase == "Failed" || phase == "Succeeded") continue;
     auto record = api::boost_record_of(pod);
     if (!record) continue;
+    // Admitted boosted at generation 1; any resize since (the boost's own resize back, or the
+    // in-place step's) raised it. A spec at the boosted values past generation 1 was resized
+    // there by someone else: not a boost, whoever runs this step and whatever it remembers.
+    const json* generation = kube::find_path(pod, {"metadata", "generation"});
+    const bool resized_since = generation != nullptr && generation->is_number_integer() &&
+                               generation->get<std::int64_t>() > 1;
     PodBoost decision;
     decision.name = kube::meta_string(pod, "name");
     decision.uid = kube::meta_string(pod, "uid");
@@ -123,7 +132,7 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
     for (const auto& container : record->containers) {
       auto now_cpu = spec_cpu(pod, container.name);
       if (!now_cpu) continue;
-      if (*now_cpu == container.boosted) {
+      if (*now_cpu == container.boosted && !resized_since) {
         boosted.push_back(container);
       } else if (*now_cpu == container.base) {
         at_base.push_back(container.name);

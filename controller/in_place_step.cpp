@@ -199,9 +199,10 @@ InPlaceResult InPlaceStep::run_listed(
       refused.erase(last);
     }
     if (auto failed = failed_calls.find(pod.uid); failed != failed_calls.end()) {
-      // Its last call failed a moment ago (an overloaded API server, say): still due, counted in
-      // flight, and sent again once the wait is over, not at every re-check before.
-      if (now < failed->second.retry_at) {
+      // Its last call failed a moment ago (an overloaded API server, say): the same patch is
+      // still due, counted in flight, and sent again once the wait is over, not at every
+      // re-check before. Other values (a new fixed value, a quick OOM) go at once.
+      if (failed->second.patch == pod.patch && now < failed->second.retry_at) {
         pod.message = failed->second.message;
         continue;
       }
@@ -233,7 +234,7 @@ InPlaceResult InPlaceStep::run_listed(
       const recommender::TimePoint retry_at = now + failed_call_wait(error);
       pod.message = "the resize call failed, sent again at " +
                     recommender::format_rfc3339(retry_at) + ": " + error.to_string();
-      failed_calls[pod.uid] = FailedCall{retry_at, pod.message};
+      failed_calls[pod.uid] = FailedCall{retry_at, pod.message, pod.patch};
       log::warn(kInPlaceLogger, "a pod resize call failed",
                 {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", error.to_string()}});
       continue;
@@ -326,10 +327,12 @@ InPlaceResult InPlaceStep::run_listed(
     ++memory.rounds;
     // A failed call asked for a wait (kCallFailedRecheck, or a Retry-After): looking sooner would
     // only list the pods again on an API server that is struggling.
-    for (const auto& [uid, failed] : memory.failed_calls) {
+    for (const PodResize& pod : result.plan.pods) {
+      auto failed = memory.failed_calls.find(pod.uid);
+      if (pod.state != PodResizeState::kDue || failed == memory.failed_calls.end()) continue;
       result.recheck_after =
           std::max(result.recheck_after,
-                   std::chrono::ceil<std::chrono::milliseconds>(failed.retry_at - now));
+                   std::chrono::ceil<std::chrono::milliseconds>(failed->second.retry_at - now));
     }
   } else {
     memory.rounds = 0;
@@ -351,11 +354,12 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
   std::size_t current = 0;
   for (const json& pod : pods) {
     const std::string phase = kube::string_at(pod, {"status", "phase"});
-    if (phase == "Failed" || phase == "Succeeded") continue;
+    const bool deleting = !kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty();
+    // A pod being deleted counts until it is gone, whatever its phase (the kubelet gives a
+    // terminating pod a terminal phase before the object goes).
+    if ((phase == "Failed" || phase == "Succeeded") && !deleting) continue;
     ++current;
-    if (kube::string_at(pod, {"metadata", "deletionTimestamp"}).empty() && phase == "Running") {
-      ++live;
-    }
+    if (!deleting && phase == "Running") ++live;
   }
   if (live != current || live < 2) return;
   for (PodResize& pod : result.plan.pods) {

@@ -112,6 +112,7 @@ class InPlaceStep {
   struct FailedCall {
     recommender::TimePoint retry_at{};
     std::string message;
+    nlohmann::json patch;  ///< what was sent: other values are not held back by its wait
   };
   /// The refusal `error` of `patch` at `now`, classified.
   static Refusal refusal_of(const kube::ApiError& error, const nlohmann::json& patch,

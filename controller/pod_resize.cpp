@@ -58,8 +58,9 @@ std::string duration_words(std::chrono::milliseconds d) {
   return std::to_string(seconds) + " s";
 }
 
-/// A container's last termination that was an OOM kill within rules.quick_oom of its start
-/// (VPA's quick-OOM rule): why ("container app was OOM-killed 120 s after it started"), and when.
+/// The newest of the containers' last terminations that were an OOM kill within rules.quick_oom
+/// of their start (VPA's quick-OOM rule): why ("container app was OOM-killed 120 s after it
+/// started"), and when.
 struct QuickOom {
   std::string reason;
   recommender::TimePoint at;
@@ -68,20 +69,22 @@ struct QuickOom {
 std::optional<QuickOom> quick_oom_of(const json& pod, const InPlaceRules& rules) {
   const json* statuses = kube::find_path(pod, {"status", "containerStatuses"});
   if (statuses == nullptr || !statuses->is_array()) return std::nullopt;
+  std::optional<QuickOom> latest;  // of several containers', the newest decides
   for (const json& status : *statuses) {
     const json* terminated = kube::find_path(status, {"lastState", "terminated"});
     if (terminated == nullptr || kube::string_at(*terminated, {"reason"}) != "OOMKilled") continue;
     auto started = recommender::parse_rfc3339(kube::string_at(*terminated, {"startedAt"}));
     auto finished = recommender::parse_rfc3339(kube::string_at(*terminated, {"finishedAt"}));
     if (!started.ok() || !finished.ok() || *finished - *started >= rules.quick_oom) continue;
-    return QuickOom{
+    if (latest && latest->at >= *finished) continue;
+    latest = QuickOom{
         "container " + kube::string_at(status, {"name"}) + " was OOM-killed " +
             std::to_string(
                 std::chrono::duration_cast<std::chrono::seconds>(*finished - *started).count()) +
             " s after it started",
         *finished};
   }
-  return std::nullopt;
+  return latest;
 }
 
 /// VPA's rule for long-lived pods: running longer than rules.long_lived, and for some resource

@@ -122,10 +122,11 @@ InitNeeds init_needs(const json& object) {
 }
 
 // What the pod counts for, from its app containers' sums: those plus the sidecars, or an init
-// container's peak where that is more; and, in their place, the pod-level resources
-// (spec.resources, or `pod_level` when a plan raised them) for each resource they set, as
-// ResourceQuota counts them: the requests are at least the containers' sums (validated), the
-// limits bound each container's and may be less than their sum.
+// container's peak where that is more; and the pod-level resources (spec.resources, or
+// `pod_level` when a plan raised them) where they are set and say more. (ResourceQuota counts a
+// pod-level limit in place of the containers' limits, which may sum to more: counting the larger
+// errs on the side of a pod that fits, and these totals also bound what the containers may sum
+// to.)
 PodTotals effective(const json& object, PodTotals containers, const json* pod_level = nullptr) {
   InitNeeds init = init_needs(object);
   add_to(containers.requests, init.sidecars.requests);
@@ -138,8 +139,8 @@ PodTotals effective(const json& object, PodTotals containers, const json* pod_le
   }
   if (pod_level != nullptr && pod_level->is_object()) {
     PodTotals own = pod_totals({resources_of(*pod_level)});
-    for (const auto& [resource, value] : own.requests) containers.requests[resource] = value;
-    for (const auto& [resource, value] : own.limits) containers.limits[resource] = value;
+    raise_to(containers.requests, own.requests);
+    raise_to(containers.limits, own.limits);
   }
   return containers;
 }

@@ -324,10 +324,21 @@ TEST_CASE(
   going["metadata"]["deletionTimestamp"] = "2026-12-03T10:59:00Z";
   json broken = boosted_pod("broken", "");
   broken["metadata"]["annotations"][std::string(api::kStartupBoostAnnotation)] = "[]";
-  auto plan = controller::plan_unboost({plain, moved, going, broken}, now);
+  json finished = boosted_pod("finished", "2026-12-03T10:00:00Z");
+  finished["status"]["phase"] = "Failed";
+  auto plan = controller::plan_unboost({plain, moved, going, broken, finished}, now);
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].name == "moved");
   CHECK(plan[0].state == BoostState::kEnded);
+  // Resized since its admission (generation 2) to the very values it was boosted to: not a boost,
+  // whatever this process remembers (a restarted one remembers nothing).
+  json resized = boosted_pod("resized", "2026-12-03T10:00:00Z");
+  resized["metadata"]["generation"] = 2;
+  resized["status"]["observedGeneration"] = 2;
+  plan = controller::plan_unboost({resized}, now);
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].state == BoostState::kEnded);
+  CHECK(plan[0].patch.is_null());
 }
 
 TEST_CASE(

@@ -242,6 +242,19 @@ TEST_CASE("a failed call is sent again after kCallFailedRecheck, or the Retry-Af
   }
 }
 
+TEST_CASE("a failed call's wait holds back that patch only: other values go at once") {
+  FailingResizes test(kube::ErrorKind::kTooManyRequests, "too many requests");
+  test.api.refusal_retry_after = std::chrono::seconds(60);
+  REQUIRE(test.run(kNow).ok());
+  REQUIRE(test.api.calls == 2);
+  test.api.refuse = false;
+  test.pods.recreate = scaler("400m");  // the user changed the fixed value
+  test.pods.recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  auto result = test.run(kNow + std::chrono::seconds(1));
+  REQUIRE(result.ok());
+  CHECK(test.api.resized.size() == 2);
+}
+
 TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a refusal") {
   FailingResizes test(kube::ErrorKind::kNotFound,
                       "the server could not find the requested resource");
@@ -305,6 +318,14 @@ TEST_CASE("InPlaceOrRecreate: a finished pod still listed does not keep the work
   auto result = step.run(recreate, workload, {}, nullptr, {}, true, kNow);
   REQUIRE(result.ok());
   CHECK(result->plan.pending == 2);
+  CHECK(api.evicted.size() == 1);
+  // Being deleted, it counts until it is gone, whatever its phase: nothing more is evicted.
+  api.pods["web-7f9c-c"] = pod("web-7f9c-c", "ReplicaSet", "web-7f9c", "100m");
+  api.pods["web-7f9c-c"]["status"]["phase"] = "Failed";
+  api.pods["web-7f9c-c"]["metadata"]["deletionTimestamp"] = "2026-12-03T10:00:00Z";
+  api.pods["web-7f9c-d"] = pod("web-7f9c-d", "ReplicaSet", "web-7f9c", "100m");
+  result = step.run(recreate, workload, {}, nullptr, {}, true, kNow + std::chrono::seconds(1));
+  REQUIRE(result.ok());
   CHECK(api.evicted.size() == 1);
 }
 

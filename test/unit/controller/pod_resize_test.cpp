@@ -256,6 +256,16 @@ TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started ma
   CHECK(plan.pods[0].message == "container app was OOM-killed 120 s after it started");
   CHECK(plan.pods[0].recommended_due);
   CHECK(plan.pods[0].quick_oom_at == *recommender::parse_rfc3339("2026-12-03T10:02:00Z"));
+  // Of several containers' quick OOMs, the newest is the one to answer.
+  json two = oom("2026-12-03T10:00:00Z", "2026-12-03T10:02:00Z");
+  json worker = two["status"]["containerStatuses"][0];
+  worker["name"] = "worker";
+  worker["lastState"]["terminated"]["startedAt"] = "2026-12-03T10:04:00Z";
+  worker["lastState"]["terminated"]["finishedAt"] = "2026-12-03T10:05:00Z";
+  two["status"]["containerStatuses"].push_back(worker);
+  plan = controller::plan_in_place(scaler, {two}, recommendations);
+  CHECK(plan.pods[0].quick_oom_at == *recommender::parse_rfc3339("2026-12-03T10:05:00Z"));
+  CHECK(plan.pods[0].message == "container worker was OOM-killed 60 s after it started");
   plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:30:00Z")},
                                    recommendations);
   CHECK(plan.pods[0].state == PodResizeState::kAtTarget);

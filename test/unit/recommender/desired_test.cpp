@@ -135,20 +135,19 @@ TEST_CASE("pod totals count what ResourceQuota counts: sidecars, an init peak, p
   pod["spec"]["initContainers"].erase(2);
   CHECK(cpu(pod_totals_of(pod)) == "450m");  // 300m + 100m + the sidecar's 50m
   CHECK(cpu(pod_totals_of(pod), true) == "1200m");
-  // Pod-level resources, where they are set, are what the pod counts for: its limit bounds each
-  // container's, and may be less than their sum.
+  // Pod-level resources, where they say more, are what the pod counts for.
   pod["spec"]["resources"] = {{"requests", {{"cpu", "1"}}}};
   CHECK(cpu(pod_totals_of(pod)) == "1");
   CHECK(cpu(pod_totals_of(pod), true) == "1200m");
   pod["spec"]["resources"]["limits"]["cpu"] = "1";
-  CHECK(cpu(pod_totals_of(pod), true) == "1");
+  CHECK(cpu(pod_totals_of(pod), true) == "1200m");  // the containers' sum, the larger
   // Raised by a plan: its values, not the object's.
   api::ResourcePlan raised;
   raised.pod_resources_changed = true;
   raised.pod_resources = {{"requests", {{"cpu", "1800m"}}}, {"limits", {{"cpu", "1800m"}}}};
   CHECK(cpu(pod_totals_after(pod, raised)) == "1800m");
   CHECK(cpu(pod_totals_after(pod, raised), true) == "1800m");
-  CHECK(cpu(pod_totals_after(pod, api::ResourcePlan{}), true) == "1");
+  CHECK(cpu(pod_totals_after(pod, api::ResourcePlan{}), true) == "1200m");
   pod["spec"]["resources"].erase("limits");
   // A template's pod spec reads the same.
   json deployment;
