@@ -29,28 +29,28 @@ std::optional<recommender::TimePoint> ready_since(const json& pod) {
   return std::nullopt;
 }
 
-/// The cpu of container `name` in the pod's spec (`list` "containers"), or in its status
-/// ("containerStatuses": what the kubelet applied); nullopt when the list has no such container,
-/// or (status) no resources for it.
+/// The cpu of container `name` in the pod's list at `section`.`list`; nullopt when the list has
+/// no such container, or when it has no resources and `reported` (a status the kubelet did not
+/// write); without `reported`, no resources means none set.
 std::optional<api::CpuValues> cpu_of(const json& pod, const char* section, const char* list,
-                                     const std::string& name) {
+                                     const std::string& name, bool reported) {
   const json* containers = kube::find_path(pod, {section, list});
   if (containers == nullptr || !containers->is_array()) return std::nullopt;
   for (const json& container : *containers) {
     if (kube::string_at(container, {"name"}) != name) continue;
     const json* resources = kube::find_path(container, {"resources"});
-    if (resources == nullptr && std::string_view(section) == "status") return std::nullopt;
+    if (resources == nullptr && reported) return std::nullopt;
     return api::cpu_values_of(resources ? *resources : json::object());
   }
   return std::nullopt;
 }
 
 std::optional<api::CpuValues> spec_cpu(const json& pod, const std::string& name) {
-  return cpu_of(pod, "spec", "containers", name);
+  return cpu_of(pod, "spec", "containers", name, false);
 }
 
 std::optional<api::CpuValues> applied_cpu(const json& pod, const std::string& name) {
-  return cpu_of(pod, "status", "containerStatuses", name);
+  return cpu_of(pod, "status", "containerStatuses", name, true);
 }
 
 bool is_stuck(BoostState state) {

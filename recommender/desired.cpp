@@ -125,8 +125,8 @@ InitNeeds init_needs(const json& object) {
 // container's peak where that is more; and the pod-level resources (spec.resources, or
 // `pod_level` when a plan raised them) where they are set and say more. (ResourceQuota counts a
 // pod-level limit in place of the containers' limits, which may sum to more: counting the larger
-// errs on the side of a pod that fits, and these totals also bound what the containers may sum
-// to.)
+// may leave a pod unpatched that would have fit, never patch one the quota then refuses; and
+// these totals also bound what the containers may sum to.)
 PodTotals effective(const json& object, PodTotals containers, const json* pod_level = nullptr) {
   InitNeeds init = init_needs(object);
   add_to(containers.requests, init.sidecars.requests);
