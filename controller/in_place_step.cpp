@@ -142,15 +142,6 @@ InPlaceResult InPlaceStep::run_listed(
     const std::optional<recommender::PodTotals>& quota_headroom, bool may_write,
     recommender::TimePoint now) {
   InPlaceResult result;
-  InPlaceRules rules = rules_;
-  rules.now = now;
-  result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules, quota_headroom);
-  // Pods the workload asks for that are not listed yet (created a moment ago, or about to be):
-  // waited for as starting ones.
-  if (std::size_t wanted = wanted_pods(workload);
-      wanted > result.plan.total() + result.plan.starting) {
-    result.plan.starting = wanted - result.plan.total();
-  }
   std::map<std::string, recommender::TimePoint> resized_at;
   std::map<std::string, std::int64_t> sent;
   std::map<std::string, Refusal> refused;
@@ -164,23 +155,18 @@ InPlaceResult InPlaceStep::run_listed(
       failed_calls = found->second.failed_calls;
     }
   }
+  InPlaceRules rules = rules_;
+  rules.now = now;
+  rules.resized_at = &resized_at;  // the per-pod rate limit, applied before the quota is shared
+  result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules, quota_headroom);
+  // Pods the workload asks for that are not listed yet (created a moment ago, or about to be):
+  // waited for as starting ones.
+  if (std::size_t wanted = wanted_pods(workload);
+      wanted > result.plan.total() + result.plan.starting) {
+    result.plan.starting = wanted - result.plan.total();
+  }
   for (PodResize& pod : result.plan.pods) {
     if (pod.state != PodResizeState::kDue) continue;
-    if (auto last = resized_at.find(pod.uid);
-        pod.recommended_due && last != resized_at.end() &&
-        now < last->second + min_update_interval_ &&
-        !(pod.quick_oom_at && *pod.quick_oom_at > last->second)) {
-      // One pod at most once per --min-update-interval for a recommendation.
-      pod.state = PodResizeState::kHeld;
-      pod.since = last->second;
-      pod.message += "; resized at " + recommender::format_rfc3339(last->second) + ", again at " +
-                     recommender::format_rfc3339(last->second + min_update_interval_) +
-                     " (--min-update-interval)";
-      --result.plan.in_progress;
-      ++result.plan.pending;
-      ++result.plan.held;
-      continue;
-    }
     if (!may_write) continue;
     if (still_leading_ && !still_leading_()) {
       may_write = false;  // the lease went while this step ran: nothing more is sent
@@ -314,7 +300,7 @@ InPlaceResult InPlaceStep::run_listed(
     auto first = recommender::TimePoint::max();
     for (const PodResize& pod : result.plan.pods) {
       if (pod.state == PodResizeState::kHeld && pod.since) {
-        first = std::min(first, *pod.since + min_update_interval_);
+        first = std::min(first, *pod.since + rules.min_update_interval);
       }
     }
     result.recheck_after = std::max<std::chrono::milliseconds>(

@@ -64,16 +64,14 @@ class InPlaceStep {
  public:
   /// `min_update_interval` (--min-update-interval): the least time between two
   /// recommendation-driven resizes of one pod; `rules`: VPA's lifetime and quick-OOM thresholds
-  /// (their `now` is ignored); `still_leading`: asked right before each resize and eviction
-  /// (empty: always true).
+  /// (their `now`, `min_update_interval` and `resized_at` are ignored); `still_leading`: asked
+  /// right before each resize and eviction (empty: always true).
   InPlaceStep(ReconcileApi& api, ResizeMetrics& metrics,
               std::chrono::milliseconds min_update_interval = std::chrono::minutes(10),
               InPlaceRules rules = {}, std::function<bool()> still_leading = {})
-      : api_(api),
-        metrics_(metrics),
-        min_update_interval_(min_update_interval),
-        rules_(rules),
-        still_leading_(std::move(still_leading)) {}
+      : api_(api), metrics_(metrics), rules_(rules), still_leading_(std::move(still_leading)) {
+    rules_.min_update_interval = min_update_interval;
+  }
 
   /// Runs the step for `scaler` on `workload` (as just read), recommended values within
   /// `quota_headroom` (plan_in_place). `may_write` false (not the leader): decides and reports,
@@ -146,7 +144,6 @@ class InPlaceStep {
 
   ReconcileApi& api_;
   ResizeMetrics& metrics_;
-  std::chrono::milliseconds min_update_interval_;
   InPlaceRules rules_;
   std::function<bool()> still_leading_;
   std::mutex mutex_;

@@ -247,6 +247,23 @@ bool evictable(const PodResize& pod, std::string_view kind, recommender::TimePoi
   }
 }
 
+namespace {
+
+/// When `pod`, due for a recommendation, was last resized for one, if that was less than
+/// rules.min_update_interval ago (VPA's per-pod rate limit) and no quick OOM came after it.
+std::optional<recommender::TimePoint> last_resized_within(const PodResize& pod,
+                                                          const InPlaceRules& rules) {
+  if (!pod.recommended_due || rules.resized_at == nullptr) return std::nullopt;
+  auto last = rules.resized_at->find(pod.uid);
+  if (last == rules.resized_at->end() || rules.now >= last->second + rules.min_update_interval) {
+    return std::nullopt;
+  }
+  if (pod.quick_oom_at && *pod.quick_oom_at > last->second) return std::nullopt;
+  return last->second;
+}
+
+}  // namespace
+
 InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& pods,
                           const std::vector<recommender::ContainerRecommendation>& recommendations,
                           const recommender::LimitRangeItem* limit_range, const InPlaceRules& rules,
@@ -326,7 +343,14 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       if (recommended.budget_capped) {
         decision.message += "; capped to the namespace's ResourceQuota headroom";
       }
-      if (out.quota_left) {
+      if (auto last = last_resized_within(decision, rules)) {
+        // Held before it spends any headroom: the pods after it may use it meanwhile.
+        decision.state = PodResizeState::kHeld;
+        decision.since = *last;
+        decision.message += "; resized at " + recommender::format_rfc3339(*last) + ", again at " +
+                            recommender::format_rfc3339(*last + rules.min_update_interval) +
+                            " (--min-update-interval)";
+      } else if (out.quota_left) {
         out.quota_left =
             recommender::spend(*out.quota_left, before, recommender::pod_totals_after(pod, plan));
       }
@@ -350,6 +374,10 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       case PodResizeState::kDue:
       case PodResizeState::kInProgress:
         ++out.in_progress;
+        break;
+      case PodResizeState::kHeld:
+        ++out.pending;
+        ++out.held;
         break;
       default:
         ++out.pending;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -149,6 +150,12 @@ struct InPlaceRules {
   /// A container OOM-killed this soon after it started makes its pod due at once (VPA's quick-OOM
   /// rule: 10 minutes, --evict-after-oom-threshold).
   std::chrono::milliseconds quick_oom{std::chrono::minutes(10)};
+  /// VPA's --min-update-interval: a pod due for a recommendation sooner than this after its last
+  /// recommendation-driven resize (`resized_at`) is kHeld, and what it would grow by is left to
+  /// the pods after it under a ResourceQuota. A quick OOM newer than that resize is not held.
+  std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
+  /// When this process last resized each pod (by uid) for a recommendation; nullptr: none.
+  const std::map<std::string, recommender::TimePoint>* resized_at = nullptr;
 };
 
 /// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are
@@ -157,7 +164,8 @@ struct InPlaceRules {
 /// request for a controlled resource lies outside [lowerBound, upperBound] is due, to the target
 /// applied to its own requests (limits in proportion, as for the template); so is one that has
 /// run longer than rules.long_lived with requests far from the target, and one OOM-killed soon
-/// after it started (`rules`; `recommended_due` marks these, for the per-pod rate limit). A pod
+/// after it started (`rules`; `recommended_due` marks these; one resized for a recommendation
+/// less than rules.min_update_interval ago is kHeld instead of kDue). A pod
 /// with a resize in progress is left alone; a Deferred, Infeasible or failed one is due again only
 /// when the values wanted now differ from those it was asked for.
 /// With `quota_headroom` (the namespace's ResourceQuota headroom, QuotaCache::headroom) the

@@ -303,6 +303,43 @@ TEST_CASE(
   CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
 }
 
+TEST_CASE(
+    "a pod held by --min-update-interval leaves its share of the quota to the pods after it") {
+  auto scaler = recommended_300m();
+  auto recommendations = recommendations_of(scaler);
+  // Two pods at 100m, each due for 300m (+200m each); 250m of requests.cpu left. Pod a was
+  // resized for a recommendation 2 minutes ago, within the 10-minute interval: held.
+  recommender::PodTotals headroom;
+  headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
+  const auto now = recommender::from_millis(3'600'000);
+  std::map<std::string, recommender::TimePoint> resized_at{
+      {"uid-a", now - std::chrono::minutes(2)}};
+  controller::InPlaceRules rules;
+  rules.now = now;
+  rules.resized_at = &resized_at;
+  auto plan = controller::plan_in_place(
+      scaler, {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m"))},
+      recommendations, nullptr, rules, headroom);
+  REQUIRE(plan.total() == 2);
+  CHECK(plan.pods[0].state == PodResizeState::kHeld);
+  CHECK(plan.pods[0].since == now - std::chrono::minutes(2));
+  CHECK(plan.pods[0].message.find("(--min-update-interval)") != std::string::npos);
+  CHECK(plan.held == 1);
+  CHECK(plan.pending == 1);
+  // b gets the whole +200m: a's growth is not counted while it waits.
+  CHECK(plan.pods[1].state == PodResizeState::kDue);
+  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(plan.in_progress == 1);
+  CHECK(plan.quota_left->requests.at("cpu").to_string() == "50m");
+  // Once the interval is over, a goes first and takes its share again.
+  rules.now = now + std::chrono::minutes(9);
+  plan = controller::plan_in_place(
+      scaler, {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m"))},
+      recommendations, nullptr, rules, headroom);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "150m");
+}
+
 TEST_CASE("pod-level resources the containers outgrow are raised in the same resize") {
   auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
   json p = pod("pl", cpu("100m"), cpu("100m"));
