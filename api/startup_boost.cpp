@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "kube/object_meta.h"
+
 namespace vscaler::api {
 namespace {
 
@@ -242,32 +244,8 @@ BoostOutcome apply_startup_boost(const Scaler& scaler, const json& pod, Resource
   return out;
 }
 
-json boost_annotation_op(const json& pod, const BoostRecord& record) {
-  const std::string text = record.to_json().dump();
-  const json* annotations = nullptr;
-  if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
-    if (auto found = metadata->find("annotations");
-        found != metadata->end() && found->is_object()) {
-      annotations = &*found;
-    }
-  }
-  if (annotations == nullptr) {
-    return {{"op", "add"},
-            {"path", "/metadata/annotations"},
-            {"value", {{std::string(kStartupBoostAnnotation), text}}}};
-  }
-  // RFC 6901: "/" in a key is written "~1".
-  return {{"op", "add"},
-          {"path", "/metadata/annotations/scaling.vscaler.dev~1startup-boost"},
-          {"value", text}};
-}
-
 bool has_boost_annotation(const json& pod) {
-  const json* metadata = pod.is_object() && pod.contains("metadata") ? &pod["metadata"] : nullptr;
-  if (metadata == nullptr || !metadata->is_object()) return false;
-  auto annotations = metadata->find("annotations");
-  return annotations != metadata->end() && annotations->is_object() &&
-         annotations->contains(kStartupBoostAnnotation);
+  return kube::has_annotation(pod, kStartupBoostAnnotation);
 }
 
 std::optional<BoostRecord> boost_record_of(const json& pod) {

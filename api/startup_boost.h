@@ -80,10 +80,6 @@ struct BoostOutcome {
 BoostOutcome apply_startup_boost(const Scaler& scaler, const nlohmann::json& pod,
                                  ResourcePlan& plan, const BoostRoom& room = {});
 
-/// The RFC 6902 operation that records `record` on `pod` (an "add" of /metadata/annotations when
-/// the pod has none, else of the one key).
-nlohmann::json boost_annotation_op(const nlohmann::json& pod, const BoostRecord& record);
-
 /// True when `pod` carries the annotation at all (readable or not): it was boosted once.
 bool has_boost_annotation(const nlohmann::json& pod);
 

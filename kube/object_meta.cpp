@@ -36,4 +36,28 @@ std::string object_key(const json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
+bool has_annotation(const json& object, std::string_view key) {
+  const json* annotations = find_path(object, {"metadata", "annotations"});
+  return annotations != nullptr && annotations->is_object() && annotations->contains(key);
+}
+
+json add_annotations_patch(
+    const json& object, const std::vector<std::pair<std::string_view, std::string>>& annotations) {
+  json patch = json::array();
+  if (annotations.empty()) return patch;
+  const json* existing = find_path(object, {"metadata", "annotations"});
+  if (existing == nullptr || !existing->is_object()) {
+    json all = json::object();
+    for (const auto& [key, value] : annotations) all[std::string(key)] = value;
+    patch.push_back({{"op", "add"}, {"path", "/metadata/annotations"}, {"value", std::move(all)}});
+    return patch;
+  }
+  for (const auto& [key, value] : annotations) {
+    // nlohmann's json_pointer escapes the key ("/" is written "~1").
+    const json::json_pointer path = json::json_pointer("/metadata/annotations") / std::string(key);
+    patch.push_back({{"op", "add"}, {"path", path.to_string()}, {"value", value}});
+  }
+  return patch;
+}
+
 }  // namespace vscaler::kube

@@ -8,6 +8,9 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace vscaler::kube {
 
@@ -28,5 +31,15 @@ int64_t meta_generation(const nlohmann::json& object);
 /// The store and work-queue key of an object: "namespace/name", or "name" when it has no
 /// namespace (cluster-scoped); "" when it has no name.
 std::string object_key(const nlohmann::json& object);
+
+/// Whether metadata.annotations holds `key` (whatever its value).
+bool has_annotation(const nlohmann::json& object, std::string_view key);
+
+/// RFC 6902 operations that set `annotations` (key, value) on `object`: one "add" of
+/// /metadata/annotations when it has none (an "add" under a missing member fails), else one
+/// "add" per key, which replaces a value already there. An empty array for none.
+nlohmann::json add_annotations_patch(
+    const nlohmann::json& object,
+    const std::vector<std::pair<std::string_view, std::string>>& annotations);
 
 }  // namespace vscaler::kube

@@ -112,6 +112,26 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   // A dry run (`--dry-run=server`) gets the same answer and changes nothing: no headroom taken,
   // no hint, no boost counted (the hook is declared sideEffects: None).
   const bool effects = !request.dry_run;
+  // Called again for the same pod (reinvocationPolicy IfNeeded, after a later webhook such as a
+  // sidecar injector changed it): its totals were reserved against the quota the first time, and
+  // the API server gives the second call a new uid and the pod no name yet, so only the pod's own
+  // marker tells.
+  const bool sized_before = kube::has_annotation(request.object, kSizedByAnnotation);
+  // Reserves the pod's totals once and marks the pod, adding to `patch` (its resource
+  // operations) the marker and `annotations`, in one operation when the pod has none (a second
+  // "add" of /metadata/annotations would replace the first).
+  auto reserve_and_mark = [&](const recommender::PodTotals& totals, nlohmann::json& patch,
+                              std::vector<std::pair<std::string_view, std::string>> annotations) {
+    if (!sized_before) {
+      if (effects && quotas_ != nullptr) quotas_->reserve(active->ns, totals);
+      annotations.emplace_back(kSizedByAnnotation, active->name);
+    }
+    if (annotations.empty()) return;
+    if (patch.is_null()) patch = nlohmann::json::array();
+    for (auto& op : kube::add_annotations_patch(request.object, annotations)) {
+      patch.push_back(std::move(op));
+    }
+  };
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
   auto resize_later = [&] {
     if (effects && hints_ != nullptr && in_place) {
@@ -124,7 +144,7 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
                                   " not applied to this pod: " + warning);
     }
     if (!warning.empty() || budget_capped) resize_later();
-    if (effects && quotas_ != nullptr) quotas_->reserve(active->ns, own);
+    reserve_and_mark(own, response.patch, {});
     if (effects && boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
     unchanged_.inc();
     return response;
@@ -188,18 +208,18 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     boosted = std::move(outcome.record);
   }
   if (!plan.changed()) return answer_unchanged("");
-  if (effects && quotas_ != nullptr) {
-    quotas_->reserve(active->ns, recommender::pod_totals_after(request.object, plan));
-  }
   if (budget_capped) resize_later();
   response.patch = api::admission_json_patch(plan);
+  const recommender::PodTotals totals = recommender::pod_totals_after(request.object, plan);
   if (boosted) {
-    response.patch.push_back(api::boost_annotation_op(request.object, *boosted));
+    reserve_and_mark(totals, response.patch,
+                     {{api::kStartupBoostAnnotation, boosted->to_json().dump()}});
     if (effects && boosts_ != nullptr) boosts_->with({"boosted"}).inc();
     // The reconciler ends the boost once the pod is Ready: it looks for the pod from now on.
     if (effects && hints_ != nullptr) hints_->boosted_pod(active->key());
-  } else if (effects && boosting && boosts_ != nullptr) {
-    boosts_->with({"skipped"}).inc();
+  } else {
+    reserve_and_mark(totals, response.patch, {});
+    if (effects && boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
   }
   patched_.inc();
   return response;

@@ -9,8 +9,9 @@
 // namespace's ResourceQuota headroom (controller/quota_cache.h; never below what the pod asked for
 // itself). In every mode, a scaler with a startup boost (DESIGN.md "Startup boost") gets the
 // boosted containers' CPU raised on top of those values (api/startup_boost.h), their base recorded
-// in a pod annotation; the reconciler takes the boost back once the pod is Ready. It never denies:
-// anything it cannot use is answered "allowed, no patch".
+// in a pod annotation; the reconciler takes the boost back once the pod is Ready. Every pod it
+// sizes is marked (kSizedByAnnotation), so a second call for it reserves no quota twice. It never
+// denies: anything it cannot use is answered "allowed, no patch".
 #pragma once
 
 #include "controller/hint_sink.h"
@@ -21,6 +22,14 @@
 #include "webhook/admission.h"
 
 namespace vscaler::webhook {
+
+/// The annotation (value: the scaler's name) on every pod whose values the hook decided, in the
+/// in-place modes or with a startup boost, as VPA's admission controller marks the pods it
+/// patches (vpaUpdates). The API server calls the hook again for the same pod when a later
+/// webhook (a sidecar injector) changed it (reinvocationPolicy IfNeeded), with a new request uid
+/// and the pod still unnamed: the marker is how that call knows its totals were reserved against
+/// the namespace's quota already.
+inline constexpr std::string_view kSizedByAnnotation = "scaling.vscaler.dev/sized-by";
 
 /// POST /mutate-pods.
 class PodHandler {
@@ -39,9 +48,9 @@ class PodHandler {
              metrics::CounterFamily* boosts = nullptr, bool boost_supported = true);
 
   /// The parts of the pod the handler reads: metadata (name, namespace, labels, owner
-  /// references, annotations: a boosted pod's record), each container's name and resources (patch
-  /// paths keep array positions), the pod-level resources and the init containers' (sidecars count
-  /// in the pod-level check).
+  /// references, annotations: a boosted pod's record, the marker), each container's name and
+  /// resources (patch paths keep array positions), the pod-level resources and the init containers'
+  /// (sidecars count in the pod-level check).
   static const Projection& projection();
 
   /// Answers one review. Always allowed.

@@ -78,6 +78,9 @@ for mode in InPlaceOrRecreate InPlace; do
   expect_eq "$mode: the new pod's cpu memory" "$(awk '{print $2, $3}' <<<"$new")" "300m 128Mi"
   expect_eq "$mode: the new pod's generation" \
     "$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.generation}')" 1
+  # Marked by the hook, so a re-invocation of it (after a sidecar injector) reserves no quota twice.
+  expect_eq "$mode: the new pod's sized-by annotation" \
+    "$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.annotations.scaling\.vscaler\.dev/sized-by}')" "$name"
   expect_eq "$mode: the two old pods still" "$(comm -12 <(echo "$before") <(pods "$name"))" "$before"
 done
 

@@ -33,3 +33,26 @@ TEST_CASE("fields of the wrong type, or paths through non-objects, read as empty
     CHECK(string_at(object, {"metadata", "name", "deeper"}).empty());
   }
 }
+
+TEST_CASE("annotations are added in one operation to an object without any, else key by key") {
+  json object = {{"metadata", {{"name", "web"}}}};
+  CHECK_FALSE(has_annotation(object, "a/b"));
+  CHECK(add_annotations_patch(object, {}).empty());
+  json patch = add_annotations_patch(object, {{"a/b", "1"}, {"c", "2"}});
+  REQUIRE(patch.size() == 1);
+  CHECK(patch[0] == json{{"op", "add"},
+                         {"path", "/metadata/annotations"},
+                         {"value", {{"a/b", "1"}, {"c", "2"}}}});
+  object = object.patch(patch);
+  CHECK(has_annotation(object, "a/b"));
+  // With annotations present: one "add" per key, "/" and "~" escaped, others kept.
+  patch = add_annotations_patch(object, {{"x~y/z", "3"}, {"c", "4"}});
+  REQUIRE(patch.size() == 2);
+  CHECK(patch[0]["path"] == "/metadata/annotations/x~0y~1z");
+  object = object.patch(patch);
+  CHECK(object["metadata"]["annotations"] == json{{"a/b", "1"}, {"c", "4"}, {"x~y/z", "3"}});
+  // annotations: null counts as none.
+  object["metadata"]["annotations"] = nullptr;
+  CHECK_FALSE(has_annotation(object, "c"));
+  CHECK(add_annotations_patch(object, {{"c", "5"}})[0]["path"] == "/metadata/annotations");
+}

@@ -61,6 +61,28 @@ struct Fixture {
   double count(const char* result) { return results.with({result}).value(); }
 };
 
+/// `handler`'s answer to `review` with the marker every sized pod gets (PodHandler's
+/// kSizedByAnnotation, checked where it is) taken out of the patch, so the tests below read the
+/// resource operations alone; a patch left empty becomes null (no patch but the marker).
+webhook::AdmissionResponse handled(PodHandler& handler, const json& review) {
+  webhook::AdmissionResponse response = handler.handle(parse(review));
+  if (!response.patch.is_array()) return response;
+  const std::string key(webhook::kSizedByAnnotation);
+  json rest = json::array();
+  for (json& op : response.patch) {
+    if (op["path"] == "/metadata/annotations") {
+      CHECK(op["value"].contains(key));
+      op["value"].erase(key);
+      if (op["value"].empty()) continue;
+    } else if (op["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key)) {
+      continue;
+    }
+    rest.push_back(std::move(op));
+  }
+  response.patch = rest.empty() ? json() : std::move(rest);
+  return response;
+}
+
 /// The pod of the review once `patch` is applied (the API server's view of the admitted pod).
 json admitted(const json& review, const json& patch) {
   json pod = review["request"]["object"];
@@ -91,7 +113,7 @@ TEST_CASE("InPlaceOrRecreate and InPlace: a Deployment's new pod gets the fixed 
     Fixture f;
     f.add("web", "web", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
     json review = recorded_review();
-    auto response = f.handler.handle(parse(review));
+    auto response = handled(f.handler, review);
     CHECK(response.allowed);
     REQUIRE(response.patch.is_array());
     REQUIRE(response.patch.size() == 1);
@@ -113,7 +135,7 @@ TEST_CASE("a pod review whose object's namespace is not the request's is forged:
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
   json review = recorded_review();
   review["request"]["object"]["metadata"]["namespace"] = "elsewhere";
-  auto response = f.handler.handle(parse(review));
+  auto response = handled(f.handler, review);
   CHECK(response.allowed);
   CHECK(response.patch.is_null());
   CHECK(f.count("patched") == 0);
@@ -126,7 +148,7 @@ TEST_CASE("a recommended container gets the recommendation's target, limits in p
         R"({"recommendation": {"containerRecommendations": [
           {"containerName": "app", "target": {"cpu": "300m"}, "lowerBound": {"cpu": "250m"},
            "upperBound": {"cpu": "400m"}, "uncappedTarget": {"cpu": "300m"}}]}})");
-  auto response = f.handler.handle(parse(recorded_review()));
+  auto response = handled(f.handler, recorded_review());
   REQUIRE(response.patch.is_array());
   REQUIRE(response.patch.size() == 1);
   // 100m:500m is 1:5: the target 300m takes the limit to 1500m (controlledValues default).
@@ -154,20 +176,20 @@ TEST_CASE("a ResourceQuota's headroom caps the recommended values, never below t
   REQUIRE(quotas.rebuild(
               {quota(R"({"requests.cpu": "1", "limits.cpu": "2", "pods": "10"})",
                      R"({"requests.cpu": "800m", "limits.cpu": "500m", "pods": "3"})")}) == 0);
-  auto response = handler.handle(parse(recorded_review()));
+  auto response = handled(handler, recorded_review());
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
   CHECK(response.patch[0]["value"]["limits"]["cpu"] == "1500m");
   // That pod is reserved against the headroom: the next one has nothing left above its own
   // 100m, so it keeps what it asked for (no patch), and would not fit either way; its scaler is
   // reconciled to resize it once it runs (and room is made).
-  auto next = handler.handle(parse(recorded_review()));
+  auto next = handled(handler, recorded_review());
   CHECK_FALSE(next.patch.is_array());
   CHECK(f.count("unchanged") == 1);
   CHECK(hints.keys.size() == 2);  // both were capped
   // A rebuild (the next list) forgets the reservations.
   REQUIRE(quotas.rebuild({quota(R"({"cpu": "10"})", R"({"cpu": "0"})")}) == 0);
-  response = handler.handle(parse(recorded_review()));
+  response = handled(handler, recorded_review());
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
 }
@@ -190,7 +212,7 @@ TEST_CASE("a sidecar init container takes its share of the quota headroom from t
   json& init = review["request"]["object"]["spec"]["initContainers"][0];
   init["restartPolicy"] = "Always";
   init["resources"] = {{"requests", {{"cpu", "100m"}}}};
-  auto response = handler.handle(parse(review));
+  auto response = handled(handler, review);
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "200m");
   // A regular init container runs before them, alone: it takes nothing from their share.
@@ -198,7 +220,7 @@ TEST_CASE("a sidecar init container takes its share of the quota headroom from t
   REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(R"({"metadata": {"name": "q",
       "namespace": "record"}, "status": {"hard": {"requests.cpu": "1"},
       "used": {"requests.cpu": "700m"}}})"))}) == 0);
-  response = handler.handle(parse(review));
+  response = handled(handler, review);
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "300m");
 }
@@ -213,7 +235,7 @@ TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the 
               R"({"metadata": {"name": "q", "namespace": "record"},
                   "status": {"hard": {"requests.cpu": "1"}, "used": {"requests.cpu": "700m"}}})"))}) ==
           0);
-  auto response = handler.handle(parse(recorded_review()));
+  auto response = handled(handler, recorded_review());
   CHECK(response.allowed);
   CHECK_FALSE(response.patch.is_array());
   REQUIRE(response.warnings.size() == 1);
@@ -230,11 +252,64 @@ TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the 
               R"({"metadata": {"name": "q", "namespace": "record"},
                   "status": {"hard": {"requests.cpu": "1"}, "used": {"requests.cpu": "500m"}}})"))}) ==
           0);
-  response = handler.handle(parse(recorded_review()));
+  response = handled(handler, recorded_review());
   REQUIRE(response.patch.is_array());
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "400m");
   CHECK(value_left(quotas) == "100m");
   CHECK(hints.keys.size() == 1);  // a pod given its values needs nothing later
+}
+
+TEST_CASE("every pod sized is marked once; a re-invoked call for it reserves no quota twice") {
+  Fixture f;
+  controller::QuotaCache quotas;
+  PodHandler handler{f.store, f.results, nullptr, &quotas};
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
+              R"({"metadata": {"name": "q", "namespace": "record"},
+                  "status": {"hard": {"requests.cpu": "2"}}})"))}) == 0);
+  json review = recorded_review();
+  auto first = handler.handle(parse(review));
+  REQUIRE(first.patch.is_array());
+  json pod = admitted(review, first.patch);
+  CHECK(pod["metadata"]["annotations"] == json{{std::string(webhook::kSizedByAnnotation), "web"}});
+  CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "400m");
+  CHECK(value_left(quotas) == "1600m");
+  // A later webhook (a sidecar injector) changed the pod, so the API server calls the hook again:
+  // nothing left to change, nothing reserved again, no second marker.
+  pod["metadata"]["annotations"]["sidecar.istio.io/status"] = "{}";
+  json again = review;
+  again["request"]["uid"] = "another-uid";
+  again["request"]["object"] = pod;
+  auto second = handler.handle(parse(again));
+  CHECK(second.patch.is_null());
+  CHECK(value_left(quotas) == "1600m");
+  // Had that webhook changed the values, they are set again, still reserved once.
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m";
+  again["request"]["object"] = pod;
+  auto third = handler.handle(parse(again));
+  REQUIRE(third.patch.is_array());
+  REQUIRE(third.patch.size() == 1);
+  CHECK(third.patch[0]["value"]["requests"]["cpu"] == "400m");
+  CHECK(value_left(quotas) == "1600m");
+  // A pod that needs no change is reserved and marked too (its totals count against the quota).
+  f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "100m"}}])");
+  auto unchanged = handler.handle(parse(review));
+  REQUIRE(unchanged.patch.is_array());
+  REQUIRE(unchanged.patch.size() == 1);
+  CHECK(unchanged.patch[0]["path"] == "/metadata/annotations");
+  CHECK(value_left(quotas) == "1500m");
+  // A boosted pod without annotations gets both in one operation (a second "add" of
+  // /metadata/annotations would replace the first).
+  f.store.upsert(std::make_shared<const api::Scaler>(*api::parse_scaler(json::parse(R"({
+      "metadata": {"name": "web", "namespace": "record", "creationTimestamp": "2026-01-01T00:00:00Z"},
+      "spec": {"deploymentName": "web", "updateMode": "InPlace",
+        "startupBoost": {"cpu": {"type": "Factor", "factor": 2, "durationSeconds": 60}},
+        "containers": [{"name": "app", "requests": {"cpu": "200m"}}]}})"))));
+  auto boosted = handler.handle(parse(review));
+  REQUIRE(boosted.patch.is_array());
+  pod = admitted(review, boosted.patch);
+  CHECK(pod["metadata"]["annotations"].contains(webhook::kSizedByAnnotation));
+  CHECK(api::has_boost_annotation(pod));
 }
 
 TEST_CASE("the other modes leave the pod as its template made it") {
@@ -242,7 +317,7 @@ TEST_CASE("the other modes leave the pod as its template made it") {
     CAPTURE(mode);
     Fixture f;
     f.add("web", "web", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
-    auto response = f.handler.handle(parse(recorded_review()));
+    auto response = handled(f.handler, recorded_review());
     CHECK(response.allowed);
     CHECK(response.patch.is_null());
     CHECK(f.count("unchanged") == 1);
@@ -252,7 +327,7 @@ TEST_CASE("the other modes leave the pod as its template made it") {
 TEST_CASE("values the pod already carries give no patch") {
   Fixture f;
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "0.1"}}])");
-  auto response = f.handler.handle(parse(recorded_review()));
+  auto response = handled(f.handler, recorded_review());
   CHECK(response.patch.is_null());
   CHECK(f.count("unchanged") == 1);
 }
@@ -267,7 +342,7 @@ TEST_CASE("StatefulSet and DaemonSet owners name the workload directly") {
     json& owner = review["request"]["object"]["metadata"]["ownerReferences"][0];
     owner["kind"] = kind;
     owner["name"] = "db";
-    auto response = f.handler.handle(parse(review));
+    auto response = handled(f.handler, review);
     REQUIRE(response.patch.is_array());
     CHECK(response.patch[0]["value"]["requests"]["memory"] == "96Mi");
   }
@@ -296,7 +371,7 @@ TEST_CASE("pods no scaler can be found for are allowed untouched and counted no_
   };
   for (const auto& [name, review] : cases) {
     CAPTURE(name);
-    auto response = f.handler.handle(parse(review));
+    auto response = handled(f.handler, review);
     CHECK(response.allowed);
     CHECK(response.patch.is_null());
   }
@@ -309,20 +384,20 @@ TEST_CASE("a review that is not a pod CREATE is allowed untouched") {
   json review = recorded_review();
   review["request"]["resource"]["resource"] = "deployments";
   review["request"]["resource"]["group"] = "apps";
-  CHECK(f.handler.handle(parse(review)).patch.is_null());
+  CHECK(handled(f.handler, review).patch.is_null());
   review = recorded_review();
   review["request"]["subResource"] = "resize";
-  CHECK(f.handler.handle(parse(review)).patch.is_null());
+  CHECK(handled(f.handler, review).patch.is_null());
   review = recorded_review();
   review["request"]["operation"] = "UPDATE";
   review["request"]["oldObject"] = review["request"]["object"];
-  CHECK(f.handler.handle(parse(review)).patch.is_null());
+  CHECK(handled(f.handler, review).patch.is_null());
 }
 
 TEST_CASE("a value above a limit the scaler does not set: no patch, a warning naming it") {
   Fixture f;
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "2"}}])");
-  auto response = f.handler.handle(parse(recorded_review()));
+  auto response = handled(f.handler, recorded_review());
   CHECK(response.allowed);
   CHECK(response.patch.is_null());
   REQUIRE(response.warnings.size() == 1);
@@ -340,7 +415,7 @@ TEST_CASE("pod-level resources: raised in the same patch when the containers out
   // A sidecar (restartable init container) counts in the total: 400m + 50m > 300m.
   spec["initContainers"][0]["restartPolicy"] = "Always";
   spec["initContainers"][0]["resources"] = {{"requests", {{"cpu", "50m"}}}};
-  auto response = f.handler.handle(parse(review));
+  auto response = handled(f.handler, review);
   REQUIRE(response.patch.is_array());
   REQUIRE(response.patch.size() == 2);
   json pod = admitted(review, response.patch);
@@ -395,7 +470,7 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
                        {"name": "sidecar", "mode": "Off"}]})")
                         .c_str());
     json review = recorded_review();
-    auto response = handler.handle(parse(review));
+    auto response = handled(handler, review);
     REQUIRE(response.patch.is_array());
     json pod = admitted(review, response.patch);
     const json& app = pod["spec"]["containers"][0]["resources"];
@@ -416,7 +491,7 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
     // Re-invoked (or a copy of a boosted pod): never boosted twice.
     json again = review;
     again["request"]["object"] = pod;
-    auto second = handler.handle(parse(again));
+    auto second = handled(handler, again);
     CHECK_FALSE(second.patch.is_array());
     CHECK(boosts.with({"boosted"}).value() == 1);
   }
@@ -444,7 +519,7 @@ TEST_CASE("a dry run gets the same patch and changes nothing: no headroom, no hi
       "used": {"requests.cpu": "1"}}})"))}) == 0);
   json review = recorded_review();
   review["request"]["dryRun"] = true;
-  auto dry = handler.handle(parse(review));
+  auto dry = handled(handler, review);
   REQUIRE(dry.patch.is_array());
   CHECK(value_left(quotas) == "9");
   CHECK(hints.hints == 0);
@@ -452,7 +527,7 @@ TEST_CASE("a dry run gets the same patch and changes nothing: no headroom, no hi
   CHECK(boosts.with({"boosted"}).value() == 0);
   // The same review for real: the same patch, and its effects.
   review["request"]["dryRun"] = false;
-  auto real = handler.handle(parse(review));
+  auto real = handled(handler, review);
   CHECK(real.patch == dry.patch);
   CHECK(value_left(quotas) != "9");
   CHECK(hints.boosted == 1);
@@ -479,7 +554,7 @@ TEST_CASE("startup boost: the boost fits the quota's headroom, not the pod's dec
   json review = recorded_review();
   review["request"]["object"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1";
   review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "2";
-  auto response = handler.handle(parse(review));
+  auto response = handled(handler, review);
   REQUIRE(response.patch.is_array());
   json pod = admitted(review, response.patch);
   CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m");
@@ -496,7 +571,7 @@ TEST_CASE("startup boost: a container with no cpu request is left alone and coun
   PodHandler handler{store, results, nullptr, nullptr, nullptr, &boosts};
   add_spec(store, R"({"updateMode": "Off", "containers": [{"name": "app", "mode": "Off"},
       {"name": "sidecar", "startupBoost": {"cpu": {"type": "Quantity", "quantity": "1"}}}]})");
-  auto response = handler.handle(parse(recorded_review()));
+  auto response = handled(handler, recorded_review());
   CHECK_FALSE(response.patch.is_array());
   CHECK(boosts.with({"skipped"}).value() == 1);
   REQUIRE(response.warnings.size() == 1);
@@ -510,7 +585,7 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   PodHandler handler{store, results, nullptr, nullptr, nullptr, nullptr, false};
   add_spec(store, R"({"startupBoost": {"cpu": {"factor": 2}}})");
-  CHECK_FALSE(handler.handle(parse(recorded_review())).patch.is_array());
+  CHECK_FALSE(handled(handler, recorded_review()).patch.is_array());
 }
 
 TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is created") {
@@ -523,7 +598,7 @@ TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is 
   PodHandler handler{store, results, &limit_ranges, nullptr, &hints};
   add_spec(store, R"({"updateMode": "InPlace",
       "containers": [{"name": "app", "limits": {"cpu": "2"}}, {"name": "sidecar", "mode": "Off"}]})");
-  auto response = handler.handle(parse(recorded_review()));
+  auto response = handled(handler, recorded_review());
   CHECK_FALSE(response.patch.is_array());
   REQUIRE(response.warnings.size() == 1);
   CHECK(response.warnings[0].find("LimitRange refuses container app: limits.cpu 2 is above the "
@@ -533,7 +608,7 @@ TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is 
   // Within the max: applied.
   add_spec(store, R"({"updateMode": "InPlace",
       "containers": [{"name": "app", "limits": {"cpu": "800m"}}, {"name": "sidecar", "mode": "Off"}]})");
-  CHECK(handler.handle(parse(recorded_review())).patch.is_array());
+  CHECK(handled(handler, recorded_review()).patch.is_array());
 }
 
 TEST_CASE(
@@ -549,7 +624,7 @@ TEST_CASE(
       "containers": [{"name": "app"}, {"name": "sidecar", "mode": "Off"}]})");
   json review = recorded_review();
   review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "200m";
-  auto response = handler.handle(parse(review));
+  auto response = handled(handler, review);
   REQUIRE(response.patch.is_array());
   json pod = admitted(review, response.patch);
   // 100m/200m x4 would be 400m/800m; the limit may be 300m at most, so the request stops at
