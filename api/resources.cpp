@@ -88,10 +88,39 @@ std::optional<kube::Quantity> quantity_at(const json& resources, const char* sec
   return stored_quantity(*value);
 }
 
+/// Raises, in `merged` (the pod-level resources after fit_pod_level), the request or the limit of
+/// cpu and memory to the other's value where `spec`'s own pod-level values were Guaranteed (both
+/// set for both, each request equal to its limit): the QoS class stays what it was.
+void keep_pod_level_guaranteed(const json& spec, json& merged) {
+  auto requests = pod_level(spec, "requests");
+  auto limits = pod_level(spec, "limits");
+  for (const char* resource : {"cpu", "memory"}) {
+    auto request = requests.find(resource);
+    auto limit = limits.find(resource);
+    if (request == requests.end() || limit == limits.end() || request->second != limit->second) {
+      return;
+    }
+  }
+  for (const char* resource : {"cpu", "memory"}) {
+    auto request = quantity_at(merged, "requests", resource);
+    auto limit = quantity_at(merged, "limits", resource);
+    if (!request || !limit || *request == *limit) continue;
+    const std::string higher = std::max(*request, *limit).to_string();
+    merged["requests"][resource] = higher;
+    merged["limits"][resource] = higher;
+  }
+}
+
 /// Kubernetes' pod-level consistency rule for the merged pod (pod-level requests at least the
 /// containers' total, pod-level limits at least each container's limit and the pod's request),
 /// met by raising spec.resources: records in `plan` the raised pod-level resources and, for the
 /// writers that cannot raise them, what breaks the rule without it.
+/// The rule is checked on the pod as the API server defaults it at creation (templates are not
+/// defaulted; a pod is, again after every webhook's patch): a container's missing request is its
+/// limit, and a missing pod-level request, once pod-level limits are set, the containers' total
+/// (pkg/apis/core/v1/defaults.go, defaultPodRequests), which must stay within the pod-level limit.
+/// A pod-level Guaranteed pair (request == limit) stays equal: a resize may not change the QoS
+/// class, which pod-level values alone decide when they are set.
 void fit_pod_level(ResourcePlan& plan, const json& spec) {
   auto requests = pod_level(spec, "requests");
   auto limits = pod_level(spec, "limits");
@@ -103,19 +132,19 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
   auto note = [&plan](std::string text) {
     if (plan.pod_resources_note.empty()) plan.pod_resources_note = std::move(text);
   };
-  for (auto& entry : requests) {
-    // Named, not a structured binding: clang before 16 (the fuzz build) cannot capture one.
-    const auto& resource = entry.first;
-    auto& pod_request = entry.second;
-    // Regular containers and sidecars (init containers with restartPolicy Always) run together;
-    // sidecars are never matched, so they count as they are.
+  // Regular containers and sidecars (init containers with restartPolicy Always) run together;
+  // sidecars are never matched, so they count as they are. nullopt: none asks for any.
+  auto containers_total = [&](const std::string& resource) -> std::optional<kube::Quantity> {
     kube::Int128 total = 0;
-    kube::QuantityFormat format = pod_request.format();
+    bool any = false;
+    kube::QuantityFormat format = kube::QuantityFormat::kDecimalSI;
     auto add = [&](const json& resources) {
-      if (auto request = quantity_at(resources, "requests", resource)) {
-        total += request->nanos();
-        if (request->format() == kube::QuantityFormat::kBinarySI) format = request->format();
-      }
+      auto request = quantity_at(resources, "requests", resource);
+      if (!request) request = quantity_at(resources, "limits", resource);  // defaulted so
+      if (!request) return;
+      any = true;
+      total += request->nanos();
+      if (request->format() == kube::QuantityFormat::kBinarySI) format = request->format();
     };
     for (std::size_t i = 0; i < containers.size(); ++i) {
       if (containers[i].is_object()) add(resources_after(plan, containers[i], i));
@@ -126,8 +155,19 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
         if (auto resources = sidecar.find("resources"); resources != sidecar.end()) add(*resources);
       }
     }
-    if (total > pod_request.nanos()) {
-      kube::Quantity raised = kube::Quantity::from_nanos(total, format);
+    if (!any) return std::nullopt;
+    return kube::Quantity::from_nanos(total, format);
+  };
+  for (auto& entry : requests) {
+    // Named, not a structured binding: clang before 16 (the fuzz build) cannot capture one.
+    const auto& resource = entry.first;
+    auto& pod_request = entry.second;
+    auto total = containers_total(resource);
+    if (total && *total > pod_request) {
+      kube::Quantity raised = kube::Quantity::from_nanos(
+          total->nanos(), total->format() == kube::QuantityFormat::kBinarySI
+                              ? total->format()
+                              : pod_request.format());
       note("requests." + resource + " " + pod_request.to_string() +
            " was below the containers' total " + raised.to_string());
       merged["requests"][resource] = raised.to_string();
@@ -146,10 +186,15 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
         because = "container " + containers[i].value("name", "") + "'s limit";
       }
     }
-    if (auto request = requests.find(resource);
-        request != requests.end() && request->second > need) {
-      need = request->second;
-      because = "the pod's request";
+    if (auto request = requests.find(resource); request != requests.end()) {
+      if (request->second > need) {
+        need = request->second;
+        because = "the pod's request";
+      }
+    } else if (auto total = containers_total(resource); total && *total > need) {
+      // No pod-level request: the API server sets it to the containers' total at creation.
+      need = *total;
+      because = "the containers' total request";
     }
     if (need > pod_limit) {
       note("limits." + resource + " " + pod_limit.to_string() + " was below " + because + " " +
@@ -158,9 +203,9 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
       plan.pod_resources_changed = true;
     }
   }
+  if (plan.pod_resources_changed) keep_pod_level_guaranteed(spec, merged);
   if (plan.pod_resources_changed) plan.pod_resources = std::move(merged);
 }
-
 }  // namespace
 
 const json& resources_after(const ResourcePlan& plan, const json& container, std::size_t index) {

@@ -286,6 +286,59 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
   CHECK_FALSE(plan.pod_resources_changed);
 }
 
+TEST_CASE("pod-level resources: checked on the pod as the API server defaults it at creation") {
+  // A container's missing request is its limit; a missing pod-level request, once pod-level
+  // limits are set, the containers' total, which the pod-level limit must hold.
+  auto plan_for = [](const char* scaler_containers, const char* pod_level, const char* log) {
+    json object = deployment((std::string(R"([{"name": "app", "resources":
+        {"requests": {"cpu": "1"}}}, {"name": "log", "resources": )") +
+                              log + "}]")
+                                 .c_str());
+    object["spec"]["template"]["spec"]["resources"] = json::parse(pod_level);
+    return plan_resources(scaler_from((std::string(R"({"deploymentName": "web", "containers": )") +
+                                       scaler_containers + "}")
+                                          .c_str()),
+                          object);
+  };
+  // Pod-level limits only: 1800m + 500m = 2300m is what the pod's request becomes, above the 2
+  // limit: the limit is raised to it.
+  auto plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1800m"}}])",
+                       R"({"limits": {"cpu": "2"}})", R"({"requests": {"cpu": "500m"}})");
+  REQUIRE(plan.pod_resources_changed);
+  CHECK(plan.pod_resources == json::parse(R"({"limits": {"cpu": "2300m"}})"));
+  CHECK(plan.pod_resources_note == "limits.cpu 2 was below the containers' total request 2300m");
+  // A container with a limit and no request counts its limit: 1200m + 500m above the pod's
+  // 1500m (the request alone, 1200m, would fit).
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1200m"}}])",
+                  R"({"requests": {"cpu": "1500m"}, "limits": {"cpu": "4"}})",
+                  R"({"limits": {"cpu": "500m"}})");
+  REQUIRE(plan.pod_resources_changed);
+  CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "1700m"},
+      "limits": {"cpu": "4"}})"));
+  // So does a container given a limit by the scaler and no request: 1 + 2.
+  plan = plan_for(R"([{"name": "log", "limits": {"cpu": "2"}}])",
+                  R"({"requests": {"cpu": "1500m"}, "limits": {"cpu": "4"}})",
+                  R"({"limits": {"cpu": "500m"}})");
+  CHECK(plan.pod_resources["requests"]["cpu"] == "3");
+  // Within the limit, a missing pod-level request needs nothing.
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1200m"}}])",
+                  R"({"limits": {"cpu": "2"}})", R"({"requests": {"cpu": "500m"}})");
+  CHECK_FALSE(plan.pod_resources_changed);
+  // Pod-level Guaranteed (requests == limits) stays Guaranteed: both raised together.
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1"}, "limits": {"cpu": "1500m"}}])",
+                  R"({"requests": {"cpu": "2", "memory": "1Gi"},
+                      "limits": {"cpu": "2", "memory": "1Gi"}})",
+                  R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
+  CHECK_FALSE(plan.pod_resources_changed);  // 1500m + 500m requests, 1500m limit: fits 2
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "2"}, "limits": {"cpu": "2500m"}}])",
+                  R"({"requests": {"cpu": "2", "memory": "1Gi"},
+                      "limits": {"cpu": "2", "memory": "1Gi"}})",
+                  R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
+  REQUIRE(plan.pod_resources_changed);
+  CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "2500m", "memory": "1Gi"},
+      "limits": {"cpu": "2500m", "memory": "1Gi"}})"));
+}
+
 TEST_CASE("template keys: one namespace and kind is taken out whole, and no other") {
   CHECK(template_key("shop", "Deployment/web") == "shop/Deployment/web");
   CHECK(template_prefix("shop", "Deployment") == "shop/Deployment/");
