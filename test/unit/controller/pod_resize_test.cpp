@@ -41,6 +41,25 @@ json cpu(const char* request) {
   return {{"requests", {{"cpu", request}}}};
 }
 
+/// A ResourceQuota headroom of `cpu` left in requests.cpu.
+recommender::PodTotals cpu_headroom(const char* cpu) {
+  recommender::PodTotals headroom;
+  headroom.requests.emplace("cpu", kube::Quantity::parse(cpu).value());
+  return headroom;
+}
+
+/// Running pods asking for and running at 100m, one per name.
+std::vector<json> pods_at_100m(std::initializer_list<const char*> names) {
+  std::vector<json> pods;
+  for (const char* name : names) pods.push_back(pod(name, cpu("100m"), cpu("100m")));
+  return pods;
+}
+
+/// The cpu request a due pod's patch asks for.
+json patched_cpu(const controller::PodResize& pod) {
+  return pod.patch["spec"]["containers"][0]["resources"]["requests"]["cpu"];
+}
+
 std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
   return recommender::recommendations_of(scaler);
 }
@@ -276,19 +295,14 @@ TEST_CASE(
   auto scaler = recommended_300m();
   auto recommendations = recommendations_of(scaler);
   // Three pods at 100m, each due for 300m (+200m each); 250m of requests.cpu left.
-  recommender::PodTotals headroom;
-  headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
-  auto plan = controller::plan_in_place(
-      scaler,
-      {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m")),
-       pod("c", cpu("100m"), cpu("100m"))},
-      recommendations, nullptr, {}, headroom);
+  auto plan = controller::plan_in_place(scaler, pods_at_100m({"a", "b", "c"}), recommendations,
+                                        nullptr, {}, cpu_headroom("250m"));
   REQUIRE(plan.total() == 3);
   // a: the whole +200m; b: the 50m left (150m); c: nothing left.
   CHECK(plan.pods[0].state == PodResizeState::kDue);
-  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(patched_cpu(plan.pods[0]) == "300m");
   CHECK(plan.pods[1].state == PodResizeState::kDue);
-  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "150m");
+  CHECK(patched_cpu(plan.pods[1]) == "150m");
   CHECK(plan.pods[1].message.find("capped to the namespace's ResourceQuota headroom") !=
         std::string::npos);
   CHECK(plan.pods[2].state == PodResizeState::kInfeasible);
@@ -298,9 +312,9 @@ TEST_CASE(
   REQUIRE(plan.quota_left.has_value());
   CHECK(plan.quota_left->requests.at("cpu").to_string() == "0");
   // Without a quota: all three to 300m.
-  plan = controller::plan_in_place(scaler, {pod("a", cpu("100m"), cpu("100m"))}, recommendations);
+  plan = controller::plan_in_place(scaler, pods_at_100m({"a"}), recommendations);
   CHECK_FALSE(plan.quota_left.has_value());
-  CHECK(plan.pods[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(patched_cpu(plan.pods[0]) == "300m");
 }
 
 TEST_CASE(
@@ -309,17 +323,14 @@ TEST_CASE(
   auto recommendations = recommendations_of(scaler);
   // Two pods at 100m, each due for 300m (+200m each); 250m of requests.cpu left. Pod a was
   // resized for a recommendation 2 minutes ago, within the 10-minute interval: held.
-  recommender::PodTotals headroom;
-  headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
   const auto now = recommender::from_millis(3'600'000);
   std::map<std::string, recommender::TimePoint> resized_at{
       {"uid-a", now - std::chrono::minutes(2)}};
   controller::InPlaceRules rules;
   rules.now = now;
   rules.resized_at = &resized_at;
-  auto plan = controller::plan_in_place(
-      scaler, {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m"))},
-      recommendations, nullptr, rules, headroom);
+  auto plan = controller::plan_in_place(scaler, pods_at_100m({"a", "b"}), recommendations, nullptr,
+                                        rules, cpu_headroom("250m"));
   REQUIRE(plan.total() == 2);
   CHECK(plan.pods[0].state == PodResizeState::kHeld);
   CHECK(plan.pods[0].since == now - std::chrono::minutes(2));
@@ -328,16 +339,15 @@ TEST_CASE(
   CHECK(plan.pending == 1);
   // b gets the whole +200m: a's growth is not counted while it waits.
   CHECK(plan.pods[1].state == PodResizeState::kDue);
-  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(patched_cpu(plan.pods[1]) == "300m");
   CHECK(plan.in_progress == 1);
   CHECK(plan.quota_left->requests.at("cpu").to_string() == "50m");
   // Once the interval is over, a goes first and takes its share again.
   rules.now = now + std::chrono::minutes(9);
-  plan = controller::plan_in_place(
-      scaler, {pod("a", cpu("100m"), cpu("100m")), pod("b", cpu("100m"), cpu("100m"))},
-      recommendations, nullptr, rules, headroom);
+  plan = controller::plan_in_place(scaler, pods_at_100m({"a", "b"}), recommendations, nullptr,
+                                   rules, cpu_headroom("250m"));
   CHECK(plan.pods[0].state == PodResizeState::kDue);
-  CHECK(plan.pods[1].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "150m");
+  CHECK(patched_cpu(plan.pods[1]) == "150m");
 }
 
 TEST_CASE("pod-level resources the containers outgrow are raised in the same resize") {
