@@ -552,6 +552,16 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   } else {
     report.conditions.push_back({condition::kReady, false, scaled.reason, scaled.message});
   }
+  // A follower sees the pods but not the leader's memory of them (resizes held back by the rate
+  // limit or refused, failed calls, evictions, boosts seen to end): its report could contradict
+  // the leader's, and the two would overwrite each other's status at every re-check. The leader
+  // reports these scalers (its resync and re-checks visit them); a follower neither writes nor
+  // polls.
+  if ((in_place_step || boost_step) && !may_write_pods) {
+    verified_.set(key, Verified{true, uid, generation});
+    outcome.requeue_after = std::chrono::milliseconds(0);
+    return maybe_recheck(key, observed, outcome);
+  }
   if (!scaled.status && stored_reason(scaler.status(), condition::kScaled) != scaled.reason &&
       scaled.reason != reason::kMutatedByAdmission) {
     const bool warning = scaled.reason != reason::kUpdateModeOff && !deferred &&

@@ -765,6 +765,33 @@ TEST_CASE("in-place modes without pods/resize (before 1.33): ResizeUnsupported, 
   CHECK(f.condition("web", "Ready", "status") == "True");
 }
 
+TEST_CASE("in-place modes: a follower writes no status and does not poll; the leader reports") {
+  Fixture f;
+  ReconcilerOptions options;
+  bool leading = false;
+  options.leader_step = [&leading] { return leading; };
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics, options};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.api.deployments["web"]["spec"]["selector"]["matchLabels"]["app"] = "web";
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "InPlace",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  WorkItem item;
+  item.key = "shop/web";
+  ReconcileOutcome outcome = reconciler.reconcile(item);
+  REQUIRE(outcome.kind == ReconcileOutcome::Kind::kDone);
+  // Its report would lack the leader's memory of the pods (held, refused, evicted).
+  CHECK(f.api.status_patches == 0);
+  CHECK(outcome.requeue_after.count() == 0);
+  CHECK(f.api.events.empty());
+  leading = true;
+  outcome = reconciler.reconcile(item);
+  REQUIRE(outcome.kind == ReconcileOutcome::Kind::kDone);
+  f.refresh("web");
+  CHECK(f.api.status_patches == 1);
+  CHECK(f.condition("web", "Scaled") == "Applied");
+  CHECK(f.api.deployment_patches == 0);  // the template keeps what it has
+}
+
 TEST_CASE("no recommendation yet and nothing fixed: nothing is written, AwaitingRecommendation") {
   Fixture f;
   Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
