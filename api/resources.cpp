@@ -88,26 +88,38 @@ std::optional<kube::Quantity> quantity_at(const json& resources, const char* sec
   return stored_quantity(*value);
 }
 
-/// Raises, in `merged` (the pod-level resources after fit_pod_level), the request or the limit of
-/// cpu and memory to the other's value where `spec`'s own pod-level values were Guaranteed (both
-/// set for both, each request equal to its limit): the QoS class stays what it was.
-void keep_pod_level_guaranteed(const json& spec, json& merged) {
-  auto requests = pod_level(spec, "requests");
-  auto limits = pod_level(spec, "limits");
+/// Whether pod-level `resources` make the pod Guaranteed (cpu and memory requests and limits all
+/// set, each request equal to its limit): with pod-level values set they alone decide the QoS
+/// class.
+bool pod_level_guaranteed(const json& resources) {
   for (const char* resource : {"cpu", "memory"}) {
-    auto request = requests.find(resource);
-    auto limit = limits.find(resource);
-    if (request == requests.end() || limit == limits.end() || request->second != limit->second) {
-      return;
-    }
+    auto request = quantity_at(resources, "requests", resource);
+    auto limit = quantity_at(resources, "limits", resource);
+    if (!request || !limit || *request != *limit) return false;
   }
-  for (const char* resource : {"cpu", "memory"}) {
-    auto request = quantity_at(merged, "requests", resource);
-    auto limit = quantity_at(merged, "limits", resource);
-    if (!request || !limit || *request == *limit) continue;
-    const std::string higher = std::max(*request, *limit).to_string();
-    merged["requests"][resource] = higher;
-    merged["limits"][resource] = higher;
+  return true;
+}
+
+/// Keeps the QoS class of `spec`'s pod-level resources in `merged` (them after fit_pod_level): a
+/// resize may not change it. Guaranteed stays Guaranteed (a raised request or limit takes the
+/// other along); a pod that was not is kept from becoming Guaranteed by the raise, its cpu limit
+/// set 1m above the request.
+void keep_pod_level_qos(const json& spec, json& merged) {
+  static const json kNone = json::object();
+  const json& before = spec.contains("resources") ? spec["resources"] : kNone;
+  if (pod_level_guaranteed(before)) {
+    for (const char* resource : {"cpu", "memory"}) {
+      auto request = quantity_at(merged, "requests", resource);
+      auto limit = quantity_at(merged, "limits", resource);
+      if (!request || !limit || *request == *limit) continue;
+      const std::string higher = std::max(*request, *limit).to_string();
+      merged["requests"][resource] = higher;
+      merged["limits"][resource] = higher;
+    }
+  } else if (pod_level_guaranteed(merged)) {
+    const kube::Quantity request = *quantity_at(merged, "requests", "cpu");
+    merged["limits"]["cpu"] =
+        kube::Quantity::from_nanos(request.nanos() + kube::Int128{1'000'000}).to_string();
   }
 }
 
@@ -119,8 +131,7 @@ void keep_pod_level_guaranteed(const json& spec, json& merged) {
 /// defaulted; a pod is, again after every webhook's patch): a container's missing request is its
 /// limit, and a missing pod-level request, once pod-level limits are set, the containers' total
 /// (pkg/apis/core/v1/defaults.go, defaultPodRequests), which must stay within the pod-level limit.
-/// A pod-level Guaranteed pair (request == limit) stays equal: a resize may not change the QoS
-/// class, which pod-level values alone decide when they are set.
+/// The pod-level QoS class stays what it was (keep_pod_level_qos): a resize may not change it.
 void fit_pod_level(ResourcePlan& plan, const json& spec) {
   auto requests = pod_level(spec, "requests");
   auto limits = pod_level(spec, "limits");
@@ -203,7 +214,7 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
       plan.pod_resources_changed = true;
     }
   }
-  if (plan.pod_resources_changed) keep_pod_level_guaranteed(spec, merged);
+  if (plan.pod_resources_changed) keep_pod_level_qos(spec, merged);
   if (plan.pod_resources_changed) plan.pod_resources = std::move(merged);
 }
 }  // namespace

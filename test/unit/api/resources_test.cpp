@@ -325,18 +325,26 @@ TEST_CASE("pod-level resources: checked on the pod as the API server defaults it
                   R"({"limits": {"cpu": "2"}})", R"({"requests": {"cpu": "500m"}})");
   CHECK_FALSE(plan.pod_resources_changed);
   // Pod-level Guaranteed (requests == limits) stays Guaranteed: both raised together.
+  const char* guaranteed = R"({"requests": {"cpu": "2", "memory": "1Gi"},
+                               "limits": {"cpu": "2", "memory": "1Gi"}})";
   plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1"}, "limits": {"cpu": "1500m"}}])",
-                  R"({"requests": {"cpu": "2", "memory": "1Gi"},
-                      "limits": {"cpu": "2", "memory": "1Gi"}})",
-                  R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
-  CHECK_FALSE(plan.pod_resources_changed);  // 1500m + 500m requests, 1500m limit: fits 2
-  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "2"}, "limits": {"cpu": "2500m"}}])",
-                  R"({"requests": {"cpu": "2", "memory": "1Gi"},
-                      "limits": {"cpu": "2", "memory": "1Gi"}})",
-                  R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
+                  guaranteed, R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
+  CHECK_FALSE(plan.pod_resources_changed);  // 1 + 500m requests, limits 1500m and 1: fit 2
+  // A container limit above the pod's: the limit is raised, and the request with it.
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1"}, "limits": {"cpu": "3"}}])",
+                  guaranteed, R"({"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}})");
   REQUIRE(plan.pod_resources_changed);
-  CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "2500m", "memory": "1Gi"},
-      "limits": {"cpu": "2500m", "memory": "1Gi"}})"));
+  CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "3", "memory": "1Gi"},
+      "limits": {"cpu": "3", "memory": "1Gi"}})"));
+  // A Burstable pod (as the API server defaulted it: requests 1500m, 1Gi; limits 2, 1Gi) whose
+  // raise would make requests equal limits keeps a cpu limit 1m above its request.
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1800m"}}])",
+                  R"({"requests": {"cpu": "1500m", "memory": "1Gi"},
+                      "limits": {"cpu": "2", "memory": "1Gi"}})",
+                  R"({"requests": {"cpu": "500m"}})");
+  REQUIRE(plan.pod_resources_changed);
+  CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "2300m", "memory": "1Gi"},
+      "limits": {"cpu": "2301m", "memory": "1Gi"}})"));
 }
 
 TEST_CASE("template keys: one namespace and kind is taken out whole, and no other") {
