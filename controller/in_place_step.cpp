@@ -155,9 +155,27 @@ InPlaceResult InPlaceStep::run_listed(
       failed_calls = found->second.failed_calls;
     }
   }
+  // The API server refused this very patch a moment ago: it would refuse it again. Sent again
+  // when the wanted values change, or kRefusedResizeRetry later (the node's room and the quota's
+  // change as other pods come and go).
+  auto refused_recently = [&](const PodResize& pod) {
+    auto last = refused.find(pod.uid);
+    return last != refused.end() && last->second.patch == pod.patch &&
+           now < last->second.at + kRefusedResizeRetry;
+  };
+  // Its last call failed a moment ago (an overloaded API server, say): the same patch is still
+  // due, counted in flight, and sent again once the wait is over, not at every re-check before.
+  // Other values (a new fixed value, a quick OOM) go at once.
+  auto failed_recently = [&](const PodResize& pod) {
+    auto failed = failed_calls.find(pod.uid);
+    return failed != failed_calls.end() && failed->second.patch == pod.patch &&
+           now < failed->second.retry_at;
+  };
   InPlaceRules rules = rules_;
   rules.now = now;
-  rules.resized_at = &resized_at;  // the per-pod rate limit, applied before the quota is shared
+  // Applied before the quota is shared: a pod held back leaves its share to the pods after it.
+  rules.resized_at = &resized_at;
+  rules.waits = [&](const PodResize& pod) { return refused_recently(pod) || failed_recently(pod); };
   result.plan = plan_in_place(scaler, pods, recommendations, limit_range, rules, quota_headroom);
   // Pods the workload asks for that are not listed yet (created a moment ago, or about to be):
   // waited for as starting ones.
@@ -172,28 +190,19 @@ InPlaceResult InPlaceStep::run_listed(
       may_write = false;  // the lease went while this step ran: nothing more is sent
       continue;
     }
-    if (auto last = refused.find(pod.uid); last != refused.end()) {
-      // The API server refused this very patch a moment ago: it would refuse it again. Sent
-      // again when the wanted values change, or kRefusedResizeRetry later (the node's room and the
-      // quota's change as other pods come and go).
-      if (last->second.patch == pod.patch && now < last->second.at + kRefusedResizeRetry) {
-        report_refusal(last->second, pod, result.plan);
-        pod.message += "; sent again when the values change, or at " +
-                       recommender::format_rfc3339(last->second.at + kRefusedResizeRetry);
-        continue;
-      }
-      refused.erase(last);
+    if (refused_recently(pod)) {
+      const Refusal& last = refused.at(pod.uid);
+      report_refusal(last, pod, result.plan);
+      pod.message += "; sent again when the values change, or at " +
+                     recommender::format_rfc3339(last.at + kRefusedResizeRetry);
+      continue;
     }
-    if (auto failed = failed_calls.find(pod.uid); failed != failed_calls.end()) {
-      // Its last call failed a moment ago (an overloaded API server, say): the same patch is
-      // still due, counted in flight, and sent again once the wait is over, not at every
-      // re-check before. Other values (a new fixed value, a quick OOM) go at once.
-      if (failed->second.patch == pod.patch && now < failed->second.retry_at) {
-        pod.message = failed->second.message;
-        continue;
-      }
-      failed_calls.erase(failed);
+    refused.erase(pod.uid);
+    if (failed_recently(pod)) {
+      pod.message = failed_calls.at(pod.uid).message;
+      continue;
     }
+    failed_calls.erase(pod.uid);
     auto resized = api_.resize_pod(scaler.ns, pod.name, pod.patch);
     if (resized.ok()) {
       ++result.requested;

@@ -350,7 +350,7 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         decision.message += "; resized at " + recommender::format_rfc3339(*last) + ", again at " +
                             recommender::format_rfc3339(*last + rules.min_update_interval) +
                             " (--min-update-interval)";
-      } else if (out.quota_left) {
+      } else if (out.quota_left && !(rules.waits && rules.waits(decision))) {
         out.quota_left =
             recommender::spend(*out.quota_left, before, recommender::pod_totals_after(pod, plan));
       }

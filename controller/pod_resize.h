@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -156,6 +157,10 @@ struct InPlaceRules {
   std::chrono::milliseconds min_update_interval{std::chrono::minutes(10)};
   /// When this process last resized each pod (by uid) for a recommendation; nullptr: none.
   const std::map<std::string, recommender::TimePoint>* resized_at = nullptr;
+  /// True for a due pod whose patch this pass will not send (the same patch was refused, or its
+  /// call failed, a moment ago): what it would grow by is left to the pods after it under a
+  /// ResourceQuota. Empty: every due pod is sent.
+  std::function<bool(const PodResize&)> waits;
 };
 
 /// Decides for each of `pods` (pod objects as listed; those not Running or being deleted are

@@ -54,6 +54,23 @@ api::Scaler scaler(const char* cpu) {
   return *parsed;
 }
 
+/// A scaler in InPlace whose container app has a stored recommendation of cpu `target` within
+/// [`lower`, `upper`].
+api::Scaler recommended(const char* target, const char* lower = "250m",
+                        const char* upper = "400m") {
+  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
+                 {"spec", {{"deploymentName", "web"}, {"updateMode", "InPlace"}}}};
+  object["status"]["recommendation"]["containerRecommendations"] =
+      json::array({{{"containerName", "app"},
+                    {"target", {{"cpu", target}}},
+                    {"lowerBound", {{"cpu", lower}}},
+                    {"upperBound", {{"cpu", upper}}},
+                    {"uncappedTarget", {{"cpu", target}}}}});
+  auto parsed = api::parse_scaler(object);
+  REQUIRE(parsed.ok());
+  return *parsed;
+}
+
 const json kWorkload = {{"spec", {{"selector", {{"matchLabels", {{"app", "web"}}}}}}}};
 
 }  // namespace
@@ -364,19 +381,6 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics, std::chrono::minutes(10));
-  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
-                 {"spec", {{"deploymentName", "web"}, {"updateMode", "InPlace"}}}};
-  auto recommended = [&](const char* target, const char* lower, const char* upper) {
-    object["status"]["recommendation"]["containerRecommendations"] =
-        json::array({{{"containerName", "app"},
-                      {"target", {{"cpu", target}}},
-                      {"lowerBound", {{"cpu", lower}}},
-                      {"upperBound", {{"cpu", upper}}},
-                      {"uncappedTarget", {{"cpu", target}}}}});
-    auto parsed = api::parse_scaler(object);
-    REQUIRE(parsed.ok());
-    return *parsed;
-  };
   api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
   const auto t0 = *recommender::parse_rfc3339("2026-12-03T10:00:00Z");
   auto first = recommended("300m", "250m", "400m");
@@ -406,19 +410,6 @@ TEST_CASE("a quick OOM resizes its pod at once, once: later moves of the target 
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics, std::chrono::minutes(10));
-  json object = {{"metadata", {{"name", "web"}, {"namespace", "shop"}}},
-                 {"spec", {{"deploymentName", "web"}, {"updateMode", "InPlace"}}}};
-  auto recommended = [&](const char* target) {
-    object["status"]["recommendation"]["containerRecommendations"] =
-        json::array({{{"containerName", "app"},
-                      {"target", {{"cpu", target}}},
-                      {"lowerBound", {{"cpu", "250m"}}},
-                      {"upperBound", {{"cpu", "400m"}}},
-                      {"uncappedTarget", {{"cpu", target}}}}});
-    auto parsed = api::parse_scaler(object);
-    REQUIRE(parsed.ok());
-    return *parsed;
-  };
   auto oom_killed = [&](const char* started, const char* finished) {
     api.pods["web-7f9c-a"]["status"]["containerStatuses"][0]["lastState"] = {
         {"terminated",
@@ -467,6 +458,34 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
   CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+}
+
+TEST_CASE("under a quota, a pod whose refused patch waits leaves its share to the pods after it") {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step(api, metrics);
+  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+  }
+  // Both due for 300m (+200m each), 250m of requests.cpu left: a gets 300m, b the 150m left,
+  // and the node refuses both.
+  recommender::PodTotals headroom;
+  headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
+  auto scaler = recommended("300m");
+  auto recommendations = recommender::recommendations_of(scaler);
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  api.refuse = true;
+  auto result = step.run(scaler, kWorkload, recommendations, nullptr, headroom, true, now);
+  REQUIRE(result.ok());
+  CHECK(api.calls == 2);
+  // 30 s later a's refused patch still waits, so b may take the whole +200m: sent at 300m.
+  api.refuse = false;
+  result = step.run(scaler, kWorkload, recommendations, nullptr, headroom, true,
+                    now + std::chrono::seconds(30));
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-b"});
+  CHECK(api.pods["web-7f9c-b"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "300m");
+  CHECK(result->plan.pods[0].refused);
+  CHECK(result->plan.quota_left->requests.at("cpu").to_string() == "50m");
 }
 
 TEST_CASE("the API server's PodResizeValidator refusal (cause NodeCapacity) is the node's room") {
