@@ -10,6 +10,46 @@
 #include "recommender/desired.h"
 
 namespace vscaler::webhook {
+namespace {
+
+/// kAdmittedAnnotation's value for a pod counted for `totals` by scaler `scaler`.
+std::string admitted_value(const std::string& scaler, const recommender::PodTotals& totals) {
+  nlohmann::json value = {{"scaler", scaler}};
+  for (bool limits : {false, true}) {
+    const recommender::ResourceMap& map = limits ? totals.limits : totals.requests;
+    if (map.empty()) continue;
+    nlohmann::json& section = value[limits ? "limits" : "requests"];
+    for (const auto& [resource, quantity] : map) section[resource] = quantity.to_string();
+  }
+  return value.dump();
+}
+
+/// What a pod's kAdmittedAnnotation says it was counted for; nullopt when it has none, or one
+/// that does not read (then the pod is counted whole, the cautious side).
+std::optional<recommender::PodTotals> admitted_totals(const nlohmann::json& pod) {
+  const nlohmann::json* text = kube::find_path(pod, {"metadata", "annotations"});
+  if (text == nullptr || !text->is_object()) return std::nullopt;
+  auto found = text->find(kAdmittedAnnotation);
+  if (found == text->end() || !found->is_string()) return std::nullopt;
+  const nlohmann::json value =
+      nlohmann::json::parse(found->get_ref<const std::string&>(), nullptr, false);
+  if (!value.is_object()) return std::nullopt;
+  recommender::PodTotals totals;
+  for (bool limits : {false, true}) {
+    auto section = value.find(limits ? "limits" : "requests");
+    if (section == value.end()) continue;
+    if (!section->is_object()) return std::nullopt;
+    for (const auto& [resource, quantity] : section->items()) {
+      if (!quantity.is_string()) return std::nullopt;
+      auto parsed = kube::Quantity::parse(quantity.get_ref<const std::string&>());
+      if (!parsed.ok()) return std::nullopt;
+      (limits ? totals.limits : totals.requests).emplace(resource, *parsed);
+    }
+  }
+  return totals;
+}
+
+}  // namespace
 
 PodHandler::PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
                        const controller::LimitRangeCache* limit_ranges,
@@ -66,10 +106,15 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     no_scaler_.inc();
     return AdmissionResponse::allow();
   }
+  // Called again for the same pod (reinvocationPolicy IfNeeded, after a later webhook such as a
+  // sidecar injector changed it): counted in the results and against the quota the first time.
+  // The API server gives the second call a new uid and the pod no name yet: only the pod's own
+  // marker tells.
+  const std::optional<recommender::PodTotals> admitted_before = admitted_totals(request.object);
   // A pod admitted once already (a re-invoked webhook, or a copy of a boosted pod): boosted
   // twice, its base would be lost.
   if (api::has_boost_annotation(request.object)) {
-    unchanged_.inc();
+    if (!admitted_before) unchanged_.inc();
     return AdmissionResponse::allow();
   }
   const bool in_place = api::in_place(active->update_mode);
@@ -77,7 +122,7 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   // In the other modes the template carries the values (or, in Initial and Off, deliberately
   // does not yet): its pods are what it says, and only a startup boost changes them.
   if (!in_place && !boosting) {
-    unchanged_.inc();
+    if (!admitted_before) unchanged_.inc();
     return AdmissionResponse::allow();
   }
   auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
@@ -112,25 +157,32 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   // A dry run (`--dry-run=server`) gets the same answer and changes nothing: no headroom taken,
   // no hint, no boost counted (the hook is declared sideEffects: None).
   const bool effects = !request.dry_run;
-  // Called again for the same pod (reinvocationPolicy IfNeeded, after a later webhook such as a
-  // sidecar injector changed it): its totals were reserved against the quota the first time, and
-  // the API server gives the second call a new uid and the pod no name yet, so only the pod's own
-  // marker tells.
-  const bool sized_before = kube::has_annotation(request.object, kSizedByAnnotation);
-  // Reserves the pod's totals once and marks the pod, adding to `patch` (its resource
-  // operations) the marker and `annotations`, in one operation when the pod has none (a second
-  // "add" of /metadata/annotations would replace the first).
+  // Counts the pod's totals against the quota once (on a second call only what it grew by since)
+  // and marks it, adding to `patch` (its resource operations) the marker and `annotations`, in one
+  // operation when the pod has none (a second "add" of /metadata/annotations would replace the
+  // first).
   auto reserve_and_mark = [&](const recommender::PodTotals& totals, nlohmann::json& patch,
                               std::vector<std::pair<std::string_view, std::string>> annotations) {
-    if (!sized_before) {
-      if (effects && quotas_ != nullptr) quotas_->reserve(active->ns, totals);
-      annotations.emplace_back(kSizedByAnnotation, active->name);
+    const recommender::PodTotals counted =
+        admitted_before ? recommender::at_least(totals, *admitted_before) : totals;
+    if (effects && quotas_ != nullptr) {
+      quotas_->reserve(active->ns, admitted_before
+                                       ? recommender::minus_bounded(totals, *admitted_before)
+                                       : totals);
+    }
+    std::string marker = admitted_value(active->name, counted);
+    if (!admitted_before || marker != admitted_value(active->name, *admitted_before)) {
+      annotations.emplace_back(kAdmittedAnnotation, std::move(marker));
     }
     if (annotations.empty()) return;
     if (patch.is_null()) patch = nlohmann::json::array();
     for (auto& op : kube::add_annotations_patch(request.object, annotations)) {
       patch.push_back(std::move(op));
     }
+  };
+  // Results are counted once per pod, not again for a second call.
+  auto count = [&](metrics::Counter& result) {
+    if (!admitted_before) result.inc();
   };
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
   auto resize_later = [&] {
@@ -145,8 +197,8 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     }
     if (!warning.empty() || budget_capped) resize_later();
     reserve_and_mark(own, response.patch, {});
-    if (effects && boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
-    unchanged_.inc();
+    if (effects && boosting && boosts_ != nullptr) count(boosts_->with({"skipped"}));
+    count(unchanged_);
     return response;
   };
   // A patch yielding an invalid pod would make the API server refuse the ReplicaSet's create.
@@ -214,14 +266,14 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   if (boosted) {
     reserve_and_mark(totals, response.patch,
                      {{api::kStartupBoostAnnotation, boosted->to_json().dump()}});
-    if (effects && boosts_ != nullptr) boosts_->with({"boosted"}).inc();
+    if (effects && boosts_ != nullptr) count(boosts_->with({"boosted"}));
     // The reconciler ends the boost once the pod is Ready: it looks for the pod from now on.
     if (effects && hints_ != nullptr) hints_->boosted_pod(active->key());
   } else {
     reserve_and_mark(totals, response.patch, {});
-    if (effects && boosting && boosts_ != nullptr) boosts_->with({"skipped"}).inc();
+    if (effects && boosting && boosts_ != nullptr) count(boosts_->with({"skipped"}));
   }
-  patched_.inc();
+  count(patched_);
   return response;
 }
 

@@ -10,7 +10,7 @@
 // itself). In every mode, a scaler with a startup boost (DESIGN.md "Startup boost") gets the
 // boosted containers' CPU raised on top of those values (api/startup_boost.h), their base recorded
 // in a pod annotation; the reconciler takes the boost back once the pod is Ready. Every pod it
-// sizes is marked (kSizedByAnnotation), so a second call for it reserves no quota twice. It never
+// sizes is marked (kAdmittedAnnotation), so a second call for it counts no quota twice. It never
 // denies: anything it cannot use is answered "allowed, no patch".
 #pragma once
 
@@ -23,13 +23,14 @@
 
 namespace vscaler::webhook {
 
-/// The annotation (value: the scaler's name) on every pod whose values the hook decided, in the
-/// in-place modes or with a startup boost, as VPA's admission controller marks the pods it
-/// patches (vpaUpdates). The API server calls the hook again for the same pod when a later
-/// webhook (a sidecar injector) changed it (reinvocationPolicy IfNeeded), with a new request uid
-/// and the pod still unnamed: the marker is how that call knows its totals were reserved against
-/// the namespace's quota already.
-inline constexpr std::string_view kSizedByAnnotation = "scaling.vscaler.dev/sized-by";
+/// The annotation on every pod whose values the hook decided, in the in-place modes or with a
+/// startup boost, as VPA's admission controller marks the pods it patches (vpaUpdates). Its value
+/// says by which scaler and what the pod was counted for against the namespace's quota:
+/// {"scaler":"web","requests":{"cpu":"700m"},"limits":{"cpu":"1"}}. The API server calls the hook
+/// again for the same pod when a later webhook (a sidecar injector) changed it
+/// (reinvocationPolicy IfNeeded), with a new request uid and the pod still unnamed: that call
+/// counts only what the pod grew by since.
+inline constexpr std::string_view kAdmittedAnnotation = "scaling.vscaler.dev/admitted";
 
 /// POST /mutate-pods.
 class PodHandler {

@@ -78,9 +78,11 @@ for mode in InPlaceOrRecreate InPlace; do
   expect_eq "$mode: the new pod's cpu memory" "$(awk '{print $2, $3}' <<<"$new")" "300m 128Mi"
   expect_eq "$mode: the new pod's generation" \
     "$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.generation}')" 1
-  # Marked by the hook, so a re-invocation of it (after a sidecar injector) reserves no quota twice.
-  expect_eq "$mode: the new pod's sized-by annotation" \
-    "$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.annotations.scaling\.vscaler\.dev/sized-by}')" "$name"
+  # Marked by the hook (scaler, totals counted against the quota), so a re-invocation of it
+  # (after a sidecar injector) counts only what the pod grew by.
+  marker=$(k -n "$ns" get pod "$(awk '{print $1}' <<<"$new")" -o jsonpath='{.metadata.annotations.scaling\.vscaler\.dev/admitted}')
+  expect_eq "$mode: the new pod's admitted annotation" \
+    "$(python3 -c 'import json,sys; m=json.loads(sys.argv[1]); print(m["scaler"], m["requests"]["cpu"])' "$marker")" "$name 300m"
   expect_eq "$mode: the two old pods still" "$(comm -12 <(echo "$before") <(pods "$name"))" "$before"
 done
 

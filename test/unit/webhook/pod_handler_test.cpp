@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "api/startup_boost.h"
@@ -61,25 +62,39 @@ struct Fixture {
   double count(const char* result) { return results.with({result}).value(); }
 };
 
-/// `handler`'s answer to `review` with the marker every sized pod gets (PodHandler's
-/// kSizedByAnnotation, checked where it is) taken out of the patch, so the tests below read the
-/// resource operations alone; a patch left empty becomes null (no patch but the marker).
-webhook::AdmissionResponse handled(PodHandler& handler, const json& review) {
+/// Whether an answer marks the pod (PodHandler's kAdmittedAnnotation).
+enum class Marker { kMarked, kUnmarked };
+
+/// `handler`'s answer to `review`, checked to carry the marker (kAdmittedAnnotation, naming a
+/// scaler) or not as `expected` says, with the marker then taken out of the patch so the tests
+/// below read the resource operations alone; a patch left empty becomes null.
+webhook::AdmissionResponse handled(PodHandler& handler, const json& review,
+                                   Marker expected = Marker::kMarked) {
   webhook::AdmissionResponse response = handler.handle(parse(review));
-  if (!response.patch.is_array()) return response;
-  const std::string key(webhook::kSizedByAnnotation);
+  const std::string key(webhook::kAdmittedAnnotation);
   json rest = json::array();
-  for (json& op : response.patch) {
-    if (op["path"] == "/metadata/annotations") {
-      CHECK(op["value"].contains(key));
-      op["value"].erase(key);
-      if (op["value"].empty()) continue;
-    } else if (op["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key)) {
-      continue;
+  std::optional<json> marker;
+  if (response.patch.is_array()) {
+    for (json& op : response.patch) {
+      if (op["path"] == "/metadata/annotations" && op["value"].contains(key)) {
+        marker = op["value"][key];
+        op["value"].erase(key);
+        if (op["value"].empty()) continue;
+      } else if (op["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key)) {
+        marker = op["value"];
+        continue;
+      }
+      rest.push_back(std::move(op));
     }
-    rest.push_back(std::move(op));
+    response.patch = rest.empty() ? json() : std::move(rest);
   }
-  response.patch = rest.empty() ? json() : std::move(rest);
+  if (expected == Marker::kUnmarked) {
+    CHECK_FALSE(marker.has_value());
+  } else {
+    REQUIRE(marker.has_value());
+    REQUIRE(marker->is_string());
+    CHECK(json::parse(marker->get<std::string>())["scaler"].is_string());
+  }
   return response;
 }
 
@@ -135,7 +150,7 @@ TEST_CASE("a pod review whose object's namespace is not the request's is forged:
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
   json review = recorded_review();
   review["request"]["object"]["metadata"]["namespace"] = "elsewhere";
-  auto response = handled(f.handler, review);
+  auto response = handled(f.handler, review, Marker::kUnmarked);
   CHECK(response.allowed);
   CHECK(response.patch.is_null());
   CHECK(f.count("patched") == 0);
@@ -259,7 +274,7 @@ TEST_CASE("fixed values the ResourceQuota cannot hold: no patch, a warning; the 
   CHECK(hints.keys.size() == 1);  // a pod given its values needs nothing later
 }
 
-TEST_CASE("every pod sized is marked once; a re-invoked call for it reserves no quota twice") {
+TEST_CASE("every pod sized is marked; a re-invoked call for it counts only what it grew by") {
   Fixture f;
   controller::QuotaCache quotas;
   PodHandler handler{f.store, f.results, nullptr, &quotas};
@@ -267,37 +282,71 @@ TEST_CASE("every pod sized is marked once; a re-invoked call for it reserves no 
   REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
               R"({"metadata": {"name": "q", "namespace": "record"},
                   "status": {"hard": {"requests.cpu": "2"}}})"))}) == 0);
+  const std::string key(webhook::kAdmittedAnnotation);
   json review = recorded_review();
   auto first = handler.handle(parse(review));
   REQUIRE(first.patch.is_array());
   json pod = admitted(review, first.patch);
-  CHECK(pod["metadata"]["annotations"] == json{{std::string(webhook::kSizedByAnnotation), "web"}});
   CHECK(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "400m");
+  // The scaler, and the pod's totals as counted against the quota.
+  json marker = json::parse(pod["metadata"]["annotations"][key].get<std::string>());
+  CHECK(marker["scaler"] == "web");
+  CHECK(marker["requests"]["cpu"] == "400m");
   CHECK(value_left(quotas) == "1600m");
-  // A later webhook (a sidecar injector) changed the pod, so the API server calls the hook again:
-  // nothing left to change, nothing reserved again, no second marker.
-  pod["metadata"]["annotations"]["sidecar.istio.io/status"] = "{}";
+  CHECK(f.count("patched") == 1);
+  // A later webhook (a sidecar injector) changed the pod, so the API server calls the hook again
+  // with a new uid: nothing of ours to change, and nothing counted again...
   json again = review;
   again["request"]["uid"] = "another-uid";
+  pod["metadata"]["annotations"]["sidecar.istio.io/status"] = "{}";
   again["request"]["object"] = pod;
   auto second = handler.handle(parse(again));
   CHECK(second.patch.is_null());
   CHECK(value_left(quotas) == "1600m");
-  // Had that webhook changed the values, they are set again, still reserved once.
-  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m";
+  CHECK(f.count("patched") == 1);
+  CHECK(f.count("unchanged") == 0);
+  // ...but what it added is: a proxy of 150m is counted, and the marker says so.
+  pod["spec"]["containers"].push_back(
+      {{"name", "istio-proxy"}, {"resources", {{"requests", {{"cpu", "150m"}}}}}});
   again["request"]["object"] = pod;
   auto third = handler.handle(parse(again));
   REQUIRE(third.patch.is_array());
   REQUIRE(third.patch.size() == 1);
-  CHECK(third.patch[0]["value"]["requests"]["cpu"] == "400m");
-  CHECK(value_left(quotas) == "1600m");
-  // A pod that needs no change is reserved and marked too (its totals count against the quota).
+  CHECK(third.patch[0]["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key));
+  CHECK(json::parse(third.patch[0]["value"].get<std::string>())["requests"]["cpu"] == "550m");
+  CHECK(value_left(quotas) == "1450m");
+  // Had that webhook changed our values, they are set again; the pod's growth alone is counted.
+  pod = admitted(again, third.patch);
+  pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100m";
+  again["request"]["object"] = pod;
+  auto fourth = handler.handle(parse(again));
+  REQUIRE(fourth.patch.is_array());
+  REQUIRE(fourth.patch.size() == 1);
+  CHECK(fourth.patch[0]["value"]["requests"]["cpu"] == "400m");
+  CHECK(value_left(quotas) == "1450m");
+  // An unreadable marker counts the pod whole again (the cautious side) and is rewritten.
+  pod["metadata"]["annotations"][key] = "web";
+  again["request"]["object"] = pod;
+  auto fifth = handler.handle(parse(again));
+  CHECK(value_left(quotas) == "900m");
+  CHECK(fifth.patch.back()["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key));
+}
+
+TEST_CASE("a pod that needs no change is counted and marked too; a boosted one in one operation") {
+  Fixture f;
+  controller::QuotaCache quotas;
+  PodHandler handler{f.store, f.results, nullptr, &quotas};
+  REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
+              R"({"metadata": {"name": "q", "namespace": "record"},
+                  "status": {"hard": {"requests.cpu": "2"}}})"))}) == 0);
+  json review = recorded_review();
   f.add("web", "web", "InPlace", R"([{"name": "app", "requests": {"cpu": "100m"}}])");
   auto unchanged = handler.handle(parse(review));
   REQUIRE(unchanged.patch.is_array());
   REQUIRE(unchanged.patch.size() == 1);
   CHECK(unchanged.patch[0]["path"] == "/metadata/annotations");
-  CHECK(value_left(quotas) == "1500m");
+  CHECK(value_left(quotas) == "1900m");
+  CHECK(f.count("unchanged") == 1);
   // A boosted pod without annotations gets both in one operation (a second "add" of
   // /metadata/annotations would replace the first).
   f.store.upsert(std::make_shared<const api::Scaler>(*api::parse_scaler(json::parse(R"({
@@ -307,8 +356,8 @@ TEST_CASE("every pod sized is marked once; a re-invoked call for it reserves no 
         "containers": [{"name": "app", "requests": {"cpu": "200m"}}]}})"))));
   auto boosted = handler.handle(parse(review));
   REQUIRE(boosted.patch.is_array());
-  pod = admitted(review, boosted.patch);
-  CHECK(pod["metadata"]["annotations"].contains(webhook::kSizedByAnnotation));
+  json pod = admitted(review, boosted.patch);
+  CHECK(pod["metadata"]["annotations"].contains(webhook::kAdmittedAnnotation));
   CHECK(api::has_boost_annotation(pod));
 }
 
@@ -317,7 +366,7 @@ TEST_CASE("the other modes leave the pod as its template made it") {
     CAPTURE(mode);
     Fixture f;
     f.add("web", "web", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
-    auto response = handled(f.handler, recorded_review());
+    auto response = handled(f.handler, recorded_review(), Marker::kUnmarked);
     CHECK(response.allowed);
     CHECK(response.patch.is_null());
     CHECK(f.count("unchanged") == 1);
@@ -371,7 +420,7 @@ TEST_CASE("pods no scaler can be found for are allowed untouched and counted no_
   };
   for (const auto& [name, review] : cases) {
     CAPTURE(name);
-    auto response = handled(f.handler, review);
+    auto response = handled(f.handler, review, Marker::kUnmarked);
     CHECK(response.allowed);
     CHECK(response.patch.is_null());
   }
@@ -384,14 +433,14 @@ TEST_CASE("a review that is not a pod CREATE is allowed untouched") {
   json review = recorded_review();
   review["request"]["resource"]["resource"] = "deployments";
   review["request"]["resource"]["group"] = "apps";
-  CHECK(handled(f.handler, review).patch.is_null());
+  CHECK(handled(f.handler, review, Marker::kUnmarked).patch.is_null());
   review = recorded_review();
   review["request"]["subResource"] = "resize";
-  CHECK(handled(f.handler, review).patch.is_null());
+  CHECK(handled(f.handler, review, Marker::kUnmarked).patch.is_null());
   review = recorded_review();
   review["request"]["operation"] = "UPDATE";
   review["request"]["oldObject"] = review["request"]["object"];
-  CHECK(handled(f.handler, review).patch.is_null());
+  CHECK(handled(f.handler, review, Marker::kUnmarked).patch.is_null());
 }
 
 TEST_CASE("a value above a limit the scaler does not set: no patch, a warning naming it") {
@@ -491,7 +540,7 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
     // Re-invoked (or a copy of a boosted pod): never boosted twice.
     json again = review;
     again["request"]["object"] = pod;
-    auto second = handled(handler, again);
+    auto second = handled(handler, again, Marker::kUnmarked);
     CHECK_FALSE(second.patch.is_array());
     CHECK(boosts.with({"boosted"}).value() == 1);
   }
@@ -585,7 +634,7 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   PodHandler handler{store, results, nullptr, nullptr, nullptr, nullptr, false};
   add_spec(store, R"({"startupBoost": {"cpu": {"factor": 2}}})");
-  CHECK_FALSE(handled(handler, recorded_review()).patch.is_array());
+  CHECK_FALSE(handled(handler, recorded_review(), Marker::kUnmarked).patch.is_array());
 }
 
 TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is created") {
