@@ -323,7 +323,8 @@ BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& p
       ++memory.ended;
       metrics_.on_startup_boost("ended");
     }
-    if (const char* name = entered(pod.state); name != nullptr && changed) {
+    // Counted and reported by the leader, the replica that acts on it: not once per replica.
+    if (const char* name = entered(pod.state); name != nullptr && changed && may_write) {
       metrics_.on_startup_boost(name);
       api_.record_event(scaler, true, "StartupBoostStuck",
                         "pod " + pod.name + ": the resize back to its base is " +

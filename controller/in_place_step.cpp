@@ -283,8 +283,10 @@ InPlaceResult InPlaceStep::run_listed(
       }
       sent.erase(was);
     }
+    // Counted by the leader, the replica that acts on it: not once per replica.
     if (const char* result_name = entered(pod.state);
-        result_name != nullptr && (before == memory.pods.end() || before->second != pod.state)) {
+        result_name != nullptr && may_write &&
+        (before == memory.pods.end() || before->second != pod.state)) {
       metrics_.on_pod_resize(result_name);
     }
     states.emplace(pod.uid, pod.state);

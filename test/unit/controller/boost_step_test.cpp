@@ -305,10 +305,15 @@ TEST_CASE("the kubelet's Infeasible on the resize back is reported, not resent")
                                          {"reason", "Infeasible"},
                                          {"message", "node too small"},
                                          {"lastTransitionTime", "2026-12-03T11:00:01Z"}});
+  // A follower sees it too, but neither counts it nor posts an Event: the leader does, once.
+  controller::BoostStep follower{api, test.metrics};
+  CHECK(follower.run(scaler(), listed(api), false, at("2026-12-03T11:00:02Z")).stuck == 1);
+  CHECK(api.events.empty());
   auto result = test.run("2026-12-03T11:00:02Z");
   CHECK(result.pods[0].state == BoostState::kInfeasible);
   CHECK(result.stuck == 1);
   CHECK(api.resized.size() == 1);
+  CHECK(api.events == std::vector<std::string>{"Warning StartupBoostStuck"});
   CHECK(result.status()["message"].get<std::string>().find("node too small") != std::string::npos);
 }
 

@@ -114,6 +114,15 @@ TEST_CASE("a follower decides and reports, and sends nothing") {
   REQUIRE(result.ok());
   CHECK(api.resized.empty());
   CHECK(result->plan.pods[0].state == PodResizeState::kDue);
+  // What the kubelet reports is seen, but counted by the leader only (once, not per replica).
+  api.pods["web-7f9c-b"] = pod("web-7f9c-b", "ReplicaSet", "web-7f9c", "300m");
+  api.pods["web-7f9c-b"]["status"]["conditions"] = json::array({{{"type", "PodResizePending"},
+                                                                 {"status", "True"},
+                                                                 {"reason", "Infeasible"},
+                                                                 {"message", "node too small"}}});
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, false);
+  CHECK(result->plan.pods[1].state == PodResizeState::kInfeasible);
+  CHECK(metrics.counts["infeasible"] == 0);
   CHECK(result->plan.in_progress == 1);
 }
 
