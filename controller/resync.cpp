@@ -19,6 +19,15 @@ constexpr std::string_view kResyncLogger = "resync";
 // many workloads).
 constexpr std::size_t kPageSize = 500;
 
+/// True for a scaler whose work lies in its pods (the in-place modes, a startup boost): their
+/// changes move no workload's generation, and the pod hook's hints about them (a pod admitted
+/// boosted, or without all its values) reach only the replica that served it, perhaps not the
+/// leader. The leader's resync visits such a scaler every pass (a workload GET and a pod LIST
+/// each), so a boost admitted anywhere ends and a capped pod is resized within a period.
+bool works_on_pods(const api::Scaler& scaler) {
+  return api::in_place(scaler.update_mode) || scaler.boosts();
+}
+
 /// True when what is stored now differs from what was last verified.
 bool changed(const std::optional<Verified>& verified, const WorkloadMeta* observed) {
   if (!verified) return true;
@@ -85,7 +94,9 @@ ResyncStats Resyncer::run_once() {
           continue;
         }
         const WorkloadMeta* observed = meta.ok() ? &*meta : nullptr;
-        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
+        if (works_on_pods(*scaler) || changed(verified_.get(scaler->key()), observed)) {
+          changed_keys.push_back(scaler->key());
+        }
       }
     } else if (auto list = api_.list_workloads(ns, kind, calls); !list.ok()) {
       // An interrupted list proves nothing about what is absent: judge nobody here this time.
@@ -100,7 +111,9 @@ ResyncStats Resyncer::run_once() {
       for (const auto& scaler : *job.scalers) {
         auto it = by_name.find(scaler->target.name);
         const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
-        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
+        if (works_on_pods(*scaler) || changed(verified_.get(scaler->key()), observed)) {
+          changed_keys.push_back(scaler->key());
+        }
       }
     }
     std::lock_guard lock(merge);

@@ -113,6 +113,33 @@ TEST_CASE("resync: enqueues what changed, was never verified, or vanished; nothi
   CHECK(f.drain().empty());
 }
 
+TEST_CASE("resync: a scaler whose work lies in its pods is visited every pass") {
+  Fixture f;
+  for (const char* name : {"auto", "in-place", "boosted"}) {
+    f.deployment(name, name, 1);
+    f.verified.set(std::string("shop/") + name, Verified{true, name, 1});
+  }
+  auto add = [&](const char* name, api::UpdateMode mode, bool boost) {
+    api::Scaler s;
+    s.ns = "shop";
+    s.name = name;
+    s.target = api::TargetRef{"Deployment", name};
+    s.creation_timestamp = "2026-01-01T00:00:00Z";
+    s.update_mode = mode;
+    if (boost) s.startup_boost = api::StartupBoost{};
+    f.store.upsert(std::make_shared<const api::Scaler>(s));
+  };
+  add("auto", api::UpdateMode::kAuto, false);
+  add("in-place", api::UpdateMode::kInPlace, false);
+  add("boosted", api::UpdateMode::kAuto, true);
+  // Nothing changed in any workload: the pods of the last two may have (a pod admitted boosted
+  // or capped by another replica's hook).
+  for (int pass = 0; pass < 2; ++pass) {
+    CHECK(f.resyncer.run_once().enqueued == 2);
+    CHECK(f.drain() == std::set<std::string>{"shop/in-place", "shop/boosted"});
+  }
+}
+
 TEST_CASE("resync: an interrupted list proves nothing; nobody in the namespace is judged") {
   Fixture f;
   f.scaler("web", "web");
