@@ -102,9 +102,9 @@ bool pod_level_guaranteed(const json& resources) {
 
 /// Keeps the QoS class of `spec`'s pod-level resources in `merged` (them after fit_pod_level): a
 /// resize may not change it. Guaranteed stays Guaranteed (a raised request or limit takes the
-/// other along); a pod that was not is kept from becoming Guaranteed by the raise, its cpu limit
-/// set 1m above the request.
-void keep_pod_level_qos(const json& spec, json& merged) {
+/// other along); a `running_pod` (a Pod's own spec, which only a resize changes) that was not is
+/// kept from becoming Guaranteed by the raise, its cpu limit set 1m above the request.
+void keep_pod_level_qos(const json& spec, json& merged, bool running_pod) {
   static const json kNone = json::object();
   const json& before = spec.contains("resources") ? spec["resources"] : kNone;
   if (pod_level_guaranteed(before)) {
@@ -116,7 +116,7 @@ void keep_pod_level_qos(const json& spec, json& merged) {
       merged["requests"][resource] = higher;
       merged["limits"][resource] = higher;
     }
-  } else if (pod_level_guaranteed(merged)) {
+  } else if (running_pod && pod_level_guaranteed(merged)) {
     const kube::Quantity request = *quantity_at(merged, "requests", "cpu");
     merged["limits"]["cpu"] =
         kube::Quantity::from_nanos(request.nanos() + kube::Int128{1'000'000}).to_string();
@@ -214,7 +214,9 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
       plan.pod_resources_changed = true;
     }
   }
-  if (plan.pod_resources_changed) keep_pod_level_qos(spec, merged);
+  // A template's new pods, or a pod being created, may well be Guaranteed: only a pod's resize
+  // may not change the class (a template would carry the extra 1m into GitOps diffs for nothing).
+  if (plan.pod_resources_changed) keep_pod_level_qos(spec, merged, plan.spec_pointer == "/spec");
   if (plan.pod_resources_changed) plan.pod_resources = std::move(merged);
 }
 }  // namespace

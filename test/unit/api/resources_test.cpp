@@ -336,15 +336,27 @@ TEST_CASE("pod-level resources: checked on the pod as the API server defaults it
   REQUIRE(plan.pod_resources_changed);
   CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "3", "memory": "1Gi"},
       "limits": {"cpu": "3", "memory": "1Gi"}})"));
-  // A Burstable pod (as the API server defaulted it: requests 1500m, 1Gi; limits 2, 1Gi) whose
-  // raise would make requests equal limits keeps a cpu limit 1m above its request.
-  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1800m"}}])",
-                  R"({"requests": {"cpu": "1500m", "memory": "1Gi"},
-                      "limits": {"cpu": "2", "memory": "1Gi"}})",
-                  R"({"requests": {"cpu": "500m"}})");
+  // A running Burstable pod (as the API server defaulted it: requests 1500m, 1Gi; limits 2, 1Gi)
+  // whose raise would make requests equal limits keeps a cpu limit 1m above its request: a resize
+  // may not change the QoS class.
+  const char* burstable = R"({"requests": {"cpu": "1500m", "memory": "1Gi"},
+                              "limits": {"cpu": "2", "memory": "1Gi"}})";
+  json pod = {{"metadata", {{"name", "web-1"}, {"namespace", "shop"}}},
+              {"spec",
+               {{"containers", json::parse(R"([{"name": "app", "resources":
+                    {"requests": {"cpu": "1"}}}, {"name": "log", "resources":
+                    {"requests": {"cpu": "500m"}}}])")},
+                {"resources", json::parse(burstable)}}}};
+  plan = plan_resources(scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "1800m"}}]})"),
+                        pod);
   REQUIRE(plan.pod_resources_changed);
   CHECK(plan.pod_resources == json::parse(R"({"requests": {"cpu": "2300m", "memory": "1Gi"},
       "limits": {"cpu": "2301m", "memory": "1Gi"}})"));
+  // A template's new pods may be Guaranteed: no extra 1m there.
+  plan = plan_for(R"([{"name": "app", "requests": {"cpu": "1800m"}}])", burstable,
+                  R"({"requests": {"cpu": "500m"}})");
+  CHECK(plan.pod_resources["limits"]["cpu"] == "2300m");
 }
 
 TEST_CASE("template keys: one namespace and kind is taken out whole, and no other") {

@@ -350,6 +350,33 @@ TEST_CASE(
   CHECK(patched_cpu(plan.pods[1]) == "150m");
 }
 
+TEST_CASE("a resize the quota cannot hold once the pod-level values are kept valid is not sent") {
+  // A Burstable pod at pod level (requests 500m, 1Gi; limits 1, 1Gi), app at 100m, due for 1:
+  // 500m of requests.cpu and no limits.cpu left. The pod-level request rises to 1, and its cpu
+  // limit to 1001m so that the pod stays Burstable: above what limits.cpu leaves.
+  auto scaler = scaler_from(R"([{"name": "app"}])", R"({"recommendation":
+      {"containerRecommendations": [{"containerName": "app", "target": {"cpu": "1"},
+       "lowerBound": {"cpu": "900m"}, "upperBound": {"cpu": "2"},
+       "uncappedTarget": {"cpu": "1"}}]}})");
+  json p = pod("p", cpu("100m"), cpu("100m"));
+  p["spec"]["resources"] = json::parse(R"({"requests": {"cpu": "500m", "memory": "1Gi"},
+      "limits": {"cpu": "1", "memory": "1Gi"}})");
+  recommender::PodTotals headroom = cpu_headroom("900m");
+  headroom.limits.emplace("cpu", kube::Quantity::parse("0").value());
+  auto plan =
+      controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, {}, headroom);
+  REQUIRE(plan.total() == 1);
+  CHECK(plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[0].quota);
+  CHECK(plan.pods[0].message.find("ResourceQuota has room for less: limits.cpu 1001m") !=
+        std::string::npos);
+  // With room on limits.cpu it goes, the pod kept Burstable.
+  headroom.limits.at("cpu") = kube::Quantity::parse("1").value();
+  plan = controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, {}, headroom);
+  REQUIRE(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].patch["spec"]["resources"]["limits"]["cpu"] == "1001m");
+}
+
 TEST_CASE("pod-level resources the containers outgrow are raised in the same resize") {
   auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
   json p = pod("pl", cpu("100m"), cpu("100m"));
