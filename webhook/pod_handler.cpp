@@ -24,16 +24,18 @@ std::string admitted_value(const std::string& scaler, const recommender::PodTota
   return value.dump();
 }
 
-/// What a pod's kAdmittedAnnotation says it was counted for; nullopt when it has none, or one
-/// that does not read (then the pod is counted whole, the cautious side).
-std::optional<recommender::PodTotals> admitted_totals(const nlohmann::json& pod) {
+/// What a pod's kAdmittedAnnotation says it was counted for by `scaler`; nullopt when it has
+/// none, one of another scaler, or one that does not read (then the pod is counted whole, the
+/// cautious side).
+std::optional<recommender::PodTotals> admitted_totals(const nlohmann::json& pod,
+                                                      const std::string& scaler) {
   const nlohmann::json* text = kube::find_path(pod, {"metadata", "annotations"});
   if (text == nullptr || !text->is_object()) return std::nullopt;
   auto found = text->find(kAdmittedAnnotation);
   if (found == text->end() || !found->is_string()) return std::nullopt;
   const nlohmann::json value =
       nlohmann::json::parse(found->get_ref<const std::string&>(), nullptr, false);
-  if (!value.is_object()) return std::nullopt;
+  if (!value.is_object() || value.value("scaler", "") != scaler) return std::nullopt;
   recommender::PodTotals totals;
   for (bool limits : {false, true}) {
     auto section = value.find(limits ? "limits" : "requests");
@@ -109,49 +111,13 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   // Called again for the same pod (reinvocationPolicy IfNeeded, after a later webhook such as a
   // sidecar injector changed it): counted in the results and against the quota the first time.
   // The API server gives the second call a new uid and the pod no name yet: only the pod's own
-  // marker tells.
-  const std::optional<recommender::PodTotals> admitted_before = admitted_totals(request.object);
-  // A pod admitted once already (a re-invoked webhook, or a copy of a boosted pod): boosted
-  // twice, its base would be lost.
-  if (api::has_boost_annotation(request.object)) {
-    if (!admitted_before) unchanged_.inc();
-    return AdmissionResponse::allow();
-  }
-  const bool in_place = api::in_place(active->update_mode);
-  const bool boosting = boost_supported_ && active->boosts();
-  // In the other modes the template carries the values (or, in Initial and Off, deliberately
-  // does not yet): its pods are what it says, and only a startup boost changes them.
-  if (!in_place && !boosting) {
-    if (!admitted_before) unchanged_.inc();
-    return AdmissionResponse::allow();
-  }
-  auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
-  // ResourceQuota admission runs after this hook: the pod's sums stay within the headroom, or
-  // within what the pod asked for itself where that is more (it would not fit either way).
-  const std::optional<recommender::PodTotals> headroom =
-      quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
+  // marker tells. One that claims more than the pod now has is not believed (a copy, or a
+  // forgery that would have the pod go uncounted).
   const recommender::PodTotals own = recommender::pod_totals_of(request.object);
-  std::optional<recommender::PodTotals> budget = headroom;
-  if (budget) *budget = recommender::at_least(*budget, own);
-  bool budget_capped = false;
-  api::ResourcePlan plan;
-  if (in_place) {
-    auto recommendations = recommender::recommendations_of(*active);
-    // The containers' share of the budget: the sidecars run beside them and count too.
-    std::optional<recommender::PodTotals> containers_budget;
-    if (budget) {
-      containers_budget =
-          recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
-    }
-    auto containers = recommender::recommended_containers(
-        *active, request.object, recommendations, limit_range.get(),
-        containers_budget ? &*containers_budget : nullptr);
-    budget_capped = containers.budget_capped;
-    plan = api::plan_resources(*active, request.object, &containers.desired);
-  } else {
-    // The pod's own values are its base: the plan changes nothing before the boost.
-    const api::DesiredResources kept = api::controlled_values_of(*active, request.object);
-    plan = api::plan_resources(*active, request.object, &kept);
+  std::optional<recommender::PodTotals> admitted_before =
+      admitted_totals(request.object, active->name);
+  if (admitted_before && !recommender::exceeds(*admitted_before, own).empty()) {
+    admitted_before.reset();
   }
   AdmissionResponse response;
   // A dry run (`--dry-run=server`) gets the same answer and changes nothing: no headroom taken,
@@ -184,6 +150,48 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   auto count = [&](metrics::Counter& result) {
     if (!admitted_before) result.inc();
   };
+  // A pod admitted once already (a re-invoked webhook, or a copy of a boosted pod): boosted
+  // twice, its base would be lost. What it grew by since is still counted.
+  if (api::has_boost_annotation(request.object)) {
+    reserve_and_mark(own, response.patch, {});
+    count(unchanged_);
+    return response;
+  }
+  const bool in_place = api::in_place(active->update_mode);
+  const bool boosting = boost_supported_ && active->boosts();
+  // In the other modes the template carries the values (or, in Initial and Off, deliberately
+  // does not yet): its pods are what it says, and only a startup boost changes them.
+  if (!in_place && !boosting) {
+    count(unchanged_);
+    return AdmissionResponse::allow();
+  }
+  auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
+  // ResourceQuota admission runs after this hook: the pod's sums stay within the headroom, or
+  // within what the pod asked for itself where that is more (it would not fit either way).
+  const std::optional<recommender::PodTotals> headroom =
+      quotas_ ? quotas_->headroom(active->ns) : std::nullopt;
+  std::optional<recommender::PodTotals> budget = headroom;
+  if (budget) *budget = recommender::at_least(*budget, own);
+  bool budget_capped = false;
+  api::ResourcePlan plan;
+  if (in_place) {
+    auto recommendations = recommender::recommendations_of(*active);
+    // The containers' share of the budget: the sidecars run beside them and count too.
+    std::optional<recommender::PodTotals> containers_budget;
+    if (budget) {
+      containers_budget =
+          recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
+    }
+    auto containers = recommender::recommended_containers(
+        *active, request.object, recommendations, limit_range.get(),
+        containers_budget ? &*containers_budget : nullptr);
+    budget_capped = containers.budget_capped;
+    plan = api::plan_resources(*active, request.object, &containers.desired);
+  } else {
+    // The pod's own values are its base: the plan changes nothing before the boost.
+    const api::DesiredResources kept = api::controlled_values_of(*active, request.object);
+    plan = api::plan_resources(*active, request.object, &kept);
+  }
   // A pod admitted without all its values is resized once it runs: the reconciler waits for it.
   auto resize_later = [&] {
     if (effects && hints_ != nullptr && in_place) {

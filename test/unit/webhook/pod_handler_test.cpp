@@ -321,15 +321,29 @@ TEST_CASE("every pod sized is marked; a re-invoked call for it counts only what 
   again["request"]["object"] = pod;
   auto fourth = handler.handle(parse(again));
   REQUIRE(fourth.patch.is_array());
-  REQUIRE(fourth.patch.size() == 1);
   CHECK(fourth.patch[0]["value"]["requests"]["cpu"] == "400m");
-  CHECK(value_left(quotas) == "1450m");
-  // An unreadable marker counts the pod whole again (the cautious side) and is rewritten.
-  pod["metadata"]["annotations"][key] = "web";
-  again["request"]["object"] = pod;
-  auto fifth = handler.handle(parse(again));
+  // The pod now has less than its marker says, which a copied or forged marker would too: it is
+  // not believed, and the pod is counted whole again (the cautious side) and marked anew.
   CHECK(value_left(quotas) == "900m");
-  CHECK(fifth.patch.back()["path"] == "/metadata/annotations/" + webhook::json_pointer_escape(key));
+  CHECK(fourth.patch.back()["path"] ==
+        "/metadata/annotations/" + webhook::json_pointer_escape(key));
+  // So is a marker that does not read, or another scaler's.
+  pod = admitted(again, fourth.patch);
+  for (const char* forged : {"web", R"({"scaler": "other", "requests": {"cpu": "550m"}})"}) {
+    CAPTURE(forged);
+    pod["metadata"]["annotations"][key] = forged;
+    again["request"]["object"] = pod;
+    const std::string before = value_left(quotas);
+    auto answer = handler.handle(parse(again));
+    CHECK(kube::Quantity::parse(before).value().nanos() -
+              kube::Quantity::parse(value_left(quotas)).value().nanos() ==
+          kube::Quantity::parse("550m").value().nanos());
+    CHECK(answer.patch.back()["path"] ==
+          "/metadata/annotations/" + webhook::json_pointer_escape(key));
+    REQUIRE(quotas.rebuild({std::make_shared<const json>(json::parse(
+                R"({"metadata": {"name": "q", "namespace": "record"},
+                    "status": {"hard": {"requests.cpu": "2"}}})"))}) == 0);
+  }
 }
 
 TEST_CASE("a pod that needs no change is counted and marked too; a boosted one in one operation") {
@@ -359,6 +373,16 @@ TEST_CASE("a pod that needs no change is counted and marked too; a boosted one i
   json pod = admitted(review, boosted.patch);
   CHECK(pod["metadata"]["annotations"].contains(webhook::kAdmittedAnnotation));
   CHECK(api::has_boost_annotation(pod));
+  CHECK(value_left(quotas) == "1500m");  // boosted to 400m
+  // Called again once a proxy of 150m was injected: not boosted again, the proxy counted.
+  pod["spec"]["containers"].push_back(
+      {{"name", "istio-proxy"}, {"resources", {{"requests", {{"cpu", "150m"}}}}}});
+  json again = review;
+  again["request"]["object"] = pod;
+  auto second = handler.handle(parse(again));
+  REQUIRE(second.patch.is_array());
+  CHECK(second.patch.size() == 1);  // the marker, updated
+  CHECK(value_left(quotas) == "1350m");
 }
 
 TEST_CASE("the other modes leave the pod as its template made it") {
@@ -537,12 +561,18 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
     CHECK(record->containers[0].base.request->to_string() == (in_place ? "200m" : "100m"));
     CHECK(hints.boosted == std::vector<std::string>{"record/web"});
     CHECK(boosts.with({"boosted"}).value() == 1);
-    // Re-invoked (or a copy of a boosted pod): never boosted twice.
+    // Re-invoked (or a copy of a boosted pod): never boosted twice. (`pod` lacks the marker
+    // `handled` took out: the call counts it and marks it, changing nothing else.)
     json again = review;
     again["request"]["object"] = pod;
-    auto second = handled(handler, again, Marker::kUnmarked);
+    auto second = handled(handler, again);
     CHECK_FALSE(second.patch.is_array());
     CHECK(boosts.with({"boosted"}).value() == 1);
+    // Once marked, a second call neither marks nor counts it again.
+    again["request"]["object"] = admitted(again, handler.handle(parse(again)).patch);
+    CHECK(results.with({"unchanged"}).value() == 2);
+    CHECK(handled(handler, again, Marker::kUnmarked).patch.is_null());
+    CHECK(results.with({"unchanged"}).value() == 2);
   }
 }
 
