@@ -71,6 +71,18 @@ api::Scaler recommended(const char* target, const char* lower = "250m",
   return *parsed;
 }
 
+/// Two running pods of the workload at 100m, and a step with its API and metrics.
+struct TwoPods {
+  FakeApi api;
+  Metrics metrics;
+  controller::InPlaceStep step{api, metrics};
+  TwoPods() {
+    for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
+      api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
+    }
+  }
+};
+
 const json kWorkload = {{"spec", {{"selector", {{"matchLabels", {{"app", "web"}}}}}}}};
 
 }  // namespace
@@ -305,12 +317,8 @@ TEST_CASE("a pod deleted between the list and its resize (404 naming it) is no r
 }
 
 TEST_CASE("InPlaceOrRecreate evicts a refused pod only while the whole workload runs") {
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
-    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
-  }
+  TwoPods test;
+  auto& [api, metrics, step] = test;
   api::Scaler recreate = scaler("64");
   recreate.update_mode = api::UpdateMode::kInPlaceOrRecreate;
   const json selector = kWorkload["spec"]["selector"];
@@ -470,12 +478,8 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
 }
 
 TEST_CASE("under a quota, a pod whose refused patch waits leaves its share to the pods after it") {
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  for (const char* name : {"web-7f9c-a", "web-7f9c-b"}) {
-    api.pods[name] = pod(name, "ReplicaSet", "web-7f9c", "100m");
-  }
+  TwoPods test;
+  auto& [api, metrics, step] = test;
   // Both due for 300m (+200m each), 250m of requests.cpu left: a gets 300m, b the 150m left,
   // and the node refuses both.
   recommender::PodTotals headroom;
