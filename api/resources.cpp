@@ -214,8 +214,9 @@ void fit_pod_level(ResourcePlan& plan, const json& spec) {
       plan.pod_resources_changed = true;
     }
   }
-  // A template's new pods, or a pod being created, may well be Guaranteed: only a pod's resize
-  // may not change the class (a template would carry the extra 1m into GitOps diffs for nothing).
+  // A Pod's own spec (a resize, which may not change the class; a pod being created, which keeps
+  // the class its template gave it) keeps a Burstable pod Burstable. A template's new pods may
+  // well be Guaranteed (and an extra 1m there would only show in GitOps diffs).
   if (plan.pod_resources_changed) keep_pod_level_qos(spec, merged, plan.spec_pointer == "/spec");
   if (plan.pod_resources_changed) plan.pod_resources = std::move(merged);
 }

@@ -157,6 +157,8 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   // Three namespace reads at once: each mostly waits on the API server.
   resyncer_ = std::make_unique<Resyncer>(resync_api_, store_, verified_, *queue_, *metrics_,
                                          /*concurrency=*/3);
+  // Several replicas: a pod hook's hint may have reached a follower.
+  resyncer_->set_visit_pod_scalers(options_.leader_gate != nullptr);
   // Namespaces are cluster-scoped: with --namespace vscaler lists none, so no opt-in.
   if (options_.ns.empty()) {
     opt_in_ = std::make_unique<NamespaceOptIn>(resync_api_, opt_in_api_, store_);

@@ -262,15 +262,15 @@ std::optional<recommender::TimePoint> last_resized_within(const PodResize& pod,
   return last->second;
 }
 
-/// What of `plan` (made for `pod`, whose totals are `before`) would exceed the headroom
-/// `quota_left` ("requests.cpu 1200m above the 800m left"); empty when it fits, changes nothing or
-/// no quota bounds the namespace.
+/// What the growth of `plan` (made for `pod`, whose totals are `before`) asks for beyond the
+/// headroom `quota_left` ("limits.cpu 1m above the 0 left"); empty when it fits, changes nothing
+/// or no quota bounds the namespace.
 std::string quota_overrun(const json& pod, const api::ResourcePlan& plan,
                           const recommender::PodTotals& before,
                           const std::optional<recommender::PodTotals>& quota_left) {
   if (!quota_left || !plan.changed() || !plan.invalid.empty()) return {};
-  return recommender::exceeds(recommender::pod_totals_after(pod, plan),
-                              recommender::bounded_sum(before, *quota_left));
+  return recommender::exceeds(
+      recommender::minus_bounded(recommender::pod_totals_after(pod, plan), before), *quota_left);
 }
 
 }  // namespace
@@ -339,14 +339,6 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.state = PodResizeState::kInProgress;  // the kubelet has work to do: wait for it
       if (conditions.in_progress != nullptr)
         decision.since = transition_time(*conditions.in_progress);
-    } else if (std::string over = quota_overrun(pod, plan, before, out.quota_left);
-               recommendation_due && !over.empty()) {
-      // Capped to the headroom, and still over it once the pod-level values are kept valid
-      // (raised, or a cpu limit kept 1m above its request): the API server would refuse it.
-      decision.state = PodResizeState::kInfeasible;
-      decision.quota = true;
-      decision.message =
-          recommended_reason + "; the namespace's ResourceQuota has room for less: " + over;
     } else if (recommendation_due && recommended.budget_capped && !plan.changed()) {
       // The recommendation wants more than the quota leaves: nothing to send, nothing evicted.
       decision.state = PodResizeState::kInfeasible;
@@ -369,6 +361,14 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         decision.message += "; resized at " + recommender::format_rfc3339(*last) + ", again at " +
                             recommender::format_rfc3339(*last + rules.min_update_interval) +
                             " (--min-update-interval)";
+      } else if (std::string over = quota_overrun(pod, plan, before, out.quota_left);
+                 recommendation_due && !over.empty()) {
+        // Capped to the headroom, and still over it once the pod-level values are kept valid
+        // (raised, or a cpu limit kept 1m above its request): the API server would refuse it.
+        decision.state = PodResizeState::kInfeasible;
+        decision.quota = true;
+        decision.message =
+            recommended_reason + "; the namespace's ResourceQuota has room for less: " + over;
       } else if (out.quota_left && !(rules.waits && rules.waits(decision))) {
         out.quota_left =
             recommender::spend(*out.quota_left, before, recommender::pod_totals_after(pod, plan));

@@ -19,11 +19,8 @@ constexpr std::string_view kResyncLogger = "resync";
 // many workloads).
 constexpr std::size_t kPageSize = 500;
 
-/// True for a scaler whose work lies in its pods (the in-place modes, a startup boost): their
-/// changes move no workload's generation, and the pod hook's hints about them (a pod admitted
-/// boosted, or without all its values) reach only the replica that served it, perhaps not the
-/// leader. The leader's resync visits such a scaler every pass (a workload GET and a pod LIST
-/// each), so a boost admitted anywhere ends and a capped pod is resized within a period.
+/// True for a scaler whose work lies in its pods (the in-place modes, a startup boost): see
+/// Resyncer::set_visit_pod_scalers.
 bool works_on_pods(const api::Scaler& scaler) {
   return api::in_place(scaler.update_mode) || scaler.boosts();
 }
@@ -53,9 +50,17 @@ ResyncStats Resyncer::run_once() {
   // reconciled when the active one changes or goes away (the informer enqueues them).
   std::map<std::pair<std::string, std::string>, std::vector<std::shared_ptr<const api::Scaler>>>
       by_namespace;
+  // Enqueued without a read of their own: their reconcile reads the workload and its pods.
+  std::vector<std::string> pod_scalers;
+  const bool visit_pod_scalers = visit_pod_scalers_.load();
   for (auto& scaler : store_.snapshot()) {
     const api::Scaler* active = api::select_active(store_.targeting(scaler->ns, scaler->target));
     if (active != scaler.get()) continue;
+    if (visit_pod_scalers && works_on_pods(*scaler)) {
+      ++stats.scalers;
+      pod_scalers.push_back(scaler->key());
+      continue;
+    }
     by_namespace[{scaler->ns, scaler->target.kind}].push_back(std::move(scaler));
   }
   // One job per namespace and kind; whether it reads by GETs is decided here, from the last
@@ -77,7 +82,7 @@ ResyncStats Resyncer::run_once() {
     jobs.push_back({&ns_kind.first, &ns_kind.second, &scalers, use_gets});
   }
   std::mutex merge;  // guards stats, to_enqueue and last_list_size_ while jobs run
-  std::vector<std::string> to_enqueue;
+  std::vector<std::string> to_enqueue = std::move(pod_scalers);
   auto run_job = [&](const Job& job) {
     const std::string& ns = *job.ns;
     const std::string& kind = *job.kind;
@@ -94,9 +99,7 @@ ResyncStats Resyncer::run_once() {
           continue;
         }
         const WorkloadMeta* observed = meta.ok() ? &*meta : nullptr;
-        if (works_on_pods(*scaler) || changed(verified_.get(scaler->key()), observed)) {
-          changed_keys.push_back(scaler->key());
-        }
+        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
       }
     } else if (auto list = api_.list_workloads(ns, kind, calls); !list.ok()) {
       // An interrupted list proves nothing about what is absent: judge nobody here this time.
@@ -111,9 +114,7 @@ ResyncStats Resyncer::run_once() {
       for (const auto& scaler : *job.scalers) {
         auto it = by_name.find(scaler->target.name);
         const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
-        if (works_on_pods(*scaler) || changed(verified_.get(scaler->key()), observed)) {
-          changed_keys.push_back(scaler->key());
-        }
+        if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
       }
     }
     std::lock_guard lock(merge);

@@ -70,7 +70,16 @@ class Resyncer {
   Resyncer(ResyncApi& api, const ScalerStore& store, const VerifiedState& verified,
            WorkQueue& queue, ResyncMetrics& metrics, int concurrency = 1);
 
-  /// One pass: read, compare with what was verified, enqueue what changed or vanished.
+  /// With several replicas (leader election on), the pod hook's hints about a scaler's pods (a
+  /// pod admitted boosted, or without all its values) reach only the replica that served them,
+  /// perhaps not the leader, and move no workload's generation: then each pass also enqueues,
+  /// without reading anything, every active scaler in an in-place mode or with a startup boost,
+  /// so a boost admitted anywhere ends and a capped pod is resized within a period. Off (one
+  /// replica, every hint reaches it): only what changed is visited.
+  void set_visit_pod_scalers(bool visit) { visit_pod_scalers_ = visit; }
+
+  /// One pass: read, compare with what was verified, enqueue what changed or vanished (and,
+  /// see set_visit_pod_scalers, the scalers whose work lies in their pods).
   ResyncStats run_once();
   /// Calls run_once() every `period` (jittered by up to +-10%) until stop(). When `may_start`
   /// is set, each pass asks it first and is skipped when it says no (not the leader now).
@@ -90,6 +99,7 @@ class Resyncer {
   WorkQueue& queue_;
   ResyncMetrics& metrics_;
   int concurrency_;
+  std::atomic<bool> visit_pod_scalers_{false};
   /// Workloads seen in each "namespace/kind"'s last complete list: when a namespace holds few
   /// scalers of a kind among many such workloads, one metadata GET per scaler is cheaper than
   /// listing them.

@@ -368,8 +368,20 @@ TEST_CASE("a resize the quota cannot hold once the pod-level values are kept val
   REQUIRE(plan.total() == 1);
   CHECK(plan.pods[0].state == PodResizeState::kInfeasible);
   CHECK(plan.pods[0].quota);
-  CHECK(plan.pods[0].message.find("ResourceQuota has room for less: limits.cpu 1001m") !=
+  CAPTURE(plan.pods[0].message);
+  CHECK(plan.pods[0].message.find(
+            "ResourceQuota has room for less: limits.cpu 1m above the 0 left") !=
         std::string::npos);
+  // Resized for a recommendation a minute ago: held by the rate limit first, not reported.
+  const auto now = recommender::from_millis(3'600'000);
+  std::map<std::string, recommender::TimePoint> resized_at{
+      {"uid-p", now - std::chrono::minutes(1)}};
+  controller::InPlaceRules rules;
+  rules.now = now;
+  rules.resized_at = &resized_at;
+  CHECK(controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, rules, headroom)
+            .pods[0]
+            .state == PodResizeState::kHeld);
   // With room on limits.cpu it goes, the pod kept Burstable.
   headroom.limits.at("cpu") = kube::Quantity::parse("1").value();
   plan = controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, {}, headroom);

@@ -113,7 +113,8 @@ TEST_CASE("resync: enqueues what changed, was never verified, or vanished; nothi
   CHECK(f.drain().empty());
 }
 
-TEST_CASE("resync: a scaler whose work lies in its pods is visited every pass") {
+TEST_CASE(
+    "resync: with several replicas, a scaler whose work lies in its pods is visited each pass") {
   Fixture f;
   for (const char* name : {"auto", "in-place", "boosted"}) {
     f.deployment(name, name, 1);
@@ -132,12 +133,19 @@ TEST_CASE("resync: a scaler whose work lies in its pods is visited every pass") 
   add("auto", api::UpdateMode::kAuto, false);
   add("in-place", api::UpdateMode::kInPlace, false);
   add("boosted", api::UpdateMode::kAuto, true);
-  // Nothing changed in any workload: the pods of the last two may have (a pod admitted boosted
-  // or capped by another replica's hook).
+  // One replica: every hint reached it; nothing changed, nothing is visited.
+  CHECK(f.resyncer.run_once().enqueued == 0);
+  const int reads = f.api.lists + f.api.gets;
+  // Several: nothing changed in any workload, but the pods of the last two may have (a pod
+  // admitted boosted or capped by another replica's hook). Enqueued without a read of their own.
+  f.resyncer.set_visit_pod_scalers(true);
   for (int pass = 0; pass < 2; ++pass) {
-    CHECK(f.resyncer.run_once().enqueued == 2);
+    auto stats = f.resyncer.run_once();
+    CHECK(stats.enqueued == 2);
+    CHECK(stats.scalers == 3);
     CHECK(f.drain() == std::set<std::string>{"shop/in-place", "shop/boosted"});
   }
+  CHECK(f.api.lists + f.api.gets - reads == 2);  // the auto scaler's namespace, once a pass
 }
 
 TEST_CASE("resync: an interrupted list proves nothing; nobody in the namespace is judged") {
