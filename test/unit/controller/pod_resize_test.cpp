@@ -60,6 +60,19 @@ json patched_cpu(const controller::PodResize& pod) {
   return pod.patch["spec"]["containers"][0]["resources"]["requests"]["cpu"];
 }
 
+/// Rules at a fixed `now` under which pod `uid` was resized for a recommendation `ago`.
+struct ResizedAgo {
+  const recommender::TimePoint now = recommender::from_millis(3'600'000);
+  std::map<std::string, recommender::TimePoint> resized_at;
+  controller::InPlaceRules rules;
+  ResizedAgo(const char* uid, std::chrono::minutes ago) : resized_at{{uid, now - ago}} {
+    rules.now = now;
+    rules.resized_at = &resized_at;
+  }
+  ResizedAgo(const ResizedAgo&) = delete;  // rules point at resized_at
+  ResizedAgo& operator=(const ResizedAgo&) = delete;
+};
+
 std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
   return recommender::recommendations_of(scaler);
 }
@@ -323,12 +336,9 @@ TEST_CASE(
   auto recommendations = recommendations_of(scaler);
   // Two pods at 100m, each due for 300m (+200m each); 250m of requests.cpu left. Pod a was
   // resized for a recommendation 2 minutes ago, within the 10-minute interval: held.
-  const auto now = recommender::from_millis(3'600'000);
-  std::map<std::string, recommender::TimePoint> resized_at{
-      {"uid-a", now - std::chrono::minutes(2)}};
-  controller::InPlaceRules rules;
-  rules.now = now;
-  rules.resized_at = &resized_at;
+  ResizedAgo held("uid-a", std::chrono::minutes(2));
+  controller::InPlaceRules& rules = held.rules;
+  const auto now = held.now;
   auto plan = controller::plan_in_place(scaler, pods_at_100m({"a", "b"}), recommendations, nullptr,
                                         rules, cpu_headroom("250m"));
   REQUIRE(plan.total() == 2);
@@ -373,13 +383,9 @@ TEST_CASE("a resize the quota cannot hold once the pod-level values are kept val
             "ResourceQuota has room for less: limits.cpu 1m above the 0 left") !=
         std::string::npos);
   // Resized for a recommendation a minute ago: held by the rate limit first, not reported.
-  const auto now = recommender::from_millis(3'600'000);
-  std::map<std::string, recommender::TimePoint> resized_at{
-      {"uid-p", now - std::chrono::minutes(1)}};
-  controller::InPlaceRules rules;
-  rules.now = now;
-  rules.resized_at = &resized_at;
-  CHECK(controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, rules, headroom)
+  ResizedAgo held("uid-p", std::chrono::minutes(1));
+  CHECK(controller::plan_in_place(scaler, {p}, recommendations_of(scaler), nullptr, held.rules,
+                                  headroom)
             .pods[0]
             .state == PodResizeState::kHeld);
   // With room on limits.cpu it goes, the pod kept Burstable.
