@@ -545,6 +545,15 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   return scaler;
 }
 
+bool Scaler::status_counts_boosted_pods() const {
+  if (packed_status.empty()) return false;
+  const std::string text = unpack_status_text(packed_status);
+  if (text.find("\"startupBoost\"") == std::string::npos) return false;
+  const json status = json::parse(text, nullptr, false);
+  const json* boosted = kube::find_path(status, {"startupBoost", "boosted"});
+  return boosted != nullptr && boosted->is_number_integer() && boosted->get<int64_t>() > 0;
+}
+
 json Scaler::status() const {
   if (packed_status.empty()) return json();
   json status = json::parse(unpack_status_text(packed_status), nullptr, false);

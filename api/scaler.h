@@ -168,6 +168,10 @@ struct Scaler {
   const StartupBoost* boost_for(std::string_view container) const;
   /// True when some boost is configured (spec.startupBoost or an entry's).
   bool boosts() const;
+  /// True when the stored status counts pods still boosted (status.startupBoost.boosted > 0):
+  /// they are watched until their boost ends, whatever the spec now says. Cheap when there are
+  /// none: the status text is searched before it is parsed.
+  bool status_counts_boosted_pods() const;
 };
 
 /// Parses a VerticalScaler object as returned by the API server. Errors name the field

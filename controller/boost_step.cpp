@@ -219,9 +219,7 @@ bool BoostStep::watching(const api::Scaler& scaler) const {
       if (found->second.admitted) return true;
     }
   }
-  const json status = scaler.status();
-  const json* boosted = kube::find_path(status, {"startupBoost", "boosted"});
-  return boosted != nullptr && boosted->is_number_integer() && boosted->get<int64_t>() > 0;
+  return scaler.status_counts_boosted_pods();
 }
 
 BoostResult BoostStep::run(const api::Scaler& scaler, const std::vector<json>& pods, bool may_write,

@@ -22,7 +22,8 @@ constexpr std::size_t kPageSize = 500;
 /// True for a scaler whose work lies in its pods (the in-place modes, a startup boost): see
 /// Resyncer::set_visit_pod_scalers.
 bool works_on_pods(const api::Scaler& scaler) {
-  return api::in_place(scaler.update_mode) || scaler.boosts();
+  return api::in_place(scaler.update_mode) || scaler.boosts() ||
+         scaler.status_counts_boosted_pods();  // a boost removed while pods still hold it
 }
 
 /// True when what is stored now differs from what was last verified.

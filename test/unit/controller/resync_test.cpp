@@ -12,6 +12,8 @@
 #include <set>
 #include <string>
 
+#include "api/packed_text.h"
+
 using namespace std::chrono_literals;
 using namespace vscaler;
 using controller::Priority;
@@ -116,11 +118,11 @@ TEST_CASE("resync: enqueues what changed, was never verified, or vanished; nothi
 TEST_CASE(
     "resync: with several replicas, a scaler whose work lies in its pods is visited each pass") {
   Fixture f;
-  for (const char* name : {"auto", "in-place", "boosted"}) {
+  for (const char* name : {"auto", "in-place", "boosted", "was-boosted"}) {
     f.deployment(name, name, 1);
     f.verified.set(std::string("shop/") + name, Verified{true, name, 1});
   }
-  auto add = [&](const char* name, api::UpdateMode mode, bool boost) {
+  auto add = [&](const char* name, api::UpdateMode mode, bool boost, std::string_view status = "") {
     api::Scaler s;
     s.ns = "shop";
     s.name = name;
@@ -128,11 +130,14 @@ TEST_CASE(
     s.creation_timestamp = "2026-01-01T00:00:00Z";
     s.update_mode = mode;
     if (boost) s.startup_boost = api::StartupBoost{};
+    s.packed_status = api::pack_status_text(status);
     f.store.upsert(std::make_shared<const api::Scaler>(s));
   };
   add("auto", api::UpdateMode::kAuto, false);
   add("in-place", api::UpdateMode::kInPlace, false);
   add("boosted", api::UpdateMode::kAuto, true);
+  // Its boost removed from the spec while a pod still holds one: watched until it ends.
+  add("was-boosted", api::UpdateMode::kAuto, false, R"({"startupBoost":{"boosted":1}})");
   // One replica: every hint reached it; nothing changed, nothing is visited.
   CHECK(f.resyncer.run_once().enqueued == 0);
   const int reads = f.api.lists + f.api.gets;
@@ -141,9 +146,9 @@ TEST_CASE(
   f.resyncer.set_visit_pod_scalers(true);
   for (int pass = 0; pass < 2; ++pass) {
     auto stats = f.resyncer.run_once();
-    CHECK(stats.enqueued == 2);
-    CHECK(stats.scalers == 3);
-    CHECK(f.drain() == std::set<std::string>{"shop/in-place", "shop/boosted"});
+    CHECK(stats.enqueued == 3);
+    CHECK(stats.scalers == 4);
+    CHECK(f.drain() == std::set<std::string>{"shop/in-place", "shop/boosted", "shop/was-boosted"});
   }
   CHECK(f.api.lists + f.api.gets - reads == 2);  // the auto scaler's namespace, once a pass
 }
