@@ -262,15 +262,11 @@ std::optional<recommender::TimePoint> last_resized_within(const PodResize& pod,
   return last->second;
 }
 
-/// What the growth of `plan` (made for `pod`, whose totals are `before`) asks for beyond the
-/// headroom `quota_left` ("limits.cpu 1m above the 0 left"); empty when it fits, changes nothing
-/// or no quota bounds the namespace.
-std::string quota_overrun(const json& pod, const api::ResourcePlan& plan,
-                          const recommender::PodTotals& before,
-                          const std::optional<recommender::PodTotals>& quota_left) {
-  if (!quota_left || !plan.changed() || !plan.invalid.empty()) return {};
-  return recommender::exceeds(
-      recommender::minus_bounded(recommender::pod_totals_after(pod, plan), before), *quota_left);
+/// What a pod's growth from `before` to `after` asks for beyond the headroom `quota_left`
+/// ("limits.cpu 1m above the 0 left"); empty when it fits.
+std::string quota_overrun(const recommender::PodTotals& after, const recommender::PodTotals& before,
+                          const recommender::PodTotals& quota_left) {
+  return recommender::exceeds(recommender::minus_bounded(after, before), quota_left);
 }
 
 }  // namespace
@@ -346,6 +342,12 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.message =
           recommended_reason + "; the namespace's ResourceQuota leaves no room to grow the pod";
     } else if (plan.changed()) {
+      // The pod's totals once resized, computed once if the quota needs them.
+      std::optional<recommender::PodTotals> totals_after;
+      auto after = [&]() -> const recommender::PodTotals& {
+        if (!totals_after) totals_after = recommender::pod_totals_after(pod, plan);
+        return *totals_after;
+      };
       decision.state = PodResizeState::kDue;
       decision.patch = resize_patch(plan);
       decision.message = recommendation_due ? recommended_reason : differing(plan);
@@ -361,7 +363,8 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         decision.message += "; resized at " + recommender::format_rfc3339(*last) + ", again at " +
                             recommender::format_rfc3339(*last + rules.min_update_interval) +
                             " (--min-update-interval)";
-      } else if (std::string over = quota_overrun(pod, plan, before, out.quota_left);
+      } else if (std::string over =
+                     out.quota_left ? quota_overrun(after(), before, *out.quota_left) : "";
                  recommendation_due && !over.empty()) {
         // Capped to the headroom, and still over it once the pod-level values are kept valid
         // (raised, or a cpu limit kept 1m above its request): the API server would refuse it.
@@ -370,8 +373,7 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         decision.message =
             recommended_reason + "; the namespace's ResourceQuota has room for less: " + over;
       } else if (out.quota_left && !(rules.waits && rules.waits(decision))) {
-        out.quota_left =
-            recommender::spend(*out.quota_left, before, recommender::pod_totals_after(pod, plan));
+        out.quota_left = recommender::spend(*out.quota_left, before, after());
       }
     } else if (conditions.pending != nullptr) {
       decision.since = transition_time(*conditions.pending);

@@ -8,6 +8,7 @@
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
 #include "recommender/desired.h"
+#include "recommender/json_fields.h"
 
 namespace vscaler::webhook {
 namespace {
@@ -36,18 +37,10 @@ std::optional<recommender::PodTotals> admitted_totals(const nlohmann::json& pod,
   const nlohmann::json value =
       nlohmann::json::parse(found->get_ref<const std::string&>(), nullptr, false);
   if (!value.is_object() || value.value("scaler", "") != scaler) return std::nullopt;
-  recommender::PodTotals totals;
-  for (bool limits : {false, true}) {
-    auto section = value.find(limits ? "limits" : "requests");
-    if (section == value.end()) continue;
-    if (!section->is_object()) return std::nullopt;
-    for (const auto& [resource, quantity] : section->items()) {
-      if (!quantity.is_string()) return std::nullopt;
-      auto parsed = kube::Quantity::parse(quantity.get_ref<const std::string&>());
-      if (!parsed.ok()) return std::nullopt;
-      (limits ? totals.limits : totals.requests).emplace(resource, *parsed);
-    }
-  }
+  auto requests = recommender::resource_list(recommender::child(value, "requests"), "requests");
+  auto limits = recommender::resource_list(recommender::child(value, "limits"), "limits");
+  if (!requests.ok() || !limits.ok()) return std::nullopt;
+  recommender::PodTotals totals{std::move(*requests), std::move(*limits)};
   return totals;
 }
 
