@@ -8,6 +8,8 @@
 #include <new>
 #include <utility>
 
+#include "base/tsan.h"
+
 namespace vscaler::controller {
 namespace {
 
@@ -63,6 +65,7 @@ ScalerIndex::ScalerIndex() : seed_(base::random_hash_seed()) {}
 
 ScalerIndex::~ScalerIndex() {
   for (Shard& shard : shards_) {
+    base::mutex_destroyed(&shard.mutex);
     shard.targets.for_each([](Target* target) { BlockDelete{}(target); });
   }
   by_scaler_.for_each([](Entry* entry) { BlockDelete{}(entry); });

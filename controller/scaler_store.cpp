@@ -1,7 +1,15 @@
 // ScalerStore: sharded map and index updated together under the writer lock.
 #include "controller/scaler_store.h"
 
+#include "base/tsan.h"
+
 namespace vscaler::controller {
+
+ScalerStore::~ScalerStore() {
+  base::mutex_destroyed(&writer_mutex_);
+  base::mutex_destroyed(&invalid_mutex_);
+  for (Shard& shard : shards_) base::mutex_destroyed(&shard.mutex);
+}
 
 std::shared_ptr<const api::Scaler> ScalerStore::upsert(std::shared_ptr<const api::Scaler> scaler) {
   std::string key = scaler->key();

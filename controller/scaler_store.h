@@ -38,6 +38,12 @@ struct InvalidScaler {
 /// meet on one lock; the informer, the only writer, is serialised on a lock of its own.
 class ScalerStore {
  public:
+  ScalerStore() = default;
+  /// Tells ThreadSanitizer its locks end (base/tsan.h).
+  ~ScalerStore();
+  ScalerStore(const ScalerStore&) = delete;
+  ScalerStore& operator=(const ScalerStore&) = delete;
+
   /// Inserts or replaces `scaler` (and moves its index entry when its target changed).
   /// Returns the previous version, nullptr when new.
   std::shared_ptr<const api::Scaler> upsert(std::shared_ptr<const api::Scaler> scaler);

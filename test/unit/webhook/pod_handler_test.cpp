@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
-#include <memory>
 #include <optional>
 #include <sstream>
 
@@ -37,18 +36,8 @@ AdmissionRequest parse(const json& review) {
   return *request;
 }
 
-/// A store on the heap. Its mutexes' destructors are trivial (glibc's static initializers), so
-/// ThreadSanitizer never sees them end: on the stack, one test case's index lock and the next's
-/// store lock at the same address would be taken for one mutex and make a false lock-order
-/// cycle. Freed heap memory is forgotten by ThreadSanitizer, mutexes included.
-struct HeapStore {
-  std::unique_ptr<controller::ScalerStore> owned = std::make_unique<controller::ScalerStore>();
-  controller::ScalerStore& store = *owned;
-};
-
 struct Fixture {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   metrics::CounterFamily& results =
       registry.counter("vscaler_pod_admission_total", "test", {"result"});
@@ -542,8 +531,7 @@ struct BoostHints : controller::HintSink {
 TEST_CASE("startup boost: every mode boosts the pod from its base and records the base once") {
   for (const char* mode : {"Auto", "Off", "Initial", "InPlace"}) {
     CAPTURE(mode);
-    HeapStore heap;
-    controller::ScalerStore& store = heap.store;
+    controller::ScalerStore store;
     metrics::Registry registry;
     auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
     auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
@@ -589,8 +577,7 @@ TEST_CASE("startup boost: every mode boosts the pod from its base and records th
 }
 
 TEST_CASE("a dry run gets the same patch and changes nothing: no headroom, no hint, no boost") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
@@ -627,8 +614,7 @@ TEST_CASE("a dry run gets the same patch and changes nothing: no headroom, no hi
 }
 
 TEST_CASE("startup boost: the boost fits the quota's headroom, not the pod's declared totals") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   controller::QuotaCache quotas;
@@ -657,8 +643,7 @@ TEST_CASE("startup boost: the boost fits the quota's headroom, not the pod's dec
 }
 
 TEST_CASE("startup boost: a container with no cpu request is left alone and counted skipped") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   auto& boosts = registry.counter("vscaler_startup_boosts_total", "test", {"result"});
@@ -674,8 +659,7 @@ TEST_CASE("startup boost: a container with no cpu request is left alone and coun
 }
 
 TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   PodHandler handler{store, results, nullptr, nullptr, nullptr, nullptr, false};
@@ -684,8 +668,7 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
 }
 
 TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is created") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   controller::LimitRangeCache limit_ranges;
@@ -710,8 +693,7 @@ TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is 
 TEST_CASE(
     "startup boost: a LimitRange's per-container max caps the boost (LimitRanger would "
     "refuse the pod above it)") {
-  HeapStore heap;
-  controller::ScalerStore& store = heap.store;
+  controller::ScalerStore store;
   metrics::Registry registry;
   auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
   controller::LimitRangeCache limit_ranges;
