@@ -42,6 +42,15 @@ std::string quote_untrusted(std::string_view text) {
   return out;
 }
 
+std::string printable_untrusted(std::string_view text, std::size_t max_chars) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size() && i < max_chars; ++i) {
+    char c = text[i];
+    out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  return out;
+}
+
 bool set_level(std::string_view level) {
   for (Level candidate : {Level::kDebug, Level::kInfo, Level::kWarn, Level::kError}) {
     if (level == level_name(candidate)) {

@@ -26,6 +26,11 @@ bool enabled(Level level);
 /// characters and then "...".
 std::string quote_untrusted(std::string_view text);
 
+/// Text from the network (an HTTP path, another server's error message) made safe for a message,
+/// a log line or a status written to the API server: printable ASCII only (others become '?'),
+/// unquoted, at most `max_chars` characters.
+std::string printable_untrusted(std::string_view text, std::size_t max_chars = 128);
+
 /// Writes one line: {"ts":...,"level":...,"logger":logger,"msg":message, fields...}.
 void write(Level level, std::string_view logger, std::string_view message,
            std::initializer_list<Field> fields = {});

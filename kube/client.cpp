@@ -11,6 +11,12 @@ namespace {
 
 using nlohmann::json;
 
+/// A request body as JSON text. Invalid UTF-8 (a message quoting another server's bytes) becomes
+/// U+FFFD instead of the exception dump() throws, which no caller expects from a write.
+std::string body_text(const json& body) {
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 constexpr std::string_view kMetadataListAccept =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 constexpr std::string_view kMetadataAccept =
@@ -321,7 +327,7 @@ Result<json, ApiError> Client::create(const ResourceType& type, std::string_view
   if (type.namespaced && namespace_name.empty()) return fail(needs_namespace(type));
   Query query;
   add_write_options(query, options, false);
-  return write("POST", with_query(type.path(namespace_name), query), object.dump(),
+  return write("POST", with_query(type.path(namespace_name), query), body_text(object),
                "application/json", options.parse_answer);
 }
 
@@ -335,7 +341,7 @@ Result<json, ApiError> Client::update(const ResourceType& type, const json& obje
   if (type.namespaced && ns.empty()) return fail(needs_namespace(type));
   Query query;
   add_write_options(query, options, false);
-  return write("PUT", with_query(type.path(ns, name), query), object.dump(), "application/json",
+  return write("PUT", with_query(type.path(ns, name), query), body_text(object), "application/json",
                options.parse_answer);
 }
 
@@ -350,7 +356,7 @@ Result<json, ApiError> Client::update_status(const ResourceType& type, const jso
   if (type.namespaced && ns.empty()) return fail(needs_namespace(type));
   Query query;
   add_write_options(query, options, false);
-  return write("PUT", with_query(type.path(ns, name, "status"), query), object.dump(),
+  return write("PUT", with_query(type.path(ns, name, "status"), query), body_text(object),
                "application/json", options.parse_answer);
 }
 
@@ -365,7 +371,7 @@ Result<json, ApiError> Client::patch(const ResourceType& type, std::string_view 
   }
   Query query;
   add_write_options(query, options, patch_type == PatchType::kApply);
-  return write("PATCH", with_query(type.path(ns, name, subresource), query), patch.dump(),
+  return write("PATCH", with_query(type.path(ns, name, subresource), query), body_text(patch),
                content_type(patch_type), options.parse_answer);
 }
 
@@ -390,7 +396,7 @@ Result<json, ApiError> Client::remove(const ResourceType& type, std::string_view
   if (!body.empty()) {
     body["apiVersion"] = "v1";
     body["kind"] = "DeleteOptions";
-    text = body.dump();
+    text = body_text(body);
   }
   return write("DELETE", type.path(ns, name), std::move(text), "application/json");
 }

@@ -251,12 +251,7 @@ bool has_token(std::string_view list, std::string_view token) {
 }
 
 std::string printable(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size() && i < 128; ++i) {
-    char c = text[i];
-    out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  }
-  return out;
+  return log::printable_untrusted(text, 128);
 }
 
 const char* reason_phrase(int status) {

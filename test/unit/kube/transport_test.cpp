@@ -420,3 +420,25 @@ TEST_CASE("a kubeconfig's tls-server-name is the server name the handshake sends
   CHECK(answer->body == "{}");
   CHECK(server.seen() == "localhost");
 }
+
+TEST_CASE("a write carrying invalid UTF-8 is sent with U+FFFD in its place, never thrown") {
+  // A status message may quote another server's bytes (an error page in Latin-1): the write must
+  // go out, not end the process with nlohmann's type_error 316.
+  vscaler::testing::LocalHttpServer server;
+  std::mutex mutex;
+  std::string received;
+  server.server().Patch("/api/v1/namespaces/ns/configmaps/cm",
+                        [&](const httplib::Request& request, httplib::Response& response) {
+                          std::lock_guard lock(mutex);
+                          received = request.body;
+                          response.set_content("{}", "application/json");
+                        });
+  server.start();
+  auto client = server.client();
+  nlohmann::json patch = {{"data", {{"message", std::string("caf\xe9 down")}}}};
+  auto patched = client.patch(vscaler::kube::resources::kConfigMaps, "ns", "cm",
+                              vscaler::kube::PatchType::kMerge, patch);
+  REQUIRE(patched.ok());
+  std::lock_guard lock(mutex);
+  CHECK(received == "{\"data\":{\"message\":\"caf\xef\xbf\xbd down\"}}");
+}
