@@ -311,6 +311,15 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
            return kube::fail("--prometheus-address: must be an http:// or https:// URL, got \"" +
                              value + "\"");
          }
+         // Credentials in the address would be logged and written into status messages.
+         const std::size_t authority = value.find("://") + 3;
+         if (!value.empty() &&
+             value.substr(authority, value.find('/', authority) - authority).find('@') !=
+                 std::string::npos) {
+           return kube::fail(
+               "--prometheus-address: credentials in the URL (user:password@host) are not "
+               "supported, they would be logged; use --prometheus-bearer-token-file");
+         }
          options.prometheus.address = value;
          return kube::Unit{};
        }},

@@ -43,14 +43,23 @@ struct UsageHistory {
   std::size_t dropped = 0;  ///< points left out: NaN, infinite or negative values
 };
 
+/// Why a source has no history for a target.
+struct HistoryError {
+  /// In words fit for a condition message ("Prometheus at http://...: connection refused").
+  std::string message;
+  /// The source itself failed (unreachable, timed out, refused vscaler, overloaded): the next
+  /// load would fail or wait the same way, so the rest of the pass does not ask. False: only
+  /// this target's answer was bad (too large, malformed, an error of its own query).
+  bool source_down = false;
+};
+
 /// Where histories come from. Implementations bound their time (a pass must never wait long).
 class HistorySource {
  public:
   virtual ~HistorySource() = default;
-  /// The history of `target`'s pods up to `now`; the error says why there is none, in words
-  /// fit for a condition message ("Prometheus at http://...: connection refused").
-  virtual kube::Result<UsageHistory, std::string> load(const TargetWorkload& target,
-                                                       TimePoint now) = 0;
+  /// The history of `target`'s pods up to `now`, or why there is none.
+  virtual kube::Result<UsageHistory, HistoryError> load(const TargetWorkload& target,
+                                                        TimePoint now) = 0;
 };
 
 /// What fold_history did.

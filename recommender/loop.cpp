@@ -275,6 +275,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
   summary.ran = true;
   if (!only_new) ++full_passes_;
   history_failure_.clear();
+  history_spent_ = {};
   const std::string now_text = base::rfc3339(now);
 
   auto scalers =
@@ -377,7 +378,9 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
              {"seconds", std::to_string(summary.seconds)},
              {"handed_over", std::to_string(summary.handed_over)},
              {"writes_replaced", std::to_string(summary.writes_replaced)},
-             {"writes_waiting", std::to_string(summary.writes_waiting)}});
+             {"writes_waiting", std::to_string(summary.writes_waiting)},
+             {"history_queries", std::to_string(summary.history_queries)},
+             {"history_deferred", std::to_string(summary.history_deferred)}});
   return summary;
 }
 
@@ -412,15 +415,19 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
   const auto started = std::chrono::steady_clock::now();
   auto loaded = history_source_->load(
       target_of(scaler), std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - started);
+  const auto spent = std::chrono::steady_clock::now() - started;
+  history_spent_ += spent;
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(spent);
   if (!loaded.ok()) {
-    history_failure_ = loaded.error();
-    tracked.history_note = "no history from Prometheus (" + loaded.error() +
+    const std::string& error = loaded.error().message;
+    // Only a source that is down spares the rest of the pass: one target's bad answer (too
+    // large, too many samples) says nothing of the others'.
+    if (loaded.error().source_down) history_failure_ = error;
+    tracked.history_note = "no history from Prometheus (" + error +
                            "); from live samples only, asked again when a replica next starts "
                            "leading";
     log::warn(kLoopLogger, "no history from Prometheus; the scaler starts from live samples",
-              {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", loaded.error()}});
+              {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", error}});
     return;
   }
   summary.history_queries += loaded->queries;
@@ -514,6 +521,10 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
           kLoopLogger, "history restored from the checkpoint",
           {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
     } else if (history_source_ != nullptr) {
+      if (history_spent_ >= options_.history_budget) {
+        ++summary.history_deferred;  // not sampled either: its history must come first
+        return true;
+      }
       seed_history(scaler, tracked, summary);
     }
     tracked.restored = true;

@@ -80,6 +80,12 @@ struct LoopOptions {
   /// kubelet's SIGKILL (terminationGracePeriodSeconds, 30 s) came first and the Lease was never
   /// released. 10 s leaves the rest of the grace period to the other steps of a shutdown.
   std::chrono::milliseconds shutdown_checkpoint_budget{10'000};
+  /// How long one pass may spend loading histories (Prometheus). A slow but answering source
+  /// costs its time per new scaler, one after another (two range queries each, 1-5 s apiece
+  /// for 8 days of a large workload): 300 scalers made at once for a namespace that opted in
+  /// would hold the pass for many minutes, with no live sample of any scaler meanwhile. The
+  /// scalers beyond it wait, unsampled, for a later pass, which asks again.
+  std::chrono::milliseconds history_budget{15'000};
 };
 
 /// What the wiring provides.
@@ -128,6 +134,8 @@ struct PassSummary {
   std::size_t failed = 0;           ///< scalers skipped by an API failure (retried next pass)
   std::size_t requests = 0;         ///< API requests made (list pages counted)
   std::size_t history_queries = 0;  ///< requests to the history source (Prometheus)
+  /// New scalers left for a later pass: the pass's history_budget was spent.
+  std::size_t history_deferred = 0;
   /// Container aggregates with samples held after the pass, over every tracked scaler.
   std::size_t aggregates = 0;
   /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
@@ -266,6 +274,8 @@ class RecommenderLoop {
   // The history source failed earlier in this pass: the others of the pass are not asked (a
   // Prometheus that times out must not hold a pass for a timeout per new scaler).
   std::string history_failure_;
+  // Time this pass spent loading histories (LoopOptions::history_budget).
+  std::chrono::steady_clock::duration history_spent_{};
   LoopHooks hooks_;
   LoopOptions options_;
   metrics::HistogramFamily& pass_seconds_;

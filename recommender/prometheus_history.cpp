@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/log.h"
 #include "kube/client.h"
 
 namespace vscaler::recommender {
@@ -72,6 +73,26 @@ std::string unix_seconds(TimePoint t) {
   return out;
 }
 
+/// The string member `key` of `object`, or `fallback` when it is absent or not a string: an answer
+/// of another shape is an error to report, and nlohmann's value() throws on a member of another
+/// type.
+std::string string_member(const json& object, const char* key, std::string fallback = {}) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
+}
+
+/// Nesting an answer may have: a matrix is 6 deep (answer, data, result, series, values, point).
+/// Deeper elements are dropped while parsing, so neither memory nor the recursion of dump() or
+/// a copy grows with a hostile body's nesting.
+constexpr int kMaxAnswerDepth = 16;
+
+/// The query's own timeout for Prometheus: a little under ours, so that Prometheus gives up on a
+/// query before vscaler has (and says so), not evaluating on for an answer nobody reads.
+std::string prometheus_timeout(std::chrono::milliseconds ours) {
+  const auto millis = std::max<std::int64_t>(100, ours.count() * 9 / 10);
+  return std::to_string(millis) + "ms";
+}
+
 /// The series of `pod`/`container` in `out`, added when absent.
 PodSeries& series_of(std::vector<PodSeries>& out, const std::string& pod,
                      const std::string& container) {
@@ -124,51 +145,74 @@ std::string not_owned_by_target(const PrometheusOptions& options, const TargetWo
          owners("owner_name!~" + promql_string(owner_pattern(target)));
 }
 
+/// "sum by (namespace, pod, container) (": one series per pod and container. cAdvisor's series
+/// also carry the container's id and name, which change when it restarts: in the step of a
+/// restart the old and the new series both have a point, the usage of that step is their sum
+/// (CPU) or the larger (memory), and the parser would otherwise keep one of them.
+static std::string per_container(const PrometheusOptions& options, std::string_view aggregation) {
+  return std::string(aggregation) + " by (" + options.namespace_label + ", " + options.pod_label +
+         ", " + options.container_label + ") (";
+}
+
 std::string cpu_query(const PrometheusOptions& options, const TargetWorkload& target) {
-  return "rate(container_cpu_usage_seconds_total" + selector(options, target) + "[" +
-         promql_duration(options.resolution) + "])" + not_owned_by_target(options, target);
+  return per_container(options, "sum") + "rate(container_cpu_usage_seconds_total" +
+         selector(options, target) + "[" + promql_duration(options.resolution) + "]))" +
+         not_owned_by_target(options, target);
 }
 
 std::string memory_query(const PrometheusOptions& options, const TargetWorkload& target) {
-  return "max_over_time(container_memory_working_set_bytes" + selector(options, target) + "[" +
-         promql_duration(options.resolution) + "])" + not_owned_by_target(options, target);
+  return per_container(options, "max") + "max_over_time(container_memory_working_set_bytes" +
+         selector(options, target) + "[" + promql_duration(options.resolution) + "]))" +
+         not_owned_by_target(options, target);
 }
 
 kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_view body,
                                                         const PrometheusOptions& options,
                                                         std::vector<PodSeries>& out,
                                                         std::size_t& dropped) {
-  json answer = json::parse(body, nullptr, false);
+  const json::parser_callback_t shallow = [](int depth, json::parse_event_t event, json&) {
+    return depth <= kMaxAnswerDepth || (event != json::parse_event_t::object_start &&
+                                        event != json::parse_event_t::array_start);
+  };
+  json answer = json::parse(body, shallow, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {
+    // The excerpt goes into a status message: printable ASCII only (the patch's dump() throws on
+    // invalid UTF-8).
     return kube::fail("HTTP " + std::to_string(status) + ", not a Prometheus API answer (" +
-                      std::string(body.substr(0, 80)) + ")");
+                      log::printable_untrusted(body, 64) + ")");
   }
-  if (answer.value("status", "") != "success") {
-    return kube::fail("HTTP " + std::to_string(status) + ", " + answer.value("errorType", "error") +
-                      ": " + answer.value("error", "no error message"));
+  if (string_member(answer, "status") != "success") {
+    // Prometheus' own words, which go into a status message: printable ASCII, bounded.
+    return kube::fail("HTTP " + std::to_string(status) + ", " +
+                      log::printable_untrusted(string_member(answer, "errorType", "error"), 32) +
+                      ": " +
+                      log::printable_untrusted(string_member(answer, "error", "no error message")));
   }
-  const json* data = answer.contains("data") ? &answer["data"] : nullptr;
-  if (data == nullptr || !data->is_object() || data->value("resultType", "") != "matrix" ||
-      !data->contains("result") || !(*data)["result"].is_array()) {
+  auto data = answer.find("data");
+  if (data == answer.end() || !data->is_object() ||
+      string_member(*data, "resultType") != "matrix" || !data->contains("result") ||
+      !(*data)["result"].is_array()) {
     return kube::fail(std::string("the answer is not a matrix (data.resultType, data.result)"));
   }
   for (const json& series : (*data)["result"]) {
-    const json* metric = series.contains("metric") ? &series["metric"] : nullptr;
-    if (metric == nullptr || !metric->is_object()) continue;
-    const std::string pod = metric->value(options.pod_label, "");
-    const std::string container = metric->value(options.container_label, "");
+    if (!series.is_object()) return kube::fail(std::string("a series is not an object"));
+    auto metric = series.find("metric");
+    if (metric == series.end() || !metric->is_object()) continue;
+    const std::string pod = string_member(*metric, options.pod_label.c_str());
+    const std::string container = string_member(*metric, options.container_label.c_str());
     if (pod.empty() || container.empty()) continue;
+    const std::string named = log::printable_untrusted(pod + "/" + container);
     auto values = series.find("values");
     if (values == series.end() || !values->is_array()) {
-      return kube::fail("series " + pod + "/" + container + ": no values list");
+      return kube::fail("series " + named + ": no values list");
     }
     PodSeries& into = series_of(out, pod, container);
     for (const json& point : *values) {
       // [<unix seconds, a number>, "<value, a string>"]
       if (!point.is_array() || point.size() != 2 || !point[0].is_number() ||
           !point[1].is_string()) {
-        return kube::fail("series " + pod + "/" + container + ": a malformed point " +
-                          point.dump().substr(0, 60));
+        return kube::fail("series " + named +
+                          ": a malformed point (not [<unix time>, \"<value>\"])");
       }
       const std::string& text = point[1].get_ref<const std::string&>();
       char* end = nullptr;
@@ -204,10 +248,10 @@ kube::Result<std::unique_ptr<PrometheusHistory>> PrometheusHistory::create(
       new PrometheusHistory(std::move(options), std::move(*transport)));
 }
 
-kube::Result<kube::Unit, std::string> PrometheusHistory::range(const std::string& query,
-                                                               TimePoint start, TimePoint end,
-                                                               std::vector<PodSeries>& out,
-                                                               UsageHistory& history) {
+kube::Result<kube::Unit, HistoryError> PrometheusHistory::range(const std::string& query,
+                                                                TimePoint start, TimePoint end,
+                                                                std::vector<PodSeries>& out,
+                                                                UsageHistory& history) {
   // Pages of at most kMaxPointsPerSeries points (an 8-day history at a 63 s step fits one).
   const Duration page = options_.resolution * static_cast<int64_t>(kMaxPointsPerSeries - 1);
   for (TimePoint from = start; from <= end; from += page + options_.resolution) {
@@ -216,22 +260,29 @@ kube::Result<kube::Unit, std::string> PrometheusHistory::range(const std::string
     request.target = "/api/v1/query_range?query=" + kube::url_encode(query) +
                      "&start=" + unix_seconds(from) + "&end=" + unix_seconds(to) +
                      "&step=" + unix_seconds(from_millis(options_.resolution.count())) +
-                     "&timeout=" + std::to_string(options_.timeout.count() / 1000 + 1) + "s";
+                     "&timeout=" + prometheus_timeout(options_.timeout);
     request.timeout = options_.timeout;
     ++history.queries;
     auto answer = transport_->send(request);
     if (!answer.ok()) {
-      return kube::fail("Prometheus at " + options_.address + ": " + answer.error().to_string());
+      return kube::fail(HistoryError{
+          "Prometheus at " + options_.address + ": " + answer.error().to_string(), true});
     }
     auto parsed = parse_query_range(answer->status, answer->body, options_, out, history.dropped);
-    if (!parsed.ok())
-      return kube::fail("Prometheus at " + options_.address + ": " + parsed.error());
+    if (!parsed.ok()) {
+      // Refused (401, 403) or overloaded (5xx: unavailable, its own query timeout): so would the
+      // next query be. A 4xx of this query (422: too many samples) is this target's alone.
+      const bool source_down =
+          answer->status == 401 || answer->status == 403 || answer->status >= 500;
+      return kube::fail(
+          HistoryError{"Prometheus at " + options_.address + ": " + parsed.error(), source_down});
+    }
   }
   return kube::Unit{};
 }
 
-kube::Result<UsageHistory, std::string> PrometheusHistory::load(const TargetWorkload& target,
-                                                                TimePoint now) {
+kube::Result<UsageHistory, HistoryError> PrometheusHistory::load(const TargetWorkload& target,
+                                                                 TimePoint now) {
   UsageHistory history;
   history.resolution = options_.resolution;
   // Whole steps, so that two scalers' queries hit the same points (and Prometheus' cache).

@@ -84,16 +84,16 @@ class PrometheusHistory final : public HistorySource {
   /// Checks the address and reads the CA file; the error says which flag is wrong.
   static kube::Result<std::unique_ptr<PrometheusHistory>> create(PrometheusOptions options);
 
-  kube::Result<UsageHistory, std::string> load(const TargetWorkload& target,
-                                               TimePoint now) override;
+  kube::Result<UsageHistory, HistoryError> load(const TargetWorkload& target,
+                                                TimePoint now) override;
 
  private:
   PrometheusHistory(PrometheusOptions options, std::shared_ptr<kube::Transport> transport)
       : options_(std::move(options)), transport_(std::move(transport)) {}
   /// One range query over [start, end], paged; appends to `out`.
-  kube::Result<kube::Unit, std::string> range(const std::string& query, TimePoint start,
-                                              TimePoint end, std::vector<PodSeries>& out,
-                                              UsageHistory& history);
+  kube::Result<kube::Unit, HistoryError> range(const std::string& query, TimePoint start,
+                                               TimePoint end, std::vector<PodSeries>& out,
+                                               UsageHistory& history);
 
   PrometheusOptions options_;
   std::shared_ptr<kube::Transport> transport_;

@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   auto source = PrometheusHistory::create(options);
   if (!source.ok()) return usage(source.error());
   auto loaded = (*source)->load({ns, args["--kind"], args["--name"]}, end);
-  if (!loaded.ok()) return usage(loaded.error());
+  if (!loaded.ok()) return usage(loaded.error().message);
   ScalerHistory seeded;
   const auto count = static_cast<std::uint32_t>(std::max<std::int64_t>(
       1,

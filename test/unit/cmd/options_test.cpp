@@ -232,6 +232,12 @@ TEST_CASE("history from Prometheus: VPA's flag names and defaults, today's label
         std::chrono::hours(48));
   CHECK(parse_options({"--prometheus-address", "prometheus:9090"}).error() ==
         "--prometheus-address: must be an http:// or https:// URL, got \"prometheus:9090\"");
+  // A password in the address is refused, and not repeated in the message.
+  auto secret = parse_options({"--prometheus-address", "https://admin:hunter2@prometheus:9090"});
+  REQUIRE_FALSE(secret.ok());
+  CHECK(secret.error().find("--prometheus-address: credentials in the URL") == 0);
+  CHECK(secret.error().find("hunter2") == std::string::npos);
+  CHECK(parse_options({"--prometheus-address", "http://prometheus:9090/a@b"}).ok());
   CHECK(parse_options({"--history-length", "0d"}).error().rfind("--history-length:", 0) == 0);
   CHECK(parse_options({"--history-length", "soon"}).error().rfind("--history-length:", 0) == 0);
   CHECK(

@@ -498,11 +498,13 @@ namespace {
 // A history source answering a fixed history (or an error), counting its loads.
 class FakeHistory final : public HistorySource {
  public:
-  std::optional<std::string> error;
+  std::optional<HistoryError> error;
+  std::chrono::milliseconds takes{0};  ///< how long each load lasts
   int loads = 0;
-  kube::Result<UsageHistory, std::string> load(const TargetWorkload& target,
-                                               TimePoint now) override {
+  kube::Result<UsageHistory, HistoryError> load(const TargetWorkload& target,
+                                                TimePoint now) override {
     ++loads;
+    if (takes.count() > 0) std::this_thread::sleep_for(takes);
     if (error) return kube::fail(*error);
     UsageHistory history;
     history.queries = 2;
@@ -559,7 +561,7 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
   f.add_scaler(scaler_object("web", "u1"));
   f.add_scaler(scaler_object("api", "u2"));
   FakeHistory history;
-  history.error = "Prometheus at http://prometheus:9090: connection refused";
+  history.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
   RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
   loop.set_history_source(&history);
   f.api.inputs["web"] = usage(3, 0);
@@ -588,6 +590,57 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
   restarted.set_history_source(&unused);
   restarted.run_pass();
   CHECK(unused.loads == 0);
+}
+
+TEST_CASE("one target's bad answer is its own: the next scaler of the pass is still asked") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.add_scaler(scaler_object("api", "u2"));
+  FakeHistory history;
+  history.error = HistoryError{
+      "Prometheus at http://prometheus:9090: HTTP 422, execution: "
+      "query processing would load too many samples into memory",
+      false};
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  loop.set_history_source(&history);
+  f.api.inputs["web"] = usage(3, 0);
+  f.api.inputs["api"] = usage(3, 0);
+  loop.run_pass();
+  CHECK(history.loads == 2);
+  for (const char* name : {"web", "api"}) {
+    CAPTURE(name);
+    CHECK(f.condition(name)["message"].get<std::string>().find(
+              "no history from Prometheus (Prometheus at http://prometheus:9090: HTTP 422") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("a slow history source spends the pass's budget; the scalers after it wait, unsampled") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  f.add_scaler(scaler_object("api", "u2"));
+  FakeHistory history;
+  history.takes = std::chrono::milliseconds(30);
+  LoopOptions options;
+  options.history_budget = std::chrono::milliseconds(10);
+  RecommenderLoop loop(f.api, f.hooks(), options, f.registry);
+  loop.set_history_source(&history);
+  f.api.inputs["web"] = usage(3, 0);
+  f.api.inputs["api"] = usage(3, 0);
+  auto first = loop.run_pass();
+  CHECK(history.loads == 1);
+  CHECK(first.history_deferred == 1);
+  CHECK(first.published == 1);
+  CHECK(first.failed == 0);
+  // The next pass asks for the one that waited, and samples it after its history.
+  auto second = loop.run_pass();
+  CHECK(history.loads == 2);
+  CHECK(second.history_deferred == 0);
+  for (const char* name : {"web", "api"}) {
+    CAPTURE(name);
+    CHECK(f.condition(name)["message"].get<std::string>().find("history from Prometheus: 192") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("a container removed from the pods for 8 days leaves the published recommendation") {

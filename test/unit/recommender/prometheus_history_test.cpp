@@ -42,17 +42,21 @@ std::string matrix(const std::vector<std::tuple<std::string, std::string, json>>
 
 TEST_CASE("the queries: VPA's CPU rate and the memory peak per step, pods by controller naming") {
   PrometheusOptions options;
+  // One series per pod and container: a restart's old and new cAdvisor series (other id and
+  // name labels) summed (CPU) or the larger taken (memory), not one of them kept by the parser.
   CHECK(cpu_query(options, kWeb) ==
-        "rate(container_cpu_usage_seconds_total{job=\"kubernetes-cadvisor\", "
+        "sum by (namespace, pod, container) "
+        "(rate(container_cpu_usage_seconds_total{job=\"kubernetes-cadvisor\", "
         "namespace=\"shop\", pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", container!=\"POD\", "
-        "container!=\"\"}[1h])" +
+        "container!=\"\"}[1h]))" +
             not_owned_by_target(options, kWeb));
   options.resolution = std::chrono::minutes(5);
   options.pod_label = "pod_name";
   options.container_label = "name";
   CHECK(memory_query(options, {"a", "StatefulSet", "db.main"}) ==
-        "max_over_time(container_memory_working_set_bytes{job=\"kubernetes-cadvisor\", "
-        "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m])" +
+        "max by (namespace, pod_name, name) "
+        "(max_over_time(container_memory_working_set_bytes{job=\"kubernetes-cadvisor\", "
+        "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m]))" +
             not_owned_by_target(options, {"a", "StatefulSet", "db.main"}));
   CHECK(pod_name_pattern({"a", "DaemonSet", "agent"}) == "agent-[a-z0-9]{5}");
 }
@@ -102,6 +106,35 @@ TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad 
       out, dropped);
   REQUIRE_FALSE(error.ok());
   CHECK(error.error() == "HTTP 400, bad_data: parse error at char 5");
+  // Answers of another shape, or bytes that are not printable, are errors with safe messages,
+  // never exceptions: nlohmann's value() throws on a member of another type, and a status patch
+  // carrying invalid UTF-8 throws when it is written.
+  auto typed = parse_query_range(
+      200, R"({"status":"error","errorType":"x","error":{"msg":"nested"}})", options, out, dropped);
+  REQUIRE_FALSE(typed.ok());
+  CHECK(typed.error() == "HTTP 200, x: no error message");
+  CHECK_FALSE(parse_query_range(200, R"({"status":1})", options, out, dropped).ok());
+  auto binary = parse_query_range(502,
+                                  "\xff\xfe"
+                                  "<html>\x01"
+                                  "bad gateway",
+                                  options, out, dropped);
+  REQUIRE_FALSE(binary.ok());
+  CHECK(binary.error() ==
+        "HTTP 502, not a Prometheus API answer (?"
+        "?<html>?bad gateway)");
+  CHECK(parse_query_range(200, matrix({{"p", "c", json::parse(R"([[1, 2]])")}}), options, out,
+                          dropped)
+            .error()
+            .find("a malformed point") != std::string::npos);
+  json labels = json::parse(R"({"status":"success","data":{"resultType":"matrix","result":[
+      {"metric":{"pod":7,"container":"c"},"values":[]}, "not a series"]}})");
+  CHECK(parse_query_range(200, labels.dump(), options, out, dropped).error() ==
+        "a series is not an object");
+  // Nesting past a matrix's is dropped while parsing: a deep body costs neither memory nor stack.
+  const std::string deep = R"({"status":"success","data":{"resultType":"matrix","result":[)" +
+                           std::string(100'000, '[') + std::string(100'000, ']') + "]}}";
+  CHECK(parse_query_range(200, deep, options, out, dropped).error() == "a series is not an object");
   CHECK_FALSE(parse_query_range(200, "<html>not prometheus</html>", options, out, dropped).ok());
   CHECK(parse_query_range(200, R"({"status":"success","data":{"resultType":"vector",
       "result":[]}})",
@@ -186,7 +219,7 @@ TEST_CASE("Prometheus over HTTP: two range queries, paged, with the bearer token
   auto source = PrometheusHistory::create(options);
   REQUIRE(source.ok());
   auto loaded = (*source)->load(kWeb, at_hour(1000));
-  REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error()));
+  REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().message));
   CHECK(queries == 4);
   CHECK(loaded->queries == 4);
   CHECK(token_seen == "Bearer s3cret");
@@ -205,13 +238,28 @@ TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the t
   REQUIRE(down.ok());
   auto refused = (*down)->load(kWeb, at_hour(0));
   REQUIRE_FALSE(refused.ok());
-  CHECK(refused.error().find("Prometheus at http://127.0.0.1:1: ") == 0);
+  CHECK(refused.error().message.find("Prometheus at http://127.0.0.1:1: ") == 0);
+  CHECK(refused.error().source_down);  // the rest of the pass is not asked
 
   vscaler::testing::LocalHttpServer server;
   std::atomic<bool> slow{false};
-  server.server().Get("/api/v1/query_range", [&](const httplib::Request&,
+  std::atomic<bool> too_many{false};
+  std::mutex seen_mutex;
+  std::string timeout_seen;
+  server.server().Get("/api/v1/query_range", [&](const httplib::Request& request,
                                                  httplib::Response& response) {
+    {
+      std::lock_guard lock(seen_mutex);
+      timeout_seen = request.get_param_value("timeout");
+    }
     if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    if (too_many) {
+      response.status = 422;
+      response.set_content(
+          R"({"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"})",
+          "application/json");
+      return;
+    }
     response.status = 503;
     response.set_content(R"({"status":"error","errorType":"unavailable","error":"TSDB not ready"})",
                          "application/json");
@@ -222,7 +270,21 @@ TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the t
   REQUIRE(source.ok());
   auto unavailable = (*source)->load(kWeb, at_hour(0));
   REQUIRE_FALSE(unavailable.ok());
-  CHECK(unavailable.error().find("HTTP 503, unavailable: TSDB not ready") != std::string::npos);
+  CHECK(unavailable.error().message.find("HTTP 503, unavailable: TSDB not ready") !=
+        std::string::npos);
+  CHECK(unavailable.error().source_down);
+  {
+    // Prometheus gives up on the query before vscaler does, and says why.
+    std::lock_guard lock(seen_mutex);
+    CHECK(timeout_seen == "450ms");
+  }
+  too_many = true;
+  auto heavy = (*source)->load(kWeb, at_hour(0));
+  REQUIRE_FALSE(heavy.ok());
+  CHECK(heavy.error().message.find("HTTP 422, execution: query processing would load") !=
+        std::string::npos);
+  CHECK_FALSE(heavy.error().source_down);  // this target's query alone
+  too_many = false;
   slow = true;
   const auto started = std::chrono::steady_clock::now();
   auto timed_out = (*source)->load(kWeb, at_hour(0));
