@@ -528,7 +528,6 @@ kube::Result<Scaler> parse_scaler(const json& object) {
   scaler.resource_version = kube::meta_string(object, "resourceVersion");
   scaler.creation_timestamp = kube::meta_string(object, "creationTimestamp");
   scaler.generation = kube::meta_generation(object);
-  scaler.made_for_namespace = is_made_scaler(object);
   std::vector<std::string> errors;
   auto spec = object.find("spec");
   ParsedSpec parsed = parse_spec(spec == object.end() ? json() : *spec, errors);
@@ -538,6 +537,13 @@ kube::Result<Scaler> parse_scaler(const json& object) {
     return kube::fail(std::move(message));
   }
   scaler.target = std::move(parsed.target);
+  // Made: the label, and the name vscaler gives its target's made scaler. A person's copy of a
+  // made scaler (kubectl get -o yaml, renamed, applied) keeps the label, and one edited to
+  // target another workload keeps its name: both are a person's now, never deleted by vscaler
+  // nor losing to a made one.
+  scaler.made_for_namespace =
+      is_made_scaler(object) &&
+      scaler.name == made_scaler_name(scaler.target.kind, scaler.target.name);
   scaler.update_mode = parsed.update_mode;
   scaler.containers = std::move(parsed.containers);
   scaler.startup_boost = parsed.startup_boost;

@@ -133,7 +133,8 @@ struct Scaler {
   std::string creation_timestamp;  ///< RFC 3339, as stored (compares lexically by time)
   int64_t generation = 0;
   /// Made by vscaler for a namespace that asks for recommendations (api/namespace_scalers.h):
-  /// a person's scaler of the same workload is always the active one.
+  /// its label and the made name of its own target. A person's scaler of the same workload is
+  /// always the active one.
   bool made_for_namespace = false;
   /// The target workload: spec.targetRef, or spec.deploymentName (a Deployment).
   TargetRef target;

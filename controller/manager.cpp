@@ -161,7 +161,8 @@ Manager::Manager(kube::Client client, ManagerOptions options, metrics::Registry&
   resyncer_->set_visit_pod_scalers(options_.leader_gate != nullptr);
   // Namespaces are cluster-scoped: with --namespace vscaler lists none, so no opt-in.
   if (options_.ns.empty()) {
-    opt_in_ = std::make_unique<NamespaceOptIn>(resync_api_, opt_in_api_, store_);
+    opt_in_ = std::make_unique<NamespaceOptIn>(resync_api_, opt_in_api_, store_,
+                                               options_.reconciler.still_leading);
   }
 
   kube::InformerOptions informer_options;

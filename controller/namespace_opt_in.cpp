@@ -54,8 +54,6 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
       }
     } else if (person_targets.count({scaler->ns, target.kind, target.name}) != 0) {
       remove("a VerticalScaler written by a person targets " + target.kind + "/" + target.name);
-    } else if (scaler->name != api::made_scaler_name(target.kind, target.name)) {
-      remove("its spec was changed to target " + target.kind + "/" + target.name);
     } else if (ns->second->complete) {
       bool present = false;
       for (const auto& [kind, workload] : ns->second->workloads) {
@@ -65,6 +63,13 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
     }
   }
   return plan;
+}
+
+bool NamespaceOptIn::may_write(OptInStats& stats) const {
+  if (!still_leading_ || still_leading_()) return true;
+  stats.lost_leadership = true;
+  log::info(kOptInLogger, "no longer leading; the rest of the pass is left to the new leader");
+  return false;
 }
 
 OptInStats NamespaceOptIn::run_once() {
@@ -98,6 +103,7 @@ OptInStats NamespaceOptIn::run_once() {
   stats.namespaces = labelled.size();
   const OptInPlan plan = plan_opt_in(labelled, names.ok(), store_.snapshot());
   for (const auto& create : plan.creates) {
+    if (!may_write(stats)) return stats;
     auto created = api_.create_scaler(api::made_scaler(create.ns, create.kind, create.workload));
     if (created.ok() || kube::is_already_exists(created.error())) {
       stats.created += created.ok() ? 1 : 0;
@@ -116,6 +122,7 @@ OptInStats NamespaceOptIn::run_once() {
                {"error", created.error().to_string()}});
   }
   for (const auto& remove : plan.deletes) {
+    if (!may_write(stats)) return stats;
     auto removed = api_.delete_scaler(remove.ns, remove.name, remove.uid);
     // Gone already, or replaced since (another uid: the precondition refused): nothing to do.
     if (removed.ok() || kube::is_not_found(removed.error()) || kube::is_conflict(removed.error())) {

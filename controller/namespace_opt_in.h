@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,23 +75,30 @@ struct OptInStats {
   std::size_t namespaces = 0;  ///< labelled namespaces read
   std::size_t created = 0;
   std::size_t deleted = 0;
-  std::size_t failed = 0;  ///< reads or writes that failed (retried next pass)
+  std::size_t failed = 0;        ///< reads or writes that failed (retried next pass)
+  bool lost_leadership = false;  ///< the pass stopped: this replica no longer leads
 };
 
 /// Reads, plans and writes one pass at a time (the manager's resync thread, leader only).
 class NamespaceOptIn {
  public:
   /// `lists` reads the labelled namespaces' workloads (the resync's metadata lists), `api` the
-  /// rest; both must outlive this.
-  NamespaceOptIn(ResyncApi& lists, OptInApi& api, const ScalerStore& store)
-      : lists_(lists), api_(api), store_(store) {}
+  /// rest; both must outlive this. `still_leading` is asked right before each create and delete
+  /// (empty: always true): a pass's reads may be long stale by its last write, and a replica
+  /// that lost its lease meanwhile must not delete what a new leader's reads keep.
+  NamespaceOptIn(ResyncApi& lists, OptInApi& api, const ScalerStore& store,
+                 std::function<bool()> still_leading = {})
+      : lists_(lists), api_(api), store_(store), still_leading_(std::move(still_leading)) {}
   /// One pass. Failures are logged and counted; the next pass tries again.
   OptInStats run_once();
 
  private:
+  bool may_write(OptInStats& stats) const;
+
   ResyncApi& lists_;
   OptInApi& api_;
   const ScalerStore& store_;
+  std::function<bool()> still_leading_;
 };
 
 }  // namespace vscaler::controller

@@ -42,4 +42,13 @@ TEST_CASE("made scaler names: vsc-<kind>-<name>, cut with a hash past 253 charac
   auto older_made = std::make_shared<api::Scaler>(*parsed);
   older_made->creation_timestamp = "2020-01-01T00:00:00Z";
   CHECK(api::select_active({older_made, person}) == person.get());
+
+  // The label alone is not enough: a person's copy renamed "web", or a made scaler edited to
+  // target another workload, is a person's (vscaler never deletes it, and it wins).
+  auto copied = object;
+  copied["metadata"]["name"] = "web";
+  CHECK_FALSE(api::parse_scaler(copied)->made_for_namespace);
+  auto retargeted = object;
+  retargeted["spec"]["targetRef"]["name"] = "api";
+  CHECK_FALSE(api::parse_scaler(retargeted)->made_for_namespace);
 }

@@ -153,3 +153,18 @@ TEST_CASE("a pass creates and deletes through the API; a person's scaler is neve
   CHECK(api.created.size() == 1);  // the pass before made web again (a fake API: no informer)
   CHECK(api.deleted.empty());
 }
+
+TEST_CASE("a replica that stops leading mid-pass writes nothing more") {
+  FakeOptInApi api;
+  api.namespaces["shop"] = {{"Deployment", "web"}, {"Deployment", "api"}};
+  ScalerStore store;
+  store.upsert(made("shop", "StatefulSet", "old"));  // would be deleted: its workload is gone
+  int asked = 0;
+  // Leading for the first write only: the pass's reads are stale by the second.
+  NamespaceOptIn opt_in(api, api, store, [&asked] { return ++asked == 1; });
+  OptInStats stats = opt_in.run_once();
+  CHECK(stats.lost_leadership);
+  CHECK(asked == 2);
+  CHECK(api.created.size() == 1);
+  CHECK(api.deleted.empty());
+}
