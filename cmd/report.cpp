@@ -240,7 +240,7 @@ kube::Result<kube::ClientConfig> report_config(const std::string& flag,
 
 // The pod templates' resources of the workloads of scalers in mode "Off": one paged list per
 // namespace and kind (controller::list_template_resources). A list the user may not read is said
-// on stderr; those rows keep what the status shows.
+// on stderr; those rows' requests are unknown.
 TemplateRequests off_templates(kube::Client& client, const std::vector<json>& scalers) {
   std::set<std::pair<std::string, std::string>> wanted;  // (namespace, kind)
   for (const auto& row : report_rows(scalers)) {
@@ -253,7 +253,7 @@ TemplateRequests off_templates(kube::Client& client, const std::vector<json>& sc
     if (!listed.ok()) {
       std::fprintf(stderr,
                    "vscaler report: cannot list %ss in %s (%s): the requests of its scalers in "
-                   "mode Off show what would be applied, not what the template requests\n",
+                   "mode Off are unknown (-)\n",
                    kind.c_str(), ns.c_str(), listed.error().to_string().c_str());
     }
   }
@@ -311,14 +311,20 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
       }
     }
     if (templates != nullptr && base.mode == "Off") {
-      if (auto found = templates->find(api::template_key(base.ns, base.target));
-          found != templates->end()) {
-        for (auto& [name, row] : by_container) {
-          auto resources = found->second.find(name);
-          const json held = resources != found->second.end() ? resources->second : json::object();
-          row.cpu_request = quantity_at(held, "requests", "cpu");
-          row.memory_request = quantity_at(held, "requests", "memory");
+      // Only the template says what an Off scaler's workload requests; its status holds what
+      // would be applied. A template not listed (the user may not read that kind, the list
+      // failed, the workload is gone) leaves the requests unknown ("-", out of the totals):
+      // the status's values there would read as "request = recommendation, nothing to save".
+      auto found = templates->find(api::template_key(base.ns, base.target));
+      for (auto& [name, row] : by_container) {
+        json held = json::object();
+        if (found != templates->end()) {
+          if (auto resources = found->second.find(name); resources != found->second.end()) {
+            held = resources->second;
+          }
         }
+        row.cpu_request = quantity_at(held, "requests", "cpu");
+        row.memory_request = quantity_at(held, "requests", "memory");
       }
     }
     const json* recommendations = nullptr;

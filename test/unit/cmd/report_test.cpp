@@ -72,6 +72,14 @@ TEST_CASE(
   templates["data/StatefulSet/db"]["pg"] = json::object();
   rows = report_rows(cluster(), &templates);
   CHECK_FALSE(rows[0].cpu_request);
+  // A template not listed (a kind the user may not read): unknown, not the status's values,
+  // which are what would be applied and would read as "nothing to save".
+  templates.erase("data/StatefulSet/db");
+  rows = report_rows(cluster(), &templates);
+  CHECK(rows[0].container == "pg");
+  CHECK_FALSE(rows[0].cpu_request);
+  CHECK_FALSE(rows[0].memory_request);
+  CHECK(rows[0].cpu_target);
 }
 
 TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same rows") {
