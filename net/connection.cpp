@@ -294,6 +294,8 @@ std::optional<Wait> Connection::start_request(Clock::time_point now) {
     return refuse(503, "memory_budget",
                   "the webhook holds too many request bodies at once; retry\n", now);
   }
+  // The budget holds the body now: read it in place, no growing and copying chunk by chunk.
+  in_.reserve(head_bytes_ + body_bytes_);
   phase_ = Phase::kBody;
   auto expect = head_.header("Expect");
   if (expect && http::iequals(*expect, "100-continue") && in_.size() < head_bytes_ + body_bytes_) {

@@ -137,22 +137,39 @@ Io Stream::handshake() {
 
 Io Stream::read(std::string& out, std::size_t max) {
   if (max == 0) return Io::kDone;
-  std::size_t before = out.size();
-  std::size_t chunk = std::min<std::size_t>(max, 16384);
-  out.resize(before + chunk);
-  if (plain_) {
-    ssize_t got = ::recv(fd_, out.data() + before, chunk, 0);
-    out.resize(before + (got > 0 ? static_cast<std::size_t>(got) : 0));
-    if (got > 0) return Io::kDone;
-    if (got == 0) return Io::kClosed;
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return Io::kWantRead;
-    return errno == ECONNRESET ? Io::kClosed : Io::kError;
-  }
+  const std::size_t before = out.size();
+  const std::size_t chunk = std::min<std::size_t>(max, kReadChunk);
+  // Into `out` directly when it already has the room (a body reserved at its Content-Length);
+  // else into a buffer of the thread's, `out` growing by what arrived. Growing `out` by a whole
+  // chunk before the read made every connection that sent one byte hold 16-32 KiB, outside
+  // every budget: thousands of them from a few pods exhausted the pod's memory.
+  static thread_local char spare[kReadChunk];
+  const bool direct = out.capacity() - before >= chunk;
+  if (direct) out.resize(before + chunk);
+  char* into = direct ? out.data() + before : spare;
   std::size_t got = 0;
-  int result = SSL_read_ex(ssl_, out.data() + before, chunk, &got);
-  out.resize(before + (result == 1 ? got : 0));
-  if (result == 1) return Io::kDone;
-  return classify(0);
+  Io io = Io::kDone;
+  if (plain_) {
+    const ssize_t received = ::recv(fd_, into, chunk, 0);
+    if (received > 0) {
+      got = static_cast<std::size_t>(received);
+    } else if (received == 0) {
+      io = Io::kClosed;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      io = Io::kWantRead;
+    } else {
+      io = errno == ECONNRESET ? Io::kClosed : Io::kError;
+    }
+  } else if (SSL_read_ex(ssl_, into, chunk, &got) != 1) {
+    got = 0;
+    io = classify(0);
+  }
+  if (direct) {
+    out.resize(before + got);
+  } else {
+    out.append(spare, got);
+  }
+  return io;
 }
 
 Io Stream::write(const std::string& data, std::size_t& offset) {

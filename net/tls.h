@@ -57,8 +57,11 @@ class Stream {
 
   /// Drives the handshake; kDone once it completed.
   Io handshake();
-  /// Reads up to `max` bytes onto the end of `out`; kDone when at least one byte arrived.
+  /// Reads up to `max` bytes (at most kReadChunk) onto the end of `out`; kDone when at least one
+  /// byte arrived. `out` grows by what arrived, not by what could have.
   Io read(std::string& out, std::size_t max);
+  /// The most one read() takes: a TLS record's plaintext.
+  static constexpr std::size_t kReadChunk = 16384;
   /// Writes from `data` + `offset`, advancing `offset`; kDone once everything is written.
   Io write(const std::string& data, std::size_t& offset);
   /// True when OpenSSL holds bytes read from the socket and not yet returned by read()
