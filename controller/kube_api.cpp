@@ -202,6 +202,8 @@ kube::Result<std::vector<std::string>, kube::ApiError> KubeOptInApi::labelled_na
   if (!list.ok()) return kube::fail(std::move(list).error());
   std::vector<std::string> names;
   for (const auto& item : list->items) {
+    // A namespace being deleted refuses new objects (403 "being terminated"): nothing to make.
+    if (!kube::meta_string(item, "deletionTimestamp").empty()) continue;
     std::string name = kube::meta_string(item, "name");
     if (!name.empty()) names.push_back(std::move(name));
   }

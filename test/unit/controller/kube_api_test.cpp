@@ -157,3 +157,31 @@ TEST_CASE("kube api: an Event is queued, then posted and aggregated through the 
   CHECK(seen[1].content_type == "application/merge-patch+json");
   CHECK(seen[1].body["count"] == 2);
 }
+
+TEST_CASE("kube api: the labelled namespaces, those being deleted left out") {
+  // A terminating namespace refuses new objects (403 "being terminated"): asking to make its
+  // scalers every pass would only fail and warn.
+  testing::LocalHttpServer server;
+  std::mutex mutex;
+  std::string selector;
+  server.server().Get(
+      "/api/v1/namespaces", [&](const httplib::Request& req, httplib::Response& res) {
+        {
+          std::lock_guard lock(mutex);
+          selector = req.get_param_value("labelSelector");
+        }
+        res.set_content(R"({"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1",
+        "metadata":{},"items":[
+          {"metadata":{"name":"shop"}},
+          {"metadata":{"name":"gone","deletionTimestamp":"2026-12-06T10:00:00Z"}}]})",
+                        "application/json");
+      });
+  server.start();
+  controller::KubeOptInApi api(server.client());
+  auto names = api.labelled_namespaces();
+  REQUIRE(names.ok());
+  CHECK(*names == std::vector<std::string>{"shop"});
+  std::lock_guard lock(mutex);
+  CHECK(selector == "vscaler.dev/recommend=true");
+  server.stop();
+}
