@@ -238,6 +238,22 @@ kube::Result<kube::ClientConfig> report_config(const std::string& flag,
   return kube::load_default(flag, kube::kServiceAccountDir, context);
 }
 
+// True when the scaler's Ready condition says another scaler of its workload is the active one
+// (reason Conflict): its status is stale, and its rows would count the workload twice.
+bool lost_to_another(const json& object) {
+  auto status = object.find("status");
+  if (status == object.end() || !status->is_object()) return false;
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) return false;
+  for (const json& condition : *conditions) {
+    if (condition.is_object() && text_at(condition, {"type"}) == "Ready" &&
+        text_at(condition, {"reason"}) == "Conflict") {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The pod templates' resources of the workloads of scalers in mode "Off": one paged list per
 // namespace and kind (controller::list_template_resources). A list the user may not read is said
 // on stderr; those rows' requests are unknown.
@@ -281,7 +297,7 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
                                    const TemplateRequests* templates) {
   std::vector<ReportRow> rows;
   for (const json& object : scalers) {
-    if (!object.is_object()) continue;
+    if (!object.is_object() || lost_to_another(object)) continue;
     ReportRow base;
     base.ns = text_at(object, {"metadata", "namespace"});
     base.scaler = text_at(object, {"metadata", "name"});

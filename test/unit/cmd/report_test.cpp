@@ -52,6 +52,18 @@ TEST_CASE("report rows: one per container, requests beside the recommendation, s
   CHECK(rows[1].memory_upper->to_string() == "1Gi");
   CHECK(rows[2].container == "proxy");
   CHECK_FALSE(rows[2].cpu_target);
+
+  // A second scaler of Deployment web that lost to the first (Ready=False, Conflict) keeps a
+  // stale status: it is left out, not counted as the workload's containers a second time.
+  auto scalers = cluster();
+  json loser = scalers[0];
+  loser["metadata"]["name"] = "web-too";
+  loser["status"]["conditions"] = json::parse(
+      R"([{"type": "Ready", "status": "False", "reason": "Conflict", "message": "web is active"}])");
+  scalers.push_back(loser);
+  rows = report_rows(scalers);
+  CHECK(rows.size() == 3);
+  for (const auto& row : rows) CHECK(row.scaler != "web-too");
 }
 
 TEST_CASE(
