@@ -172,18 +172,29 @@ kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
 }
 
 nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
-                                 std::string_view scaler_uid,
-                                 const ContainerAggregates& aggregates) {
-  return {{"apiVersion", kCheckpointApiVersion},
-          {"kind", kCheckpointKind},
-          {"metadata",
-           {{"name", scaler_name},
-            {"namespace", namespace_},
-            {"ownerReferences", json::array({{{"apiVersion", kCheckpointApiVersion},
-                                              {"kind", "VerticalScaler"},
-                                              {"name", scaler_name},
-                                              {"uid", scaler_uid}}})}}},
-          {"spec", encode_checkpoint(aggregates)}};
+                                 std::string_view scaler_uid, const ContainerAggregates& aggregates,
+                                 bool history_wanted) {
+  json object = {{"apiVersion", kCheckpointApiVersion},
+                 {"kind", kCheckpointKind},
+                 {"metadata",
+                  {{"name", scaler_name},
+                   {"namespace", namespace_},
+                   {"ownerReferences", json::array({{{"apiVersion", kCheckpointApiVersion},
+                                                     {"kind", "VerticalScaler"},
+                                                     {"name", scaler_name},
+                                                     {"uid", scaler_uid}}})}}},
+                 {"spec", encode_checkpoint(aggregates)}};
+  if (history_wanted) object["metadata"]["annotations"] = {{kHistoryWantedAnnotation, "true"}};
+  return object;
+}
+
+bool checkpoint_wants_history(const nlohmann::json& object) {
+  if (!object.is_object()) return false;
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return false;
+  auto annotations = metadata->find("annotations");
+  return annotations != metadata->end() && annotations->is_object() &&
+         string_at(*annotations, kHistoryWantedAnnotation) == "true";
 }
 
 kube::Result<ContainerAggregates> decode_checkpoint_object(const nlohmann::json& object,

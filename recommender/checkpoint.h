@@ -32,11 +32,20 @@ nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates);
 kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
                                                     const AggregateOptions& options);
 
+/// The annotation (value "true") of a checkpoint whose scaler had no history from the history
+/// source when it started (Prometheus down, or an answer refused): the next leader start asks
+/// again.
+inline constexpr const char* kHistoryWantedAnnotation = "scaling.vscaler.dev/history-wanted";
+
 /// The whole object for a scaler (named like it, an ownerReference to it so that it is
-/// garbage-collected with it; blockOwnerDeletion unset).
+/// garbage-collected with it; blockOwnerDeletion unset), with kHistoryWantedAnnotation when
+/// `history_wanted`.
 nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
-                                 std::string_view scaler_uid,
-                                 const ContainerAggregates& aggregates);
+                                 std::string_view scaler_uid, const ContainerAggregates& aggregates,
+                                 bool history_wanted = false);
+
+/// Whether a checkpoint object carries kHistoryWantedAnnotation "true".
+bool checkpoint_wants_history(const nlohmann::json& object);
 
 /// Parses a checkpoint object read from the API: an error when its ownerReference is not the
 /// scaler `scaler_uid` (a leftover of an earlier scaler of the same name) or its spec is invalid.

@@ -404,17 +404,19 @@ void RecommenderLoop::refresh_caps(PassSummary& summary) {
   caps_ready_ = true;
 }
 
-void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
-                                   PassSummary& summary) {
+RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
+                                                      ScalerHistory& into, std::string& note,
+                                                      PassSummary& summary) {
+  constexpr std::string_view kLiveOnly =
+      "); from live samples only, asked again when a replica next starts leading";
   if (!history_failure_.empty()) {
-    tracked.history_note = "no history from Prometheus (" + history_failure_ +
-                           "); from live samples only, asked again when a replica next starts "
-                           "leading";
-    return;
+    note = "no history from Prometheus (" + history_failure_ + std::string(kLiveOnly);
+    into.set_history_wanted(true);
+    return {};
   }
+  const auto now = std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
   const auto started = std::chrono::steady_clock::now();
-  auto loaded = history_source_->load(
-      target_of(scaler), std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()));
+  auto loaded = history_source_->load(target_of(scaler), now);
   const auto spent = std::chrono::steady_clock::now() - started;
   history_spent_ += spent;
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(spent);
@@ -423,12 +425,11 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
     // Only a source that is down spares the rest of the pass: one target's bad answer (too
     // large, too many samples) says nothing of the others'.
     if (loaded.error().source_down) history_failure_ = error;
-    tracked.history_note = "no history from Prometheus (" + error +
-                           "); from live samples only, asked again when a replica next starts "
-                           "leading";
+    note = "no history from Prometheus (" + error + std::string(kLiveOnly);
+    into.set_history_wanted(true);
     log::warn(kLoopLogger, "no history from Prometheus; the scaler starts from live samples",
               {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", error}});
-    return;
+    return {};
   }
   summary.history_queries += loaded->queries;
   // A point at resolution R stands for R / interval samples (VPA counts one: its
@@ -437,16 +438,15 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
   auto recommended = [&scaler](std::string_view container) {
     return is_recommended(scaler, container);
   };
-  HistoryStats stats = tracked.history.seed(*loaded, options_.aggregate,
-                                            static_cast<std::uint32_t>(per_point), recommended);
+  HistoryStats stats =
+      into.seed(*loaded, options_.aggregate, static_cast<std::uint32_t>(per_point), recommended);
   if (stats.points == 0) {
-    tracked.history_note = "no history in Prometheus for the pods of " + scaler.target.ref();
+    note = "no history in Prometheus for the pods of " + scaler.target.ref();
   } else {
     const auto days = std::chrono::duration_cast<std::chrono::hours>(stats.last - stats.first);
-    tracked.history_note = "history from Prometheus: " + std::to_string(stats.points) +
-                           " points of " + std::to_string(stats.pods) + " pod(s) over " +
-                           std::to_string(days.count() / 24) + "d" +
-                           std::to_string(days.count() % 24) + "h";
+    note = "history from Prometheus: " + std::to_string(stats.points) + " points of " +
+           std::to_string(stats.pods) + " pod(s) over " + std::to_string(days.count() / 24) + "d" +
+           std::to_string(days.count() % 24) + "h";
   }
   log::info(kLoopLogger, "history loaded from Prometheus",
             {{"namespace", scaler.ns},
@@ -456,6 +456,35 @@ void RecommenderLoop::seed_history(const api::Scaler& scaler, Tracked& tracked,
              {"dropped", std::to_string(loaded->dropped + stats.invalid)},
              {"queries", std::to_string(loaded->queries)},
              {"ms", std::to_string(took.count())}});
+  return {true, stats, loaded->resolution, now};
+}
+
+void RecommenderLoop::retry_history(const api::Scaler& scaler, Tracked& tracked,
+                                    PassSummary& summary) {
+  if (history_spent_ >= options_.history_budget) return;  // still wanted: the next start asks
+  TimePoint first_sampled = TimePoint::max();
+  for (const auto& [name, aggregate] : tracked.history.aggregates()) {
+    const TimePoint first = aggregate.state().first_sample_start;
+    if (first != TimePoint{}) first_sampled = std::min(first_sampled, first);
+  }
+  ScalerHistory fresh;
+  std::string note;
+  const Seeded seeded = seed_history(scaler, fresh, note, summary);
+  const Duration slack = 2 * seeded.resolution;
+  const bool spans =
+      seeded.stats.points > 0 && seeded.stats.last >= seeded.now - slack &&
+      (first_sampled == TimePoint::max() || seeded.stats.first <= first_sampled + slack);
+  if (spans) {
+    tracked.history = std::move(fresh);  // not wanted any more: the next checkpoint says so
+    tracked.history_note = note + ", asked again at this leader start, in place of the checkpoint";
+  } else if (seeded.loaded) {
+    // Prometheus lacks days the checkpoint sampled live: the checkpoint stays, still wanting.
+    tracked.history_note = note +
+                           "; asked again at this leader start, the checkpoint kept (the "
+                           "history does not span its samples)";
+  } else {
+    tracked.history_note = note;
+  }
 }
 
 void RecommenderLoop::list_checkpoints(
@@ -520,12 +549,15 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
       log::info(
           kLoopLogger, "history restored from the checkpoint",
           {{"namespace", scaler.ns}, {"name", scaler.name}, {"samples", std::to_string(samples)}});
+      if (tracked.history.history_wanted() && history_source_ != nullptr) {
+        retry_history(scaler, tracked, summary);
+      }
     } else if (history_source_ != nullptr) {
       if (history_spent_ >= options_.history_budget) {
         ++summary.history_deferred;  // not sampled either: its history must come first
         return true;
       }
-      seed_history(scaler, tracked, summary);
+      seed_history(scaler, tracked.history, tracked.history_note, summary);
     }
     tracked.restored = true;
   }

@@ -242,7 +242,23 @@ class RecommenderLoop {
   kube::Result<LoadedCheckpoint, kube::ApiError> load_checkpoint(const api::Scaler& scaler,
                                                                  PassSummary& summary);
   // Seeds a scaler without a checkpoint from the history source (once; see history_note).
-  void seed_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
+  // What seed_history found.
+  struct Seeded {
+    bool loaded = false;  // the source answered (with points or none)
+    HistoryStats stats;   // what it folded in
+    Duration resolution{};
+    TimePoint now;  // the end asked for
+  };
+  // Loads the history of `scaler`'s target into `into` (empty), or marks it wanted again
+  // (ScalerHistory::set_history_wanted) when the source has none; `note` gets what
+  // RecommendationProvided's message says of it.
+  Seeded seed_history(const api::Scaler& scaler, ScalerHistory& into, std::string& note,
+                      PassSummary& summary);
+  // At a leader start, a checkpoint whose scaler had no history then: asks the source again,
+  // and takes its history in place of the checkpoint when it spans the checkpoint's samples,
+  // from before the first to the present (Prometheus then holds the days the checkpoint sampled
+  // live, and the days before them); else the checkpoint stays, still wanting it.
+  void retry_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
   // Hands the scaler's status write to the writers (or makes it here without them), replacing
   // one of the scaler still waiting, when it changes the status; false, and a waiting older
   // write cancelled, when it does not. The write holds `scaler`: it may outlast the pass.

@@ -29,6 +29,7 @@ kube::Result<ScalerHistory> ScalerHistory::restore(const nlohmann::json& checkpo
   history.aggregates_ = std::move(aggregates).value();
   history.full_pass_seen_ = std::any_of(history.aggregates_.begin(), history.aggregates_.end(),
                                         [](const auto& entry) { return !entry.second.empty(); });
+  history.history_wanted_ = checkpoint_wants_history(checkpoint_object);
   return history;
 }
 

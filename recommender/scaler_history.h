@@ -81,8 +81,18 @@ class ScalerHistory {
   /// The checkpoint object to write (named like the scaler, owned by it).
   nlohmann::json checkpoint(std::string_view namespace_, std::string_view scaler_name,
                             std::string_view scaler_uid) const {
-    return checkpoint_object(namespace_, scaler_name, scaler_uid, aggregates_);
+    return checkpoint_object(namespace_, scaler_name, scaler_uid, aggregates_, history_wanted_);
   }
+
+  /// The history source had no history for it when it started (Prometheus down, an answer
+  /// refused): its checkpoint says so, and the next leader start asks again. Setting it counts as
+  /// a change (revision), so that the checkpoint is written with it.
+  void set_history_wanted(bool wanted) {
+    if (wanted != history_wanted_) ++revision_;
+    history_wanted_ = wanted;
+  }
+  /// See set_history_wanted; restored from the checkpoint.
+  bool history_wanted() const { return history_wanted_; }
 
   /// The per-container aggregates.
   const ContainerAggregates& aggregates() const { return aggregates_; }
@@ -105,6 +115,7 @@ class ScalerHistory {
   bool full_pass_seen_ = false;
   /// Seeded from a history source, and no pass has had live metrics since.
   bool seeded_before_metrics_ = false;
+  bool history_wanted_ = false;  ///< see set_history_wanted
   int containers_sharing_minimums_ = 1;
   ProvidedReason reason_ = ProvidedReason::kInsufficientHistory;
 };

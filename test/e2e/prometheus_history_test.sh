@@ -8,7 +8,8 @@
 # - Prometheus stopped: a new scaler (fresh) still gets a live recommendation, with a young
 #   history's wide bounds, and RecommendationProvided says why it had no history;
 # - Prometheus back: a new leader (vscaler restarted) seeds the next new scaler (late) from it,
-#   while hist and fresh resume from their checkpoints.
+#   hist resumes from its checkpoint, and fresh's checkpoint (its history still wanted) gives
+#   way to the history Prometheus now has of it.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 . "$here/usage_lib.sh"
@@ -76,9 +77,10 @@ awk -v s="$(spread fresh)" 'BEGIN { exit !(s > 1.5) }' ||
   fail "fresh (live samples only) has narrow bounds already: $(spread fresh)"
 echo "ok: $(message fresh) (upperBound/target $(spread fresh))"
 
-echo "--- Prometheus back: a new leader seeds the next new scaler"
+echo "--- Prometheus back: a new leader seeds the next new scaler, and asks again for fresh's"
 prometheus up
 seed late-0
+seed fresh-0 # what Prometheus would hold of fresh, had it been up: 8 days, up to now
 stop_operator
 operator
 statefulset late
@@ -89,4 +91,11 @@ awk -v s="$(spread late)" 'BEGIN { exit !(s <= 1.5) }' || fail "late is not narr
 grep -q '"history restored from the checkpoint"' "$OPERATOR_LOG" ||
   fail "the new leader did not resume hist and fresh from their checkpoints"
 echo "ok: $(message late) (upperBound/target $(spread late))"
+# fresh's checkpoint says its history is still wanted: the new leader asked again and, as the
+# history spans the checkpoint's live samples, took it in place of the checkpoint.
+retried() { message fresh | grep -q "asked again at this leader start, in place of the checkpoint"; }
+eventually 60 retried
+awk -v s="$(spread fresh)" 'BEGIN { exit !(s <= 1.5) }' ||
+  fail "fresh is not narrow after its history came: $(spread fresh)"
+echo "ok: $(message fresh) (upperBound/target $(spread fresh))"
 echo "PASS"

@@ -500,6 +500,7 @@ class FakeHistory final : public HistorySource {
  public:
   std::optional<HistoryError> error;
   std::chrono::milliseconds takes{0};  ///< how long each load lasts
+  std::chrono::hours ends_before{0};   ///< the last point is this long before `now`, plus 1 h
   int loads = 0;
   kube::Result<UsageHistory, HistoryError> load(const TargetWorkload& target,
                                                 TimePoint now) override {
@@ -512,8 +513,8 @@ class FakeHistory final : public HistorySource {
     PodSeries memory = cpu;
     // Eight days of hourly points before `now`: 300m, 400Mi.
     for (int hour = 192; hour > 0; --hour) {
-      cpu.points.push_back({now - std::chrono::hours(hour), 0.3});
-      memory.points.push_back({now - std::chrono::hours(hour), 400 * kMi});
+      cpu.points.push_back({now - ends_before - std::chrono::hours(hour), 0.3});
+      memory.points.push_back({now - ends_before - std::chrono::hours(hour), 400 * kMi});
     }
     history.cpu = {cpu};
     history.memory = {memory};
@@ -579,17 +580,69 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
     CHECK(upper_over_target(f.api.scalers.at(
               name)["status"]["recommendation"]["containerRecommendations"][0]) > 10);
   }
-  // A checkpoint wins: a scaler restored from one never asks the source.
+  // Their checkpoints say the history is still wanted: the next leader start asks again, and
+  // takes a history that reaches the present in place of the checkpoint's live samples.
   loop.save_checkpoints();
+  REQUIRE(f.api.checkpoints.count("web"));
+  CHECK(f.api.checkpoints.at(
+            "web")["metadata"]["annotations"]["scaling.vscaler.dev/history-wanted"] == "true");
   Fixture g;
   g.api.checkpoints = f.api.checkpoints;
   g.add_scaler(scaler_object("web", "u1"));
   g.api.inputs["web"] = usage(3, 2);
-  FakeHistory unused;
+  FakeHistory back;
   RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
-  restarted.set_history_source(&unused);
+  restarted.set_history_source(&back);
   restarted.run_pass();
+  CHECK(back.loads == 1);
+  CHECK(g.condition("web")["message"].get<std::string>().find(
+            "history from Prometheus: 192 points of 1 pod(s) over 7d23h, asked again at this "
+            "leader start") != std::string::npos);
+  CHECK(upper_over_target(g.api.scalers.at(
+            "web")["status"]["recommendation"]["containerRecommendations"][0]) <= 1.5);
+  // Not wanted any more: its next checkpoint says nothing, and a later leader never asks.
+  restarted.save_checkpoints();
+  CHECK_FALSE(g.api.checkpoints.at("web")["metadata"].contains("annotations"));
+  Fixture h;
+  h.api.checkpoints = g.api.checkpoints;
+  h.add_scaler(scaler_object("web", "u1"));
+  h.api.inputs["web"] = usage(3, 3);
+  FakeHistory unused;
+  RecommenderLoop again(h.api, h.hooks(), LoopOptions{}, h.registry);
+  again.set_history_source(&unused);
+  again.run_pass();
   CHECK(unused.loads == 0);
+}
+
+TEST_CASE("asked again at a leader start, a history that stops days ago keeps the checkpoint") {
+  // Prometheus was down while the checkpoint sampled live: the days it lacks are the
+  // checkpoint's, so the checkpoint stays, still wanting the history.
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  FakeHistory down;
+  down.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  loop.set_history_source(&down);
+  f.api.inputs["web"] = usage(3, 0);
+  loop.run_pass();
+  loop.save_checkpoints();
+  Fixture g;
+  g.api.checkpoints = f.api.checkpoints;
+  g.add_scaler(scaler_object("web", "u1"));
+  g.api.inputs["web"] = usage(3, 1);
+  FakeHistory stale;
+  stale.ends_before = std::chrono::hours(48);
+  RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
+  restarted.set_history_source(&stale);
+  restarted.run_pass();
+  CHECK(stale.loads == 1);
+  CHECK(g.condition("web")["message"].get<std::string>().find(
+            "the checkpoint kept (the history does not span its samples)") != std::string::npos);
+  CHECK(upper_over_target(g.api.scalers.at(
+            "web")["status"]["recommendation"]["containerRecommendations"][0]) > 10);
+  restarted.save_checkpoints();
+  CHECK(g.api.checkpoints.at(
+            "web")["metadata"]["annotations"]["scaling.vscaler.dev/history-wanted"] == "true");
 }
 
 TEST_CASE("one target's bad answer is its own: the next scaler of the pass is still asked") {
