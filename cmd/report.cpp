@@ -36,6 +36,13 @@ std::optional<kube::Quantity> quantity_at(const json& object, const char* sectio
   return *parsed;
 }
 
+// What a container requests of `resource`: its request, else its limit (the API server gives a
+// container with a limit and no request that limit as its request: DESIGN "Recommendations").
+std::optional<kube::Quantity> requested(const json& container, const char* resource) {
+  if (auto request = quantity_at(container, "requests", resource)) return request;
+  return quantity_at(container, "limits", resource);
+}
+
 std::string text_at(const json& object, std::initializer_list<const char*> path) {
   const json* at = &object;
   for (const char* key : path) {
@@ -322,8 +329,8 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
         const std::string name = item.value("name", "");
         if (name.empty()) continue;
         ReportRow& row = row_of(name);
-        row.cpu_request = quantity_at(item, "requests", "cpu");
-        row.memory_request = quantity_at(item, "requests", "memory");
+        row.cpu_request = requested(item, "cpu");
+        row.memory_request = requested(item, "memory");
       }
     }
     if (templates != nullptr && base.mode == "Off") {
@@ -339,8 +346,8 @@ std::vector<ReportRow> report_rows(const std::vector<json>& scalers,
             held = resources->second;
           }
         }
-        row.cpu_request = quantity_at(held, "requests", "cpu");
-        row.memory_request = quantity_at(held, "requests", "memory");
+        row.cpu_request = requested(held, "cpu");
+        row.memory_request = requested(held, "memory");
       }
     }
     const json* recommendations = nullptr;

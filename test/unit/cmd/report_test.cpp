@@ -84,6 +84,13 @@ TEST_CASE(
   templates["data/StatefulSet/db"]["pg"] = json::object();
   rows = report_rows(cluster(), &templates);
   CHECK_FALSE(rows[0].cpu_request);
+  // A container with a limit and no request requests its limit (the API server defaults it so).
+  templates["data/StatefulSet/db"]["pg"] =
+      json::parse(R"({"limits": {"cpu": "3", "memory": "3Gi"}})");
+  rows = report_rows(cluster(), &templates);
+  REQUIRE(rows[0].cpu_request);
+  CHECK(rows[0].cpu_request->to_string() == "3");
+  CHECK(rows[0].memory_request->to_string() == "3Gi");
   // A template not listed (a kind the user may not read): unknown, not the status's values,
   // which are what would be applied and would read as "nothing to save".
   templates.erase("data/StatefulSet/db");
