@@ -81,6 +81,11 @@ bool Connection::idle() const {
          (phase_ == Phase::kIdle && in_.empty());
 }
 
+bool Connection::evictable() const {
+  if (phase_ == Phase::kHttp2) return http2_->idle();
+  return phase_ == Phase::kHandshake || phase_ == Phase::kIdle || phase_ == Phase::kHead;
+}
+
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
   served_here_ = false;  // a new turn of the loop
   if (events & EPOLLERR) return close();

@@ -173,6 +173,10 @@ class Connection {
   Wait on_stream_response(std::int32_t stream, http::Response response, Clock::time_point now);
   /// The server stops: true when this connection can be closed at once (no request under way).
   bool idle() const;
+  /// No request of it is read whole or served: in its handshake, idle between requests, or
+  /// still receiving a request's head. Such a connection may be closed to make room for a new
+  /// one when the connection cap is reached.
+  bool evictable() const;
 
  private:
   Wait advance(Clock::time_point now);

@@ -203,6 +203,24 @@ void EventLoop::destroy(std::uint64_t id) {
   connections_.erase(found);  // closes the socket, which also leaves the epoll set
 }
 
+// At the total cap, the connection that would be cut first (the earliest deadline) among the
+// first few with no request under way is closed for the newcomer. Refusing newcomers instead let
+// a few pods holding idle or byte-a-second connections shut out everyone after them, the
+// kubelet's probes and the API server's calls included; this way a flood only churns itself.
+// The per-address cap still refuses one client's excess outright.
+bool EventLoop::evict_for_newcomer() {
+  constexpr int kLooked = 16;
+  int looked = 0;
+  for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
+    auto found = connections_.find(it->second);
+    if (found == connections_.end() || !found->second.connection->evictable()) continue;
+    shared_.rejected->with({"evicted_at_capacity"}).inc();
+    destroy(it->second);
+    return true;
+  }
+  return false;
+}
+
 void EventLoop::accept_all(Clock::time_point now) {
   for (int i = 0; i < kAcceptBatch; ++i) {
     sockaddr_storage address{};
@@ -223,6 +241,10 @@ void EventLoop::accept_all(Clock::time_point now) {
     std::string key = address_key(address);
     Admit admit;
     {
+      std::lock_guard lock(shared_.limiter_mutex);
+      admit = shared_.limiter.acquire(key);
+    }
+    if (admit == Admit::kTotal && evict_for_newcomer()) {
       std::lock_guard lock(shared_.limiter_mutex);
       admit = shared_.limiter.acquire(key);
     }

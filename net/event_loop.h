@@ -95,6 +95,7 @@ class EventLoop {
   http::Response internal_error(const Request& request, std::string_view what);
   void apply(std::uint64_t id, Entry& entry, const Wait& wait);
   void destroy(std::uint64_t id);
+  bool evict_for_newcomer();
   void accept_all(Clock::time_point now);
   void set_accepting(bool on);
   void release_listener();

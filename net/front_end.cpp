@@ -107,7 +107,9 @@ FrontEnd::FrontEnd(SSL_CTX* ctx, FrontEndOptions options, Serve serve, Refused r
       {"where"});
   shared.rejected = &registry.counter(
       prefix + "rejected_total",
-      "Requests and connections refused before a handler ran, by reason.", {"reason"});
+      "Requests and connections refused before a handler ran, and idle ones closed to make room "
+      "at the connection cap (evicted_at_capacity), by reason.",
+      {"reason"});
   if (tls) {
     shared.handshake_errors = &registry
                                    .counter(prefix + "tls_handshake_errors_total",

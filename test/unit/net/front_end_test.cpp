@@ -274,6 +274,29 @@ TEST_CASE("front end: the per-address cap refuses one client without touching an
   CHECK(s.review() == "HTTP/1.1 200 OK");
 }
 
+TEST_CASE("front end: at the total cap a newcomer is served; the idle connection due first goes") {
+  // Refusing newcomers at the cap let a few clients holding idle connections shut out everyone
+  // after them (the kubelet's probes, the API server).
+  Server s([](AdmissionServerOptions& options) {
+    options.max_connections = 3;
+    options.event_loops = 1;
+  });
+  std::vector<int> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(connect_from("127.0.0.2", s.server->port()));  // idle, in their handshakes
+    REQUIRE(held.back() >= 0);
+    std::this_thread::sleep_for(20ms);  // the first opened is the first due
+  }
+  CHECK(vscaler::testing::eventually(
+      [&] { return s.metric("vscaler_webhook_open_connections") == 3; }));
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == 1);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="too_many_connections"})") == 0);
+  CHECK(closed_by_peer_within(held[0], 2s));           // the oldest went
+  CHECK_FALSE(closed_by_peer_within(held[2], 200ms));  // the newest stays
+  for (int fd : held) ::close(fd);
+}
+
 TEST_CASE("front end: idle connections hold no worker; one worker serves past 200 of them") {
   Server s([](AdmissionServerOptions& options) { options.workers = 1; });
   std::vector<std::unique_ptr<RawTlsClient>> idle;
