@@ -105,13 +105,43 @@ PodSeries& series_of(std::vector<PodSeries>& out, const std::string& pod,
 
 }  // namespace
 
+/// The pattern of a generated name: a prefix as the API server keeps it (cut to 58 characters, so
+/// that the name with its 5 random ones fits 63), then the 5. The prefix is `literal`, then
+/// `random` characters of [a-z0-9] and a "-" when `random` is not 0 (a ReplicaSet's hash).
+static std::string generated_name(std::string_view literal, std::size_t random) {
+  constexpr std::size_t kMaxPrefix = 58;  // 63 - 5
+  const std::size_t dash = random > 0 ? 1 : 0;
+  std::string pattern = regex_escape(literal.substr(0, kMaxPrefix));
+  const std::size_t room = kMaxPrefix - std::min(kMaxPrefix, literal.size());
+  if (const std::size_t kept = std::min(room, random); kept > 0) {
+    pattern += "[a-z0-9]{" + std::to_string(kept) + "}";
+  }
+  if (dash > 0 && room >= random + dash) pattern += "-";
+  return pattern + "[a-z0-9]{5}";
+}
+
 std::string pod_name_pattern(const TargetWorkload& target) {
-  const std::string name = regex_escape(target.name);
-  if (target.kind == "StatefulSet") return name + "-[0-9]+";
-  if (target.kind == "DaemonSet") return name + "-[a-z0-9]{5}";
+  if (target.kind == "StatefulSet") return regex_escape(target.name) + "-[0-9]+";
+  if (target.kind == "DaemonSet") return generated_name(target.name + "-", 0);
   // A Deployment's ReplicaSet is "<name>-<pod-template-hash>" (6 to 10 characters), its pods
-  // "<replicaset>-<5>": "web-api-..." is not a pod of "web".
-  return name + "-[a-z0-9]{6,10}-[a-z0-9]{5}";
+  // "<replicaset>-<5>": "web-api-..." is not a pod of "web". A long name's pods have the
+  // prefix cut where the hash's length puts the 58th character: one alternative per length.
+  const std::string literal = target.name + "-";
+  if (literal.size() + 10 + 1 <= 58)
+    return regex_escape(target.name) + "-[a-z0-9]{6,10}-[a-z0-9]{5}";
+  std::vector<std::string> alternatives;
+  for (std::size_t hash = 6; hash <= 10; ++hash) {
+    std::string alternative = generated_name(literal, hash);
+    if (std::find(alternatives.begin(), alternatives.end(), alternative) == alternatives.end()) {
+      alternatives.push_back(std::move(alternative));
+    }
+  }
+  if (alternatives.size() == 1) return alternatives.front();
+  std::string pattern = "(";
+  for (std::size_t i = 0; i < alternatives.size(); ++i) {
+    pattern += (i > 0 ? "|" : "") + alternatives[i];
+  }
+  return pattern + ")";
 }
 
 std::string owner_pattern(const TargetWorkload& target) {

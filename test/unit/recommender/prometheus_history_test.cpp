@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "recommender/recommendation.h"
@@ -59,6 +60,28 @@ TEST_CASE("the queries: VPA's CPU rate and the memory peak per step, pods by con
         "namespace=\"a\", pod_name=~\"db\\\\.main-[0-9]+\", name!=\"POD\", name!=\"\"}[5m]))" +
             not_owned_by_target(options, {"a", "StatefulSet", "db.main"}));
   CHECK(pod_name_pattern({"a", "DaemonSet", "agent"}) == "agent-[a-z0-9]{5}");
+}
+
+TEST_CASE("long workload names: the pattern matches the pod names the API server cuts to 63") {
+  // generateName is cut to 58 characters before its 5 random ones: a Deployment of 50
+  // characters with a 9-character hash has pods "<name>-<first 7 of the hash><5>".
+  const std::string name(50, 'a');
+  const std::regex deployment(pod_name_pattern({"a", "Deployment", name}));
+  CHECK(std::regex_match(name + "-7f9c5d8" + "x2k9p", deployment));      // hash of 9 or 10, cut
+  CHECK(std::regex_match(name + "-7f9c5d-" + "x2k9p", deployment));      // hash of 6, whole
+  CHECK_FALSE(std::regex_match(name + "-7f9c5d8b4-x2k9p", deployment));  // 64: no such pod
+  CHECK_FALSE(std::regex_match(name + "-api-x2k9p", deployment));
+  // The name alone fills the 58: nothing of the hash is left.
+  const std::string longer(60, 'b');
+  const std::regex cut(pod_name_pattern({"a", "Deployment", longer}));
+  CHECK(std::regex_match(longer.substr(0, 58) + "x2k9p", cut));
+  // A DaemonSet over 57 characters loses its "-".
+  const std::string agent(60, 'c');
+  CHECK(std::regex_match(agent.substr(0, 58) + "x2k9p",
+                         std::regex(pod_name_pattern({"a", "DaemonSet", agent}))));
+  // Up to the limit, the patterns are the short ones.
+  CHECK(pod_name_pattern({"a", "Deployment", std::string(46, 'd')}) ==
+        std::string(46, 'd') + "-[a-z0-9]{6,10}-[a-z0-9]{5}");
 }
 
 TEST_CASE("pods named like the target's but owned by another controller are left out") {
