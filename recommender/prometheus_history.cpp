@@ -158,8 +158,13 @@ std::string not_owned_by_target(const PrometheusOptions& options, const TargetWo
   // kube-state-metrics labels its series namespace / pod; the cAdvisor series may use other
   // names (--container-namespace-label, --container-pod-name-label): label_replace copies them.
   auto owners = [&](const std::string& matcher) {
-    std::string series = "kube_pod_owner{namespace=" + promql_string(target.namespace_) +
-                         ", pod=~" + promql_string(pod_name_pattern(target)) + ", " + matcher + "}";
+    // Over the step's window, as the usage is: a look-alike pod deleted minutes before the step's
+    // end (a Helm hook's Job pod, a CronJob's) has no owner series at that instant any more,
+    // but its usage is still in the step's rate and peak.
+    std::string series =
+        "max_over_time(kube_pod_owner{namespace=" + promql_string(target.namespace_) + ", pod=~" +
+        promql_string(pod_name_pattern(target)) + ", " + matcher + "}[" +
+        promql_duration(options.resolution) + "])";
     if (options.pod_label != "pod") {
       series = "label_replace(" + series + ", " + promql_string(options.pod_label) +
                ", \"$1\", \"pod\", \"(.*)\")";

@@ -90,19 +90,19 @@ TEST_CASE("pods named like the target's but owned by another controller are left
   CHECK(owner_pattern(kWeb) == "web-[a-z0-9]{6,10}");
   CHECK(owner_pattern({"a", "StatefulSet", "db.main"}) == "db\\.main");
   CHECK(not_owned_by_target(options, kWeb) ==
-        " unless on(namespace, pod) kube_pod_owner{namespace=\"shop\", "
-        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_kind!=\"ReplicaSet\"}"
-        " unless on(namespace, pod) kube_pod_owner{namespace=\"shop\", "
-        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_name!~\"web-[a-z0-9]{6,10}\"}");
+        " unless on(namespace, pod) max_over_time(kube_pod_owner{namespace=\"shop\", "
+        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_kind!=\"ReplicaSet\"}[1h])"
+        " unless on(namespace, pod) max_over_time(kube_pod_owner{namespace=\"shop\", "
+        "pod=~\"web-[a-z0-9]{6,10}-[a-z0-9]{5}\", owner_name!~\"web-[a-z0-9]{6,10}\"}[1h])");
   // Other cAdvisor label names: kube-state-metrics' pod / namespace copied to them to join.
   options.pod_label = "pod_name";
   options.namespace_label = "kubernetes_namespace";
   const std::string clause = not_owned_by_target(options, {"a", "DaemonSet", "agent"});
   CHECK(clause.find(" unless on(kubernetes_namespace, pod_name) label_replace(label_replace("
-                    "kube_pod_owner{namespace=\"a\", pod=~\"agent-[a-z0-9]{5}\", "
-                    "owner_kind!=\"DaemonSet\"}, \"pod_name\", \"$1\", \"pod\", \"(.*)\"), "
+                    "max_over_time(kube_pod_owner{namespace=\"a\", pod=~\"agent-[a-z0-9]{5}\", "
+                    "owner_kind!=\"DaemonSet\"}[1h]), \"pod_name\", \"$1\", \"pod\", \"(.*)\"), "
                     "\"kubernetes_namespace\", \"$1\", \"namespace\", \"(.*)\")") == 0);
-  CHECK(clause.find("owner_name!~\"agent\"}") != std::string::npos);
+  CHECK(clause.find("owner_name!~\"agent\"}[1h])") != std::string::npos);
 }
 
 TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad answers named") {
