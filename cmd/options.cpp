@@ -307,18 +307,22 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
        }},
       {"--prometheus-address",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
-         if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
-           return kube::fail("--prometheus-address: must be an http:// or https:// URL, got \"" +
-                             value + "\"");
-         }
-         // Credentials in the address would be logged and written into status messages.
-         const std::size_t authority = value.find("://") + 3;
-         if (!value.empty() &&
-             value.substr(authority, value.find('/', authority) - authority).find('@') !=
-                 std::string::npos) {
+         // Credentials in the address would be logged and written into status messages (and
+         // are checked first: the message below repeats the value).
+         const std::size_t scheme = value.find("://");
+         const std::size_t authority = scheme == std::string::npos ? 0 : scheme + 3;
+         const std::size_t authority_end = value.find_first_of("/?#", authority);
+         if (value
+                 .substr(authority, authority_end == std::string::npos ? std::string::npos
+                                                                       : authority_end - authority)
+                 .find('@') != std::string::npos) {
            return kube::fail(
                "--prometheus-address: credentials in the URL (user:password@host) are not "
                "supported, they would be logged; use --prometheus-bearer-token-file");
+         }
+         if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+           return kube::fail("--prometheus-address: must be an http:// or https:// URL, got \"" +
+                             value + "\"");
          }
          options.prometheus.address = value;
          return kube::Unit{};

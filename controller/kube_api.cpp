@@ -195,17 +195,16 @@ kube::Result<WorkloadMeta, kube::ApiError> KubeResyncApi::get_workload(const std
 
 namespace vscaler::controller {
 
-kube::Result<std::vector<std::string>, kube::ApiError> KubeOptInApi::labelled_namespaces() {
+kube::Result<std::vector<LabelledNamespace>, kube::ApiError> KubeOptInApi::labelled_namespaces() {
   kube::ListOptions options;
   options.label_selector = std::string(api::kRecommendLabel) + "=true";
   auto list = client_.list_metadata(kube::resources::kNamespaces, "", options);
   if (!list.ok()) return kube::fail(std::move(list).error());
-  std::vector<std::string> names;
+  std::vector<LabelledNamespace> names;
   for (const auto& item : list->items) {
-    // A namespace being deleted refuses new objects (403 "being terminated"): nothing to make.
-    if (!kube::meta_string(item, "deletionTimestamp").empty()) continue;
     std::string name = kube::meta_string(item, "name");
-    if (!name.empty()) names.push_back(std::move(name));
+    if (name.empty()) continue;
+    names.push_back({std::move(name), !kube::meta_string(item, "deletionTimestamp").empty()});
   }
   return names;
 }

@@ -64,7 +64,7 @@ class KubeResyncApi : public ResyncApi {
 class KubeOptInApi : public OptInApi {
  public:
   explicit KubeOptInApi(kube::Client client) : client_(std::move(client)) {}
-  kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() override;
+  kube::Result<std::vector<LabelledNamespace>, kube::ApiError> labelled_namespaces() override;
   kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) override;
   kube::Result<kube::Unit, kube::ApiError> delete_scaler(const std::string& ns,
                                                          const std::string& name,

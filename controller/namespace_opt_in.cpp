@@ -83,7 +83,12 @@ OptInStats NamespaceOptIn::run_once() {
   }
   std::vector<OptInNamespace> labelled;
   if (names.ok()) {
-    for (const auto& name : *names) {
+    for (const auto& [name, terminating] : *names) {
+      if (terminating) {
+        // Nothing to make (a 403 each pass) nor to delete (the namespace takes its scalers).
+        labelled.push_back(OptInNamespace{name, {}, false});
+        continue;
+      }
       OptInNamespace ns{name, {}, true};
       for (const char* kind : kKinds) {
         int calls = 0;

@@ -57,11 +57,18 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
 
 /// The opt-in's own calls (the workload lists are the resync's, ResyncApi); KubeOptInApi
 /// implements them on the API server.
+/// A namespace labelled vscaler.dev/recommend=true.
+struct LabelledNamespace {
+  std::string name;
+  /// Being deleted: it refuses new objects, and its scalers go with it.
+  bool terminating = false;
+};
+
 class OptInApi {
  public:
   virtual ~OptInApi() = default;
-  /// The names of the namespaces labelled vscaler.dev/recommend=true.
-  virtual kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() = 0;
+  /// The namespaces labelled vscaler.dev/recommend=true.
+  virtual kube::Result<std::vector<LabelledNamespace>, kube::ApiError> labelled_namespaces() = 0;
   /// Creates `object` (a made scaler). AlreadyExists is an error the caller ignores.
   virtual kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) = 0;
   /// Deletes the scaler ns/name if its uid is still `uid`.

@@ -64,6 +64,7 @@ bool ScalerIndex::same_target(const Target& target, std::string_view ns, std::st
 ScalerIndex::ScalerIndex() : seed_(base::random_hash_seed()) {}
 
 ScalerIndex::~ScalerIndex() {
+  base::mutex_destroyed(&writer_mutex_);
   for (Shard& shard : shards_) {
     base::mutex_destroyed(&shard.mutex);
     shard.targets.for_each([](Target* target) { BlockDelete{}(target); });

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/log.h"
+
 namespace vscaler::net::http {
 namespace {
 

@@ -380,7 +380,7 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
              {"writes_replaced", std::to_string(summary.writes_replaced)},
              {"writes_waiting", std::to_string(summary.writes_waiting)},
              {"history_queries", std::to_string(summary.history_queries)},
-             {"history_deferred", std::to_string(summary.history_deferred)}});
+             {"history_skipped", std::to_string(summary.history_skipped)}});
   return summary;
 }
 
@@ -409,8 +409,18 @@ RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
                                                       PassSummary& summary) {
   constexpr std::string_view kLiveOnly =
       "); from live samples only, asked again when a replica next starts leading";
-  if (!history_failure_.empty()) {
-    note = "no history from Prometheus (" + history_failure_ + std::string(kLiveOnly);
+  std::string unavailable = history_failure_;
+  if (unavailable.empty() && history_spent_ >= options_.history_budget) {
+    // Slow, not down: the pass goes on, as DESIGN has it for a slow Prometheus.
+    const auto budget = options_.history_budget.count();
+    unavailable =
+        "this pass's " +
+        (budget % 1000 == 0 ? std::to_string(budget / 1000) + "s" : std::to_string(budget) + "ms") +
+        " for histories were spent: Prometheus is slow";
+    ++summary.history_skipped;
+  }
+  if (!unavailable.empty()) {
+    note = "no history from Prometheus (" + unavailable + std::string(kLiveOnly);
     into.set_history_wanted(true);
     return {};
   }
@@ -478,7 +488,9 @@ void RecommenderLoop::retry_history(const api::Scaler& scaler, Tracked& tracked,
     tracked.history = std::move(fresh);  // not wanted any more: the next checkpoint says so
     tracked.history_note = note + ", asked again at this leader start, in place of the checkpoint";
   } else if (seeded.loaded) {
-    // Prometheus lacks days the checkpoint sampled live: the checkpoint stays, still wanting.
+    // Prometheus answered but lacks days the checkpoint sampled live (older than its window,
+    // or not kept): the checkpoint holds more than it can give, now and at any later start.
+    tracked.history.set_history_wanted(false);
     tracked.history_note = note +
                            "; asked again at this leader start, the checkpoint kept (the "
                            "history does not span its samples)";
@@ -553,10 +565,6 @@ bool RecommenderLoop::pass_scaler(const std::shared_ptr<const api::Scaler>& shar
         retry_history(scaler, tracked, summary);
       }
     } else if (history_source_ != nullptr) {
-      if (history_spent_ >= options_.history_budget) {
-        ++summary.history_deferred;  // not sampled either: its history must come first
-        return true;
-      }
       seed_history(scaler, tracked.history, tracked.history_note, summary);
     }
     tracked.restored = true;

@@ -84,7 +84,8 @@ struct LoopOptions {
   /// costs its time per new scaler, one after another (two range queries each, 1-5 s apiece
   /// for 8 days of a large workload): 300 scalers made at once for a namespace that opted in
   /// would hold the pass for many minutes, with no live sample of any scaler meanwhile. The
-  /// scalers beyond it wait, unsampled, for a later pass, which asks again.
+  /// scalers beyond it start from live samples, as with a Prometheus that is down, and are
+  /// asked again at the next leader start.
   std::chrono::milliseconds history_budget{15'000};
 };
 
@@ -134,8 +135,9 @@ struct PassSummary {
   std::size_t failed = 0;           ///< scalers skipped by an API failure (retried next pass)
   std::size_t requests = 0;         ///< API requests made (list pages counted)
   std::size_t history_queries = 0;  ///< requests to the history source (Prometheus)
-  /// New scalers left for a later pass: the pass's history_budget was spent.
-  std::size_t history_deferred = 0;
+  /// New scalers started from live samples without asking the history source: the pass's
+  /// history_budget was spent (asked again at the next leader start).
+  std::size_t history_skipped = 0;
   /// Container aggregates with samples held after the pass, over every tracked scaler.
   std::size_t aggregates = 0;
   /// Bytes the tracked histories occupy after the pass (ScalerHistory::memory_bytes).
@@ -257,7 +259,8 @@ class RecommenderLoop {
   // At a leader start, a checkpoint whose scaler had no history then: asks the source again,
   // and takes its history in place of the checkpoint when it spans the checkpoint's samples,
   // from before the first to the present (Prometheus then holds the days the checkpoint sampled
-  // live, and the days before them); else the checkpoint stays, still wanting it.
+  // live, and the days before them). An answer that does not keeps the checkpoint, which wants
+  // no more; no answer (down again, or the pass's budget spent) leaves it wanting.
   void retry_history(const api::Scaler& scaler, Tracked& tracked, PassSummary& summary);
   // Hands the scaler's status write to the writers (or makes it here without them), replacing
   // one of the scaler still waiting, when it changes the status; false, and a waiting older

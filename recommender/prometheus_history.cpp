@@ -305,10 +305,12 @@ kube::Result<kube::Unit, HistoryError> PrometheusHistory::range(const std::strin
     }
     auto parsed = parse_query_range(answer->status, answer->body, options_, out, history.dropped);
     if (!parsed.ok()) {
-      // Refused (401, 403) or overloaded (5xx: unavailable, its own query timeout): so would the
+      // Refused (401, 403), throttled (408, 429: a proxy, Thanos, Mimir) or overloaded (5xx:
+      // unavailable, its own query timeout): so would the
       // next query be. A 4xx of this query (422: too many samples) is this target's alone.
-      const bool source_down =
-          answer->status == 401 || answer->status == 403 || answer->status >= 500;
+      const bool source_down = answer->status == 401 || answer->status == 403 ||
+                               answer->status == 408 || answer->status == 429 ||
+                               answer->status >= 500;
       return kube::fail(
           HistoryError{"Prometheus at " + options_.address + ": " + parsed.error(), source_down});
     }

@@ -238,6 +238,10 @@ TEST_CASE("history from Prometheus: VPA's flag names and defaults, today's label
   CHECK(secret.error().find("--prometheus-address: credentials in the URL") == 0);
   CHECK(secret.error().find("hunter2") == std::string::npos);
   CHECK(parse_options({"--prometheus-address", "http://prometheus:9090/a@b"}).ok());
+  CHECK(parse_options({"--prometheus-address", "http://prometheus:9090?x=a@b"}).ok());
+  auto bare = parse_options({"--prometheus-address", "admin:hunter2@prometheus:9090"});
+  REQUIRE_FALSE(bare.ok());
+  CHECK(bare.error().find("hunter2") == std::string::npos);
   CHECK(parse_options({"--history-length", "0d"}).error().rfind("--history-length:", 0) == 0);
   CHECK(parse_options({"--history-length", "soon"}).error().rfind("--history-length:", 0) == 0);
   CHECK(

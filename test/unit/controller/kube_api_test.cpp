@@ -158,9 +158,7 @@ TEST_CASE("kube api: an Event is queued, then posted and aggregated through the 
   CHECK(seen[1].body["count"] == 2);
 }
 
-TEST_CASE("kube api: the labelled namespaces, those being deleted left out") {
-  // A terminating namespace refuses new objects (403 "being terminated"): asking to make its
-  // scalers every pass would only fail and warn.
+TEST_CASE("kube api: the labelled namespaces, those being deleted marked") {
   testing::LocalHttpServer server;
   std::mutex mutex;
   std::string selector;
@@ -180,7 +178,11 @@ TEST_CASE("kube api: the labelled namespaces, those being deleted left out") {
   controller::KubeOptInApi api(server.client());
   auto names = api.labelled_namespaces();
   REQUIRE(names.ok());
-  CHECK(*names == std::vector<std::string>{"shop"});
+  REQUIRE(names->size() == 2);
+  CHECK((*names)[0].name == "shop");
+  CHECK_FALSE((*names)[0].terminating);
+  CHECK((*names)[1].name == "gone");
+  CHECK((*names)[1].terminating);
   std::lock_guard lock(mutex);
   CHECK(selector == "vscaler.dev/recommend=true");
   server.stop();

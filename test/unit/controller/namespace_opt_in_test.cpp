@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <set>
 
 #include "api/namespace_scalers.h"
 
@@ -38,6 +39,7 @@ class FakeOptInApi final : public ResyncApi, public OptInApi {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> namespaces;
   bool fail_namespaces = false;
   std::string fail_kind;  // listing this kind fails
+  std::set<std::string> terminating;
   std::vector<nlohmann::json> created;
   std::vector<std::string> deleted;  // "ns/name uid"
 
@@ -56,10 +58,12 @@ class FakeOptInApi final : public ResyncApi, public OptInApi {
                                                           const std::string&) override {
     return kube::fail(kube::ApiError{});
   }
-  kube::Result<std::vector<std::string>, kube::ApiError> labelled_namespaces() override {
+  kube::Result<std::vector<LabelledNamespace>, kube::ApiError> labelled_namespaces() override {
     if (fail_namespaces) return kube::fail(kube::ApiError{});
-    std::vector<std::string> names;
-    for (const auto& [name, workloads] : namespaces) names.push_back(name);
+    std::vector<LabelledNamespace> names;
+    for (const auto& [name, workloads] : namespaces) {
+      names.push_back({name, terminating.count(name) > 0});
+    }
     return names;
   }
   kube::Result<kube::Unit, kube::ApiError> create_scaler(const nlohmann::json& object) override {
@@ -152,6 +156,19 @@ TEST_CASE("a pass creates and deletes through the API; a person's scaler is neve
   CHECK(stats.failed == 1);
   CHECK(api.created.size() == 1);  // the pass before made web again (a fake API: no informer)
   CHECK(api.deleted.empty());
+}
+
+TEST_CASE("a labelled namespace being deleted: nothing made in it, nothing deleted from it") {
+  FakeOptInApi api;
+  api.namespaces["gone"] = {{"Deployment", "web"}};
+  api.terminating.insert("gone");
+  ScalerStore store;
+  store.upsert(made("gone", "StatefulSet", "old"));
+  NamespaceOptIn opt_in(api, api, store);
+  OptInStats stats = opt_in.run_once();
+  CHECK(stats.failed == 0);
+  CHECK(api.created.empty());  // a 403 "being terminated" each pass, before
+  CHECK(api.deleted.empty());  // the namespace takes its scalers; no DELETE racing it
 }
 
 TEST_CASE("a replica that stops leading mid-pass writes nothing more") {

@@ -154,10 +154,6 @@ TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad 
       {"metric":{"pod":7,"container":"c"},"values":[]}, "not a series"]}})");
   CHECK(parse_query_range(200, labels.dump(), options, out, dropped).error() ==
         "a series is not an object");
-  // Nesting past a matrix's is dropped while parsing: a deep body costs neither memory nor stack.
-  const std::string deep = R"({"status":"success","data":{"resultType":"matrix","result":[)" +
-                           std::string(100'000, '[') + std::string(100'000, ']') + "]}}";
-  CHECK(parse_query_range(200, deep, options, out, dropped).error() == "a series is not an object");
   CHECK_FALSE(parse_query_range(200, "<html>not prometheus</html>", options, out, dropped).ok());
   CHECK(parse_query_range(200, R"({"status":"success","data":{"resultType":"vector",
       "result":[]}})",
