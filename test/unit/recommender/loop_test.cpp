@@ -522,6 +522,27 @@ class FakeHistory final : public HistorySource {
   }
 };
 
+// A new leader over the checkpoints `before` wrote: `scalers` (name, uid), each with samples of
+// round `round`, `source` asked for histories; its first pass is run.
+struct NewLeader {
+  Fixture f;
+  RecommenderLoop loop{f.api, f.hooks(), LoopOptions{}, f.registry};
+  NewLeader(const Fixture& before,
+            std::initializer_list<std::pair<const char*, const char*>> scalers, int round,
+            HistorySource& source) {
+    f.api.checkpoints = before.api.checkpoints;
+    for (const auto& [name, uid] : scalers) {
+      f.add_scaler(scaler_object(name, uid));
+      f.api.inputs[name] = usage(3, round);
+    }
+    loop.set_history_source(&source);
+    loop.run_pass();
+  }
+  std::string message(const std::string& name) {
+    return f.condition(name)["message"].get<std::string>();
+  }
+};
+
 double upper_over_target(const json& recommendation) {
   auto cores = [](const json& value) {
     return vscaler::kube::Quantity::parse(value.get<std::string>())->to_double();
@@ -586,31 +607,19 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
   REQUIRE(f.api.checkpoints.count("web"));
   CHECK(f.api.checkpoints.at(
             "web")["metadata"]["annotations"]["scaling.vscaler.dev/history-wanted"] == "true");
-  Fixture g;
-  g.api.checkpoints = f.api.checkpoints;
-  g.add_scaler(scaler_object("web", "u1"));
-  g.api.inputs["web"] = usage(3, 2);
   FakeHistory back;
-  RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
-  restarted.set_history_source(&back);
-  restarted.run_pass();
+  NewLeader restarted(f, {{"web", "u1"}}, 2, back);
   CHECK(back.loads == 1);
-  CHECK(g.condition("web")["message"].get<std::string>().find(
+  CHECK(restarted.message("web").find(
             "history from Prometheus: 192 points of 1 pod(s) over 7d23h, asked again at this "
             "leader start") != std::string::npos);
-  CHECK(upper_over_target(g.api.scalers.at(
+  CHECK(upper_over_target(restarted.f.api.scalers.at(
             "web")["status"]["recommendation"]["containerRecommendations"][0]) <= 1.5);
   // Not wanted any more: its next checkpoint says nothing, and a later leader never asks.
-  restarted.save_checkpoints();
-  CHECK_FALSE(g.api.checkpoints.at("web")["metadata"].contains("annotations"));
-  Fixture h;
-  h.api.checkpoints = g.api.checkpoints;
-  h.add_scaler(scaler_object("web", "u1"));
-  h.api.inputs["web"] = usage(3, 3);
+  restarted.loop.save_checkpoints();
+  CHECK_FALSE(restarted.f.api.checkpoints.at("web")["metadata"].contains("annotations"));
   FakeHistory unused;
-  RecommenderLoop again(h.api, h.hooks(), LoopOptions{}, h.registry);
-  again.set_history_source(&unused);
-  again.run_pass();
+  NewLeader again(restarted.f, {{"web", "u1"}}, 3, unused);
   CHECK(unused.loads == 0);
 }
 
@@ -626,23 +635,17 @@ TEST_CASE("asked again at a leader start, a history that stops days ago keeps th
   f.api.inputs["web"] = usage(3, 0);
   loop.run_pass();
   loop.save_checkpoints();
-  Fixture g;
-  g.api.checkpoints = f.api.checkpoints;
-  g.add_scaler(scaler_object("web", "u1"));
-  g.api.inputs["web"] = usage(3, 1);
   FakeHistory stale;
   stale.ends_before = std::chrono::hours(48);
-  RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
-  restarted.set_history_source(&stale);
-  restarted.run_pass();
+  NewLeader restarted(f, {{"web", "u1"}}, 1, stale);
   CHECK(stale.loads == 1);
-  CHECK(g.condition("web")["message"].get<std::string>().find(
+  CHECK(restarted.message("web").find(
             "the checkpoint kept (the history does not span its samples)") != std::string::npos);
-  CHECK(upper_over_target(g.api.scalers.at(
+  CHECK(upper_over_target(restarted.f.api.scalers.at(
             "web")["status"]["recommendation"]["containerRecommendations"][0]) > 10);
   // Prometheus answered: what it lacks it will not have later either. Not asked again.
-  restarted.save_checkpoints();
-  CHECK_FALSE(g.api.checkpoints.at("web")["metadata"].contains("annotations"));
+  restarted.loop.save_checkpoints();
+  CHECK_FALSE(restarted.f.api.checkpoints.at("web")["metadata"].contains("annotations"));
 }
 
 TEST_CASE("one target's bad answer is its own: the next scaler of the pass is still asked") {
@@ -698,18 +701,10 @@ TEST_CASE("a slow history source spends the pass's budget; the scalers after it 
   CHECK(history.loads == 1);  // not asked again by this leader
   // The next leader asks again for web's.
   loop.save_checkpoints();
-  Fixture g;
-  g.api.checkpoints = f.api.checkpoints;
-  g.add_scaler(scaler_object("web", "u1"));
-  g.add_scaler(scaler_object("api", "u2"));
-  g.api.inputs["web"] = usage(3, 2);
-  g.api.inputs["api"] = usage(3, 2);
   FakeHistory back;
-  RecommenderLoop restarted(g.api, g.hooks(), LoopOptions{}, g.registry);
-  restarted.set_history_source(&back);
-  restarted.run_pass();
+  NewLeader restarted(f, {{"web", "u1"}, {"api", "u2"}}, 2, back);
   CHECK(back.loads == 1);
-  CHECK(g.condition("web")["message"].get<std::string>().find(
+  CHECK(restarted.message("web").find(
             "asked again at this leader start, in place of the checkpoint") != std::string::npos);
 }
 
