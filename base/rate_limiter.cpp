@@ -11,14 +11,27 @@ RateLimiter::RateLimiter(double per_second, double burst)
       tokens_(burst_),
       refilled_(Clock::now()) {}
 
-RateLimiter::Clock::time_point RateLimiter::reserve(Clock::time_point now) {
-  if (per_second_ <= 0) return now;
-  std::lock_guard lock(mutex_);
+void RateLimiter::refill(Clock::time_point now) {
   if (now > refilled_) {
     const double elapsed = std::chrono::duration<double>(now - refilled_).count();
     tokens_ = std::min(burst_, tokens_ + elapsed * per_second_);
     refilled_ = now;
   }
+}
+
+bool RateLimiter::try_acquire(Clock::time_point now) {
+  if (per_second_ <= 0) return true;
+  std::lock_guard lock(mutex_);
+  refill(now);
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
+
+RateLimiter::Clock::time_point RateLimiter::reserve(Clock::time_point now) {
+  if (per_second_ <= 0) return now;
+  std::lock_guard lock(mutex_);
+  refill(now);
   tokens_ -= 1;
   if (tokens_ >= 0) return now;
   // In debt: this token exists once the debt is paid back at the rate.

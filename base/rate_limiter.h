@@ -25,11 +25,16 @@ class RateLimiter {
   /// Takes a token at `now` and returns when it may be used (`now` when the bucket held one):
   /// acquire() without the sleep, for tests and for callers that sleep their own way.
   Clock::time_point reserve(Clock::time_point now);
+  /// Takes a token at `now` if the bucket holds one; false (nothing taken) otherwise: for
+  /// callers that refuse rather than wait.
+  bool try_acquire(Clock::time_point now);
 
   /// The configured rate (0: unlimited).
   double per_second() const { return per_second_; }
 
  private:
+  void refill(Clock::time_point now);  // with mutex_ held
+
   const double per_second_;
   const double burst_;
   std::mutex mutex_;

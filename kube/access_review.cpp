@@ -39,7 +39,9 @@ std::size_t AccessReviewer::DigestHash::operator()(const Digest& digest) const {
 }
 
 AccessReviewer::AccessReviewer(Review review, AccessReviewOptions options)
-    : review_(std::move(review)), options_(options) {}
+    : review_(std::move(review)),
+      options_(options),
+      new_tokens_(options.reviews_per_second, options.review_burst) {}
 
 std::size_t AccessReviewer::reviews_sent() const {
   std::lock_guard lock(mutex_);
@@ -66,6 +68,9 @@ AccessDecision AccessReviewer::check(std::string_view authorization, std::string
     std::lock_guard lock(mutex_);
     auto found = cache_.find(digest);
     if (found != cache_.end() && found->second.expires > now) return found->second.decision;
+  }
+  if (!new_tokens_.try_acquire(now)) {
+    return {429, "too many tokens to review at once; retry"};  // not cached: nothing was asked
   }
   AccessDecision decision = review_now(token, path, verb);
   if (decision.status == 503) return decision;  // the API server's trouble: ask again next time

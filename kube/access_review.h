@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/rate_limiter.h"
 #include "kube/client.h"
 
 namespace vscaler::kube {
@@ -40,6 +41,13 @@ struct AccessReviewOptions {
   /// Answers kept at most; when full, expired ones are dropped, then all (a flood of made-up
   /// tokens costs reviews, never memory).
   std::size_t cache_entries = 1024;
+  /// Reviews of tokens not in the cache: at most this many a second on average (answers beyond
+  /// are 429), so that a flood of made-up tokens costs the API server a bounded rate of
+  /// TokenReviews (under vscaler's own priority-and-fairness share) and the scraper's cached
+  /// answer still comes at once. 0: no limit.
+  double reviews_per_second = 20;
+  /// The burst of such reviews (a few scrapers starting together).
+  double review_burst = 40;
 };
 
 /// Thread-safe; one per process.
@@ -72,6 +80,7 @@ class AccessReviewer {
 
   Review review_;
   AccessReviewOptions options_;
+  base::RateLimiter new_tokens_;  ///< reviews of tokens not in the cache
   mutable std::mutex mutex_;
   std::unordered_map<Digest, Cached, DigestHash> cache_;
   std::size_t reviews_sent_ = 0;

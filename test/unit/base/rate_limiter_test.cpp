@@ -52,3 +52,16 @@ TEST_CASE("threads sharing the bucket get no more than burst + rate x time betwe
   // 40 tokens: 5 at once, 35 at 200/s = 175 ms at least (sleep_until never wakes early).
   CHECK(seconds >= 0.175);
 }
+
+TEST_CASE("try_acquire takes a token only when the bucket holds one, and never goes in debt") {
+  base::RateLimiter limiter(10, 2);  // 100 ms a token
+  const Clock::time_point t0 = Clock::now() + 1s;
+  CHECK(limiter.try_acquire(t0));
+  CHECK(limiter.try_acquire(t0));
+  CHECK_FALSE(limiter.try_acquire(t0));
+  CHECK_FALSE(limiter.try_acquire(t0 + 50ms));
+  CHECK(limiter.try_acquire(t0 + 100ms));            // refused calls took nothing: one token came
+  CHECK(limiter.reserve(t0 + 100ms) == t0 + 200ms);  // and reserve still queues after it
+  base::RateLimiter unlimited(0, 1);
+  for (int i = 0; i < 10; ++i) CHECK(unlimited.try_acquire(t0));
+}

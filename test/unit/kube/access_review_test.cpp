@@ -108,6 +108,7 @@ TEST_CASE("a flood of made-up tokens is bounded by the cache size, and odd answe
   FakeApiServer api;
   AccessReviewOptions options;
   options.cache_entries = 16;
+  options.reviews_per_second = 0;  // the cache alone here
   auto access = reviewer(api, options);
   for (int i = 0; i < 100; ++i) {
     CHECK(access.check("Bearer made-up-" + std::to_string(i), "/metrics").status == 401);
@@ -123,4 +124,21 @@ TEST_CASE("a flood of made-up tokens is bounded by the cache size, and odd answe
     auto strict = reviewer(odd);
     CHECK(strict.check("Bearer anything", "/metrics").status == 401);
   }
+}
+
+TEST_CASE("reviews of new tokens are rate-limited: a flood gets 429, a cached scraper 200") {
+  FakeApiServer api;
+  AccessReviewOptions options;
+  options.reviews_per_second = 1;
+  options.review_burst = 5;
+  auto access = reviewer(api, options);
+  CHECK(access.check("Bearer reader", "/metrics").status == 200);  // the scraper, cached
+  const std::size_t before_flood = access.reviews_sent();
+  int refused = 0;
+  for (int i = 0; i < 100; ++i) {
+    refused += access.check("Bearer made-up-" + std::to_string(i), "/metrics").status == 429;
+  }
+  CHECK(refused >= 95);  // the burst's 4 left, and what a second of refill adds
+  CHECK(access.reviews_sent() - before_flood <= 2 * 6);            // a TokenReview (+ no SAR) each
+  CHECK(access.check("Bearer reader", "/metrics").status == 200);  // its cached answer, at once
 }
