@@ -94,7 +94,16 @@ schema_rejects /image/pullPolicy --set image.pullPolicy=Sometimes
 schema_rejects /leaderElect --set leaderElect=maybe
 schema_rejects '' --set replica=2
 echo "ok: values.schema.json rejects replicas -1 and two, a bad interval, address, pullPolicy, leaderElect, an unknown key, naming the field"
-render "$chart" "$work/values.yaml" --set replicas=3,leaderElect=false,metricsSecure=false,recommenderInterval=30s \
+# Several replicas without leader election would each lead: refused, naming the fix.
+if err=$("$helm" template vscaler "$chart" -n vscaler-system --set replicas=2,leaderElect=false 2>&1 >/dev/null); then
+  fail "replicas=2 with leaderElect=false was accepted"
+fi
+grep -q "need leaderElect=true" <<<"$err" || fail "replicas=2 leaderElect=false: $err"
+# recommenderInterval=0 (an integer with --set) turns recommendations off; one replica, no PDB.
+render "$chart" "$work/off.yaml" --set recommenderInterval=0,replicas=1,leaderElect=false
+grep -q -- "--recommender-interval=0" "$work/off.yaml" || fail "recommenderInterval=0 did not reach the flag"
+grep -q "^kind: PodDisruptionBudget" "$work/off.yaml" && fail "one replica still renders a PDB (it would block drains)"
+render "$chart" "$work/values.yaml" --set replicas=3,leaderElect=true,metricsSecure=false,recommenderInterval=30s \
   --set prometheusAddress=http://prometheus.monitoring:9090,dashboardAddress=,logLevel=debug \
   --set image.repository=registry.example.com/vscaler,image.tag=0.2.0,networkPolicy.enabled=false,pdb.enabled=false \
   --set 'extraArgs[0]=--prometheus-timeout=10s' --set-json 'tolerations=[{"key":"t","operator":"Exists"}]'
@@ -106,7 +115,7 @@ assert "NetworkPolicy" not in kinds and "PodDisruptionBudget" not in kinds, kind
 dep = next(d for d in docs if d["kind"] == "Deployment")
 c = dep["spec"]["template"]["spec"]["containers"][0]
 want = ["--webhook-port=9443", "--cert-dir=/tmp/k8s-webhook-server/serving-certs", "--metrics-addr=:8080",
-        "--health-addr=:8081", "--log-level=debug", "--recommender-interval=30s",
+        "--health-addr=:8081", "--log-level=debug", "--leader-elect", "--recommender-interval=30s",
         "--prometheus-address=http://prometheus.monitoring:9090", "--dashboard-addr=", "--prometheus-timeout=10s"]
 assert c["args"] == want, c["args"]
 assert c["image"] == "registry.example.com/vscaler:0.2.0", c["image"]
