@@ -214,16 +214,26 @@ std::string table(const std::vector<ReportRow>& rows) {
 std::string csv(const std::vector<ReportRow>& rows) {
   std::string out =
       "namespace,scaler,target,mode,container,cpu_request,cpu_target,cpu_lower_bound,"
-      "cpu_upper_bound,memory_request,memory_target,memory_lower_bound,memory_upper_bound\n";
+      "cpu_upper_bound,memory_request,memory_target,memory_lower_bound,memory_upper_bound,"
+      "cpu_difference,memory_difference\n";
   auto q = [](const std::optional<kube::Quantity>& value) {
     return value ? value->to_string() : std::string();
+  };
+  // As JSON gives them (requested minus recommended); empty when either is unknown.
+  auto cpu_diff = [](const ReportRow& row) {
+    auto diff = difference(row.cpu_request, row.cpu_target);
+    return diff ? dashboard::format_signed_cpu(*diff) : std::string();
+  };
+  auto memory_diff = [](const ReportRow& row) {
+    auto diff = difference(row.memory_request, row.memory_target);
+    return diff ? dashboard::format_signed_memory(*diff) : std::string();
   };
   for (const ReportRow& row : rows) {
     out += csv_field(row.ns) + "," + csv_field(row.scaler) + "," + csv_field(row.target) + "," +
            csv_field(row.mode) + "," + csv_field(row.container) + "," + q(row.cpu_request) + "," +
            q(row.cpu_target) + "," + q(row.cpu_lower) + "," + q(row.cpu_upper) + "," +
            q(row.memory_request) + "," + q(row.memory_target) + "," + q(row.memory_lower) + "," +
-           q(row.memory_upper) + "\n";
+           q(row.memory_upper) + "," + cpu_diff(row) + "," + memory_diff(row) + "\n";
   }
   return out;
 }

@@ -64,7 +64,7 @@ sys.exit(0 if a == b else 1)
 PY
 report -n "$ns" -o csv > "$work/report.csv"
 expect_eq "csv lines" "$(wc -l < "$work/report.csv")" 3
-grep -qx "$ns,web,Deployment/web,Auto,app,500m,352m,300m,1,512Mi,489Mi,400Mi,1Gi" "$work/report.csv" ||
+grep -qx "$ns,web,Deployment/web,Auto,app,500m,352m,300m,1,512Mi,489Mi,400Mi,1Gi,+148m,+23Mi" "$work/report.csv" ||
   fail "csv: web's line is not as set: $(cat "$work/report.csv")"
 
 echo "--- kubectl vscaler report (the kubectl-vscaler link on PATH)"

@@ -140,9 +140,11 @@ TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same r
 
   std::string csv = *render_report(rows, "csv");
   CHECK(csv.find("namespace,scaler,target,mode,container,cpu_request,cpu_target,") == 0);
-  CHECK(csv.find("\nshop,web,Deployment/web,Auto,app,500m,352m,300m,1,512Mi,489Mi,400Mi,1Gi\n") !=
+  // The difference too (DESIGN "Reports"), last, as JSON gives it.
+  CHECK(csv.find("\nshop,web,Deployment/"
+                 "web,Auto,app,500m,352m,300m,1,512Mi,489Mi,400Mi,1Gi,+148m,+23Mi\n") !=
         std::string::npos);
-  CHECK(csv.find("\nshop,web,Deployment/web,Auto,proxy,100m,,,,,,,\n") != std::string::npos);
+  CHECK(csv.find("\nshop,web,Deployment/web,Auto,proxy,100m,,,,,,,,,\n") != std::string::npos);
 }
 
 TEST_CASE("report errors name the problem") {
