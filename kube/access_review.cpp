@@ -64,22 +64,29 @@ AccessDecision AccessReviewer::check(std::string_view authorization, std::string
     EVP_Digest(material.data(), material.size(), digest.data(), &length, EVP_sha256(), nullptr);
   }
   auto now = std::chrono::steady_clock::now();
+  bool known = false;
   {
     std::lock_guard lock(mutex_);
     auto found = cache_.find(digest);
     if (found != cache_.end() && found->second.expires > now) return found->second.decision;
+    known = found != cache_.end() && found->second.known_until > now;
   }
-  if (!new_tokens_.try_acquire(now)) {
+  if (!known && !new_tokens_.try_acquire(now)) {
     return {429, "too many tokens to review at once; retry"};  // not cached: nothing was asked
   }
   AccessDecision decision = review_now(token, path, verb);
   if (decision.status == 503) return decision;  // the API server's trouble: ask again next time
   std::lock_guard lock(mutex_);
   if (cache_.size() >= options_.cache_entries) {
-    std::erase_if(cache_, [now](const auto& entry) { return entry.second.expires <= now; });
+    // Known allowed tokens stay (a flood cannot push the scraper out); the rest go when stale.
+    std::erase_if(cache_, [now](const auto& entry) {
+      return entry.second.expires <= now && entry.second.known_until <= now;
+    });
     if (cache_.size() >= options_.cache_entries) cache_.clear();
   }
-  cache_[digest] = Cached{decision, now + options_.cache_ttl};
+  const auto known_until =
+      decision.status == 200 ? now + options_.known_for : std::chrono::steady_clock::time_point{};
+  cache_[digest] = Cached{decision, now + options_.cache_ttl, known_until};
   return decision;
 }
 

@@ -82,8 +82,10 @@ bool Connection::idle() const {
 }
 
 bool Connection::evictable() const {
-  if (phase_ == Phase::kHttp2) return http2_->idle();
-  return phase_ == Phase::kHandshake || phase_ == Phase::kIdle || phase_ == Phase::kHead;
+  if (phase_ == Phase::kHttp2) return !http2_->ever_used();
+  if (requests_ > 0) return false;
+  return phase_ == Phase::kHandshake || phase_ == Phase::kIdle || phase_ == Phase::kHead ||
+         phase_ == Phase::kBody || phase_ == Phase::kLinger;
 }
 
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {

@@ -173,9 +173,10 @@ class Connection {
   Wait on_stream_response(std::int32_t stream, http::Response response, Clock::time_point now);
   /// The server stops: true when this connection can be closed at once (no request under way).
   bool idle() const;
-  /// No request of it is read whole or served: in its handshake, idle between requests, or
-  /// still receiving a request's head. Such a connection may be closed to make room for a new
-  /// one when the connection cap is reached.
+  /// It never had a request answered and none is at a worker or being written: in its
+  /// handshake, idle after it, receiving its first request, or lingering after a refusal. Such a
+  /// connection may be closed to make room for a new one when the connection cap is reached; a
+  /// client that was served (the API server's keep-alive connections) never is.
   bool evictable() const;
 
  private:

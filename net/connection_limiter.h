@@ -31,6 +31,8 @@ class ConnectionLimiter {
   std::size_t open_from(std::string_view address) const;
   /// The total cap.
   std::size_t total() const { return total_; }
+  /// The cap per address.
+  std::size_t per_address() const { return per_address_; }
 
  private:
   std::size_t total_;

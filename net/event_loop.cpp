@@ -203,13 +203,14 @@ void EventLoop::destroy(std::uint64_t id) {
   connections_.erase(found);  // closes the socket, which also leaves the epoll set
 }
 
-// At the total cap, the connection that would be cut first (the earliest deadline) among the
-// first few with no request under way is closed for the newcomer. Refusing newcomers instead let
-// a few pods holding idle or byte-a-second connections shut out everyone after them, the
-// kubelet's probes and the API server's calls included; this way a flood only churns itself.
-// The per-address cap still refuses one client's excess outright.
+// At the total cap, the connection due to be cut first (the earliest deadline) among those of
+// this loop that were never served (Connection::evictable: still in their handshake or first
+// request, or holding a connection without ever asking) is closed for the newcomer. Refusing
+// newcomers instead let a few pods holding idle or byte-a-second connections shut out everyone
+// after them, the kubelet's probes and the API server's calls included. A client that was
+// answered is never closed for another; one at its per-address cap is refused, not let in.
 bool EventLoop::evict_for_newcomer() {
-  constexpr int kLooked = 16;
+  constexpr int kLooked = 256;
   int looked = 0;
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
@@ -244,7 +245,13 @@ void EventLoop::accept_all(Clock::time_point now) {
       std::lock_guard lock(shared_.limiter_mutex);
       admit = shared_.limiter.acquire(key);
     }
-    if (admit == Admit::kTotal && evict_for_newcomer()) {
+    bool under_own_cap = false;
+    if (admit == Admit::kTotal) {
+      std::lock_guard lock(shared_.limiter_mutex);
+      under_own_cap = shared_.limiter.open_from(key) < shared_.limiter.per_address();
+      if (!under_own_cap) admit = Admit::kPerAddress;
+    }
+    if (admit == Admit::kTotal && under_own_cap && evict_for_newcomer()) {
       std::lock_guard lock(shared_.limiter_mutex);
       admit = shared_.limiter.acquire(key);
     }

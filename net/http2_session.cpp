@@ -198,6 +198,7 @@ int Http2Session::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame,
   stream.start = session.now_;
   stream.head.minor_version = 1;
   session.streams_.emplace(frame->hd.stream_id, std::move(stream));
+  ++session.streams_started_;
   return 0;
 }
 

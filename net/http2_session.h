@@ -79,6 +79,9 @@ class Http2Session {
   bool finished() const;
   /// True when no request is being read or served (the server may close it at once).
   bool idle() const { return streams_.empty(); }
+  /// True when the client has opened a stream on this connection (it is a client that sends
+  /// requests, not one that only holds a connection).
+  bool ever_used() const { return streams_started_ > 0; }
 
  private:
   struct Stream {
@@ -139,6 +142,7 @@ class Http2Session {
   ConnectionEnv& env_;
   nghttp2_session* session_ = nullptr;
   std::map<std::int32_t, Stream> streams_;
+  std::size_t streams_started_ = 0;
   std::size_t header_bytes_ = 0;  // decoded header bytes of the streams in streams_
   Clock::time_point now_;         // the time of the latest call from the connection
   Clock::time_point last_activity_;

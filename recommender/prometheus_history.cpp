@@ -160,11 +160,14 @@ std::string not_owned_by_target(const PrometheusOptions& options, const TargetWo
   auto owners = [&](const std::string& matcher) {
     // Over the step's window, as the usage is: a look-alike pod deleted minutes before the step's
     // end (a Helm hook's Job pod, a CronJob's) has no owner series at that instant any more,
-    // but its usage is still in the step's rate and peak.
+    // but its usage is still in the step's rate and peak. At least 5 minutes (an instant
+    // selector's lookback): a step shorter than kube-state-metrics' scrape interval would
+    // otherwise find no owner series at all. A pod's owner never changes, so wider is harmless.
+    const Duration window = std::max<Duration>(options.resolution, std::chrono::minutes(5));
     std::string series =
         "max_over_time(kube_pod_owner{namespace=" + promql_string(target.namespace_) + ", pod=~" +
-        promql_string(pod_name_pattern(target)) + ", " + matcher + "}[" +
-        promql_duration(options.resolution) + "])";
+        promql_string(pod_name_pattern(target)) + ", " + matcher + "}[" + promql_duration(window) +
+        "])";
     if (options.pod_label != "pod") {
       series = "label_replace(" + series + ", " + promql_string(options.pod_label) +
                ", \"$1\", \"pod\", \"(.*)\")";

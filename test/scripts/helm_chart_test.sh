@@ -89,6 +89,7 @@ schema_rejects() { # FIELD_IN_MESSAGE HELM_ARGS...
 schema_rejects /replicas --set replicas=-1
 schema_rejects /replicas --set replicas=two
 schema_rejects /recommenderInterval --set recommenderInterval=soon
+schema_rejects /recommenderInterval --set recommenderInterval=60 # an integer but 0 has no unit
 schema_rejects /prometheusAddress --set prometheusAddress=prom:9090
 schema_rejects /image/pullPolicy --set image.pullPolicy=Sometimes
 schema_rejects /leaderElect --set leaderElect=maybe

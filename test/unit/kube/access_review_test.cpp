@@ -142,3 +142,20 @@ TEST_CASE("reviews of new tokens are rate-limited: a flood gets 429, a cached sc
   CHECK(access.reviews_sent() - before_flood <= 2 * 6);            // a TokenReview (+ no SAR) each
   CHECK(access.check("Bearer reader", "/metrics").status == 200);  // its cached answer, at once
 }
+
+TEST_CASE("a token allowed lately is reviewed again past the cache's TTL without the limit") {
+  // A scraper every 30 s misses a 10 s cache each time: it must not wait behind a flood.
+  FakeApiServer api;
+  AccessReviewOptions options;
+  options.cache_ttl = std::chrono::milliseconds(20);
+  options.reviews_per_second = 0.001;  // one review, then none for the test's length
+  options.review_burst = 1;
+  auto access = reviewer(api, options);
+  CHECK(access.check("Bearer reader", "/metrics").status == 200);
+  CHECK(access.check("Bearer made-up", "/metrics").status == 429);  // the bucket is empty
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));       // the cached answer expired
+  const std::size_t before = access.reviews_sent();
+  CHECK(access.check("Bearer reader", "/metrics").status == 200);
+  CHECK(access.reviews_sent() > before);  // reviewed again (a revoked token would show), not 429
+  CHECK(access.check("Bearer other-made-up", "/metrics").status == 429);
+}

@@ -297,6 +297,40 @@ TEST_CASE("front end: at the total cap a newcomer is served; the idle connection
   for (int fd : held) ::close(fd);
 }
 
+TEST_CASE("front end: at the total cap a client that was answered is never closed for another") {
+  // Its keep-alive deadline (idle_buffer_release, 500 ms after an answer) comes first, but it is
+  // the API server's connection: only never-served ones make room.
+  Server s([](AdmissionServerOptions& options) {
+    options.max_connections = 2;
+    options.event_loops = 1;
+  });
+  const std::string request = review_request("/allow", "u1", 10);
+  auto served = s.connect();
+  REQUIRE(served->ok());
+  served->send(request);
+  CHECK(served->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  int idle = connect_from("127.0.0.2", s.server->port());
+  REQUIRE(idle >= 0);
+  CHECK(vscaler::testing::eventually(
+      [&] { return s.metric("vscaler_webhook_open_connections") == 2; }));
+  CHECK(s.review() == "HTTP/1.1 200 OK");  // the never-served one made room
+  CHECK(closed_by_peer_within(idle, 2s));
+  ::close(idle);
+  served->send(request);  // still open, still answered
+  CHECK(served->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  // With only served connections left, a newcomer is refused as before.
+  auto second = s.connect();
+  REQUIRE(second->ok());
+  second->send(request);
+  CHECK(second->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  int refused = vscaler::testing::connect_local(s.server->port());
+  REQUIRE(refused >= 0);
+  CHECK(closed_by_peer_within(refused, 2s));
+  ::close(refused);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="too_many_connections"})") == 1);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == 1);
+}
+
 TEST_CASE("front end: idle connections hold no worker; one worker serves past 200 of them") {
   Server s([](AdmissionServerOptions& options) { options.workers = 1; });
   std::vector<std::unique_ptr<RawTlsClient>> idle;

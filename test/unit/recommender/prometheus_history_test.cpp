@@ -103,6 +103,12 @@ TEST_CASE("pods named like the target's but owned by another controller are left
                     "owner_kind!=\"DaemonSet\"}[1h]), \"pod_name\", \"$1\", \"pod\", \"(.*)\"), "
                     "\"kubernetes_namespace\", \"$1\", \"namespace\", \"(.*)\")") == 0);
   CHECK(clause.find("owner_name!~\"agent\"}[1h])") != std::string::npos);
+  // A step shorter than kube-state-metrics' scrape interval still finds the owner series: the
+  // window is at least an instant selector's 5 minutes.
+  PrometheusOptions fine;
+  fine.resolution = std::chrono::seconds(30);
+  CHECK(not_owned_by_target(fine, kWeb).find("owner_kind!=\"ReplicaSet\"}[5m])") !=
+        std::string::npos);
 }
 
 TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad answers named") {
