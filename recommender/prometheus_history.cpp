@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "kube/client.h"
+#include "recommender/json_fields.h"
 
 namespace vscaler::recommender {
 namespace {
@@ -73,16 +74,8 @@ std::string unix_seconds(TimePoint t) {
   return out;
 }
 
-/// The string member `key` of `object`, or `fallback` when it is absent or not a string: an answer
-/// of another shape is an error to report, and nlohmann's value() throws on a member of another
-/// type.
-std::string string_member(const json& object, const char* key, std::string fallback = {}) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
-}
-
 /// Nesting an answer may have: a matrix is 6 deep (answer, data, result, series, values, point).
-/// Deeper elements are dropped while parsing, so neither memory nor the recursion of dump() or
+/// Deeper elements are dropped while parsing, so neither the tree's memory nor the recursion of
 /// a copy grows with a hostile body's nesting.
 constexpr int kMaxAnswerDepth = 16;
 
@@ -219,25 +212,25 @@ kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_
     return kube::fail("HTTP " + std::to_string(status) + ", not a Prometheus API answer (" +
                       log::printable_untrusted(body, 64) + ")");
   }
-  if (string_member(answer, "status") != "success") {
+  if (string_field(answer, "status") != "success") {
     // Prometheus' own words, which go into a status message: printable ASCII, bounded.
+    const std::string_view type = string_field(answer, "errorType");
+    const std::string_view error = string_field(answer, "error");
     return kube::fail("HTTP " + std::to_string(status) + ", " +
-                      log::printable_untrusted(string_member(answer, "errorType", "error"), 32) +
-                      ": " +
-                      log::printable_untrusted(string_member(answer, "error", "no error message")));
+                      log::printable_untrusted(type.empty() ? "error" : type, 32) + ": " +
+                      log::printable_untrusted(error.empty() ? "no error message" : error));
   }
   auto data = answer.find("data");
-  if (data == answer.end() || !data->is_object() ||
-      string_member(*data, "resultType") != "matrix" || !data->contains("result") ||
-      !(*data)["result"].is_array()) {
+  if (data == answer.end() || !data->is_object() || string_field(*data, "resultType") != "matrix" ||
+      !data->contains("result") || !(*data)["result"].is_array()) {
     return kube::fail(std::string("the answer is not a matrix (data.resultType, data.result)"));
   }
   for (const json& series : (*data)["result"]) {
     if (!series.is_object()) return kube::fail(std::string("a series is not an object"));
     auto metric = series.find("metric");
     if (metric == series.end() || !metric->is_object()) continue;
-    const std::string pod = string_member(*metric, options.pod_label.c_str());
-    const std::string container = string_member(*metric, options.container_label.c_str());
+    const std::string pod(string_field(*metric, options.pod_label.c_str()));
+    const std::string container(string_field(*metric, options.container_label.c_str()));
     if (pod.empty() || container.empty()) continue;
     const std::string named = log::printable_untrusted(pod + "/" + container);
     auto values = series.find("values");
