@@ -345,21 +345,45 @@ json strategic_merge_patch(const Scaler& /*scaler*/, const ResourcePlan& plan) {
   return {{"spec", {{"template", {{"spec", std::move(pod_spec)}}}}}};
 }
 
-json admission_json_patch(const ResourcePlan& plan) {
+namespace {
+
+/// One RFC 6902 "add" operation, its members set one by one: a braced initializer list would copy
+/// `value` (a container's resources) once more, and admission answers are a hot path.
+json add_operation(std::string path, json value) {
+  json operation = json::object();
+  auto& members = operation.get_ref<json::object_t&>();
+  members.emplace("op", "add");
+  members.emplace("path", std::move(path));
+  members.emplace("value", std::move(value));
+  return operation;
+}
+
+/// admission_json_patch's body: `take` gives each value (copied, or moved out of the plan).
+template <typename Plan, typename Take>
+json build_admission_patch(Plan& plan, Take take) {
   json patch = json::array();
+  auto& operations = patch.get_ref<json::array_t&>();
   if (plan.pod_resources_changed) {
     // Raised first, so the containers' values are never checked against the old pod-level ones.
-    patch.push_back(
-        {{"op", "add"}, {"path", plan.spec_pointer + "/resources"}, {"value", plan.pod_resources}});
+    operations.push_back(add_operation(plan.spec_pointer + "/resources", take(plan.pod_resources)));
   }
-  for (const auto& item : plan.containers) {
+  for (auto& item : plan.containers) {
     if (!item.changed) continue;
-    patch.push_back(
-        {{"op", "add"},
-         {"path", plan.spec_pointer + "/containers/" + std::to_string(item.index) + "/resources"},
-         {"value", item.merged}});
+    operations.push_back(add_operation(
+        plan.spec_pointer + "/containers/" + std::to_string(item.index) + "/resources",
+        take(item.merged)));
   }
   return patch;
+}
+
+}  // namespace
+
+json admission_json_patch(const ResourcePlan& plan) {
+  return build_admission_patch(plan, [](const json& value) { return value; });
+}
+
+json take_admission_json_patch(ResourcePlan& plan) {
+  return build_admission_patch(plan, [](json& value) { return std::move(value); });
 }
 
 json status_containers(const ResourcePlan& plan, bool merged) {

@@ -134,6 +134,11 @@ bool templates_equal_ignoring_controlled(const Scaler& scaler, const nlohmann::j
 /// must be raised. Empty array when nothing changes.
 nlohmann::json admission_json_patch(const ResourcePlan& plan);
 
+/// admission_json_patch without copying: the changed containers' `merged` and the raised
+/// `pod_resources` are moved into the patch (left null in `plan`, whose other members stay as they
+/// were). For an admission answer, the plan's last use of them.
+nlohmann::json take_admission_json_patch(ResourcePlan& plan);
+
 /// The status.containers entries, requests/limits as strings: each matched container's merged
 /// resources when `merged` (what the Deployment carries once applied, or would carry in Off mode),
 /// else its current ones (nothing was written).

@@ -196,7 +196,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       response.warnings.push_back("vscaler: VerticalScaler " + active->name +
                                   " not applied: " + plan.invalid);
     } else {
-      if (plan.changed()) response.patch = api::admission_json_patch(plan);
+      if (plan.changed()) response.patch = api::take_admission_json_patch(plan);
       bool recommended_changed = false;
       for (const auto& container : plan.containers) {
         recommended_changed =

@@ -277,6 +277,13 @@ TEST_CASE("pod-level resources: raised where the merged containers outgrow them"
   CHECK(admitted["spec"]["template"]["spec"]["resources"]["requests"]["memory"] == "400Mi");
   CHECK(admitted["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] ==
         "600Mi");
+  // Taken without copies: the same patch; the plan keeps its names and overrides, not the values.
+  ResourcePlan taken = plan;
+  CHECK(take_admission_json_patch(taken) == patch);
+  CHECK(taken.pod_resources.is_null());
+  CHECK(taken.containers[0].merged.is_null());
+  CHECK(taken.containers[0].name == "app");
+  CHECK(taken.containers[0].changed);
   // The limit must grow to the largest container limit.
   plan = plan_resources(scaler, with_pod_level(R"({"limits": {"memory": "512Mi"}})"));
   CHECK(plan.pod_resources == json::parse(R"({"limits": {"memory": "600Mi"}})"));
