@@ -60,17 +60,25 @@ ContainerView& container_named(std::vector<ContainerView>& containers, const std
   return containers.back();
 }
 
+// What a container requests: its request, else its limit (the API server gives a container
+// with a limit and no request that limit as its request), as `vscaler report` counts it.
+const std::optional<kube::Quantity>& requested(const std::optional<kube::Quantity>& request,
+                                               const std::optional<kube::Quantity>& limit) {
+  return request ? request : limit;
+}
+
 void add_totals(Totals& totals, const ContainerView& container) {
   if (!container.template_known) return;  // nothing to compare the recommendation with
   // Requested: what the template asks now. Recommended: the target where there is one, else
   // what is requested (a fixed or unrecommended value counts as neither saving nor missing).
-  if (container.requests.cpu) totals.requested_cpu += container.requests.cpu->nanos();
-  if (container.requests.memory) totals.requested_memory += container.requests.memory->nanos();
+  const auto& requested_cpu = requested(container.requests.cpu, container.limits.cpu);
+  const auto& requested_memory = requested(container.requests.memory, container.limits.memory);
+  if (requested_cpu) totals.requested_cpu += requested_cpu->nanos();
+  if (requested_memory) totals.requested_memory += requested_memory->nanos();
   bool recommended = container.policy == "recommended";
-  const auto& cpu =
-      recommended && container.target.cpu ? container.target.cpu : container.requests.cpu;
+  const auto& cpu = recommended && container.target.cpu ? container.target.cpu : requested_cpu;
   const auto& memory =
-      recommended && container.target.memory ? container.target.memory : container.requests.memory;
+      recommended && container.target.memory ? container.target.memory : requested_memory;
   if (cpu) totals.recommended_cpu += cpu->nanos();
   if (memory) totals.recommended_memory += memory->nanos();
 }

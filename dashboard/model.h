@@ -84,7 +84,8 @@ struct BoostView {
   std::string message;
 };
 
-/// Requested (the templates' requests now) beside recommended, summed; savings = requested -
+/// Requested (the templates' requests now; a limit without a request counts as the request, as
+/// the API server defaults it) beside recommended, summed; savings = requested -
 /// recommended, negative for under-provisioned workloads. Per pod (one replica each): vscaler
 /// does not read replica counts. Nano-units (cpu: nanocores, memory: nanobytes).
 struct Totals {

@@ -92,6 +92,14 @@ TEST_CASE("dashboard model: a scaler in Off is shown against its template, never
   CHECK(app.requests.cpu->to_string() == "1");
   CHECK(app.limits.cpu->to_string() == "2");
   CHECK(listed.totals.savings_cpu() == 700'000'000);
+
+  // A limit without a request is the request the API server gives the container, as the report
+  // counts it: 2 CPUs asked, 300m recommended.
+  templates.resources["shop/Deployment/api"]["app"] = {{"limits", {{"cpu", "2"}}}};
+  templates.version = 2;
+  auto limit_only = build_model({off}, History(), "now", &cache, &templates);
+  CHECK(limit_only.totals.requested_cpu == 2'000'000'000);
+  CHECK(limit_only.totals.savings_cpu() == 1'700'000'000);
 }
 
 TEST_CASE("dashboard model: fixed values count as neither saving nor missing") {
