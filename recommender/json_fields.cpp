@@ -15,24 +15,33 @@ std::string_view string_field(const nlohmann::json& object, const char* key) {
   return value->get_ref<const std::string&>();
 }
 
-kube::Result<ResourceMap> resource_list(const nlohmann::json* list, const std::string& path) {
+kube::Result<ResourceMap> resource_list(const nlohmann::json* list, std::string_view path,
+                                        std::string_view field) {
   ResourceMap out;
   if (!list || list->is_null()) return out;
-  if (!list->is_object()) return kube::fail(path + ": must be an object");
+  auto at = [&](std::string_view resource, std::string_view problem) {
+    std::string where(path);
+    where.append(field);
+    if (!resource.empty()) where.append(".").append(resource);
+    return kube::fail(where.append(": ").append(problem));
+  };
+  if (!list->is_object()) return at({}, "must be an object");
   for (const char* resource : {kCpu, kMemory}) {
     const auto* value = child(*list, resource);
     if (!value) continue;
-    std::string text;
+    std::string digits;
+    std::string_view text;
     if (value->is_string()) {
-      text = value->get<std::string>();
+      text = value->get_ref<const std::string&>();
     } else if (value->is_number_integer()) {
-      text = std::to_string(value->get<std::int64_t>());
+      digits = std::to_string(value->get<std::int64_t>());
+      text = digits;
     } else {
-      return kube::fail(path + "." + resource + ": must be a quantity string");
+      return at(resource, "must be a quantity string");
     }
     auto q = kube::Quantity::parse(text);
-    if (!q.ok()) return kube::fail(path + "." + resource + ": " + q.error());
-    if (q->is_negative()) return kube::fail(path + "." + resource + ": must not be negative");
+    if (!q.ok()) return at(resource, q.error());
+    if (q->is_negative()) return at(resource, "must not be negative");
     out[resource] = *q;
   }
   return out;

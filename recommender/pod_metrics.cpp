@@ -43,7 +43,7 @@ kube::Result<PodUsage> parse_pod_metrics(const nlohmann::json& item, const std::
     ContainerUsage usage;
     usage.name = std::string(string_field(c, "name"));
     if (usage.name.empty()) return kube::fail(cpath + ".name: is required");
-    auto resources = resource_list(child(c, "usage"), cpath + ".usage");
+    auto resources = resource_list(child(c, "usage"), cpath, ".usage");
     if (!resources.ok()) return kube::fail(resources.error());
     const auto* cpu = find(*resources, kCpu);
     const auto* memory = find(*resources, kMemory);

@@ -82,11 +82,11 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
     container.name = std::string(string_field(c, "name"));
     if (container.name.empty()) return kube::fail(cpath + ".name: is required");
     const auto* resources = child(c, "resources");
-    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr,
-                                  cpath + ".resources.requests");
+    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr, cpath,
+                                  ".resources.requests");
     if (!requests.ok()) return kube::fail(requests.error());
-    auto limits = resource_list(resources ? child(*resources, "limits") : nullptr,
-                                cpath + ".resources.limits");
+    auto limits = resource_list(resources ? child(*resources, "limits") : nullptr, cpath,
+                                ".resources.limits");
     if (!limits.ok()) return kube::fail(limits.error());
     container.requests = std::move(requests).value();
     container.limits = std::move(limits).value();

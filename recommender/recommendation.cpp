@@ -143,12 +143,14 @@ kube::Result<std::vector<ContainerRecommendation>> parse_recommendation(
     if (r.container_name.empty()) return kube::fail(at + ".containerName: required");
     struct Field {
       const char* name;
+      const char* dotted_name;  // as error paths name it
       ResourceMap* into;
     };
     for (Field field :
-         {Field{"target", &r.target}, Field{"lowerBound", &r.lower_bound},
-          Field{"upperBound", &r.upper_bound}, Field{"uncappedTarget", &r.uncapped_target}}) {
-      auto values = resource_list(child(item, field.name), at + "." + field.name);
+         {Field{"target", ".target", &r.target}, Field{"lowerBound", ".lowerBound", &r.lower_bound},
+          Field{"upperBound", ".upperBound", &r.upper_bound},
+          Field{"uncappedTarget", ".uncappedTarget", &r.uncapped_target}}) {
+      auto values = resource_list(child(item, field.name), at, field.dotted_name);
       if (!values.ok()) return kube::fail(values.error());
       *field.into = std::move(values).value();
     }

@@ -51,11 +51,11 @@ kube::Result<WorkloadInfo> parse_workload(const nlohmann::json& object, std::str
     container.name = std::string(string_field(c, "name"));
     if (container.name.empty()) return kube::fail(path + ".name: is required");
     const auto* resources = child(c, "resources");
-    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr,
-                                  path + ".resources.requests");
+    auto requests = resource_list(resources ? child(*resources, "requests") : nullptr, path,
+                                  ".resources.requests");
     if (!requests.ok()) return kube::fail(requests.error());
-    auto limits = resource_list(resources ? child(*resources, "limits") : nullptr,
-                                path + ".resources.limits");
+    auto limits =
+        resource_list(resources ? child(*resources, "limits") : nullptr, path, ".resources.limits");
     if (!limits.ok()) return kube::fail(limits.error());
     container.requests = std::move(requests).value();
     container.limits = std::move(limits).value();
