@@ -5,6 +5,7 @@ FROM debian:bookworm AS build
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends cmake ninja-build make g++ pkg-config \
       libcpp-httplib-dev libssl-dev nlohmann-json3-dev libyaml-cpp-dev doctest-dev libsimdjson-dev \
+      libnghttp2-dev zlib1g-dev libjemalloc-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -14,10 +15,10 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 
 FROM debian:bookworm-slim
 # Runtime libraries only: cpp-httplib's shared library and what it links (OpenSSL, zlib, brotli),
-# yaml-cpp and simdjson.
+# yaml-cpp, simdjson, nghttp2 and jemalloc (the allocator, see CMakeLists.txt).
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends libcpp-httplib0.11 libssl3 libyaml-cpp0.7 \
-      libsimdjson14 ca-certificates \
+      libsimdjson14 libnghttp2-14 libjemalloc2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/vscaler /usr/local/bin/vscaler
 # The uid the Deployment's securityContext expects (runAsNonRoot, readOnlyRootFilesystem).

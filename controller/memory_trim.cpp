@@ -11,11 +11,25 @@
 #include <malloc.h>
 #endif
 
+// jemalloc's control interface, present when the program links jemalloc (CMake's
+// vscaler_allocator): declared weak, so the programs that keep glibc's malloc (the tests, the
+// sanitizer builds) link without it and see null.
+extern "C" int mallctl(const char* name, void* old_value, std::size_t* old_length, void* new_value,
+                       std::size_t new_length) __attribute__((weak));
+
 namespace vscaler::controller {
+
+bool jemalloc_in_use() {
+  return mallctl != nullptr;
+}
 
 void limit_malloc_arenas(int arenas) {
 #if defined(__GLIBC__)
-  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, arenas);
+  // jemalloc's arenas are set before main (cmd/jemalloc_conf.cpp); glibc's malloc then serves
+  // nothing worth capping.
+  if (!jemalloc_in_use() && std::getenv("MALLOC_ARENA_MAX") == nullptr) {
+    mallopt(M_ARENA_MAX, arenas);
+  }
 #else
   (void)arenas;
 #endif
@@ -23,7 +37,8 @@ void limit_malloc_arenas(int arenas) {
 
 void map_large_allocations(std::size_t bytes) {
 #if defined(__GLIBC__)
-  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
+  // jemalloc gives large blocks extents of their own and returns them by decay.
+  if (!jemalloc_in_use() && std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr) {
     mallopt(M_MMAP_THRESHOLD, static_cast<int>(std::min<std::size_t>(bytes, 32u << 20)));
   }
 #else
@@ -35,6 +50,12 @@ MemoryTrimmer::MemoryTrimmer(std::chrono::milliseconds min_interval, std::functi
     : min_interval_(min_interval), trim_(std::move(trim)) {
   if (!trim_) {
     trim_ = [] {
+      if (jemalloc_in_use()) {
+        // Every arena's unused dirty pages back to the OS now, without waiting for their decay
+        // ("arena.<MALLCTL_ARENAS_ALL>.purge"; MALLCTL_ARENAS_ALL is 4096 in jemalloc 5).
+        mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+        return;
+      }
 #if defined(__GLIBC__)
       malloc_trim(0);
 #endif

@@ -14,10 +14,15 @@
 
 namespace vscaler::controller {
 
+/// True when the program allocates with jemalloc (linked in by CMake's vscaler_allocator, as the
+/// vscaler binary is): the functions below then act on jemalloc, not glibc's malloc.
+bool jemalloc_in_use();
+
 /// Caps glibc's malloc arenas (mallopt M_ARENA_MAX) unless MALLOC_ARENA_MAX is set in the
 /// environment. glibc makes up to 8 per core as threads contend (workers, webhook pool, informer,
 /// resync); each keeps its own free memory, so a burst on many threads leaves RSS far above the
-/// live heap. Call first in main, before any thread starts. A no-op without glibc.
+/// live heap. Call first in main, before any thread starts. A no-op without glibc, and with
+/// jemalloc (whose arenas cmd/jemalloc_conf.cpp sets).
 void limit_malloc_arenas(int arenas);
 
 /// Fixes glibc's mmap threshold at `bytes` (mallopt M_MMAP_THRESHOLD) unless
@@ -27,7 +32,7 @@ void limit_malloc_arenas(int arenas);
 /// body, simdjson's parser sized to it: 8 MiB for 500 pods) come from the heap, fragment it, and
 /// stay in the RSS. 3,000 scalers over 3,000 pods (bench/tools/recommender_pass.sh, interleaved
 /// runs): peak RSS 45-53 MiB with the default, 41-42 MiB with 256 KiB. Call first in main,
-/// before any thread starts. A no-op without glibc.
+/// before any thread starts. A no-op without glibc, and with jemalloc.
 void map_large_allocations(std::size_t bytes);
 
 /// glibc's malloc keeps freed memory in its arenas. After the burst of reconciles that follows a
@@ -40,7 +45,8 @@ void map_large_allocations(std::size_t bytes);
 /// trim and the caller's idle() says the burst is over. A no-op without glibc.
 class MemoryTrimmer {
  public:
-  /// `trim` gives the memory back (default: malloc_trim(0)); tests pass a recorder.
+  /// `trim` gives the memory back (default: malloc_trim(0), or with jemalloc a purge of every
+  /// arena); tests pass a recorder.
   explicit MemoryTrimmer(std::chrono::milliseconds min_interval = std::chrono::seconds(10),
                          std::function<void()> trim = {});
   /// Stops the thread.

@@ -7,7 +7,7 @@ set -euo pipefail
 profile=${1:-build}
 
 build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev nlohmann-json3-dev
-  libyaml-cpp-dev doctest-dev libsimdjson-dev libnghttp2-dev zlib1g-dev ccache)
+  libyaml-cpp-dev doctest-dev libsimdjson-dev libnghttp2-dev zlib1g-dev libjemalloc-dev ccache)
 # clang brings libFuzzer and is used for fuzz targets; clang-format for the format check;
 # openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests; nginx as
 # the webhook benchmark's reference server (run in the foreground from a temp dir, never as a

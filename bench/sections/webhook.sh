@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Section "webhook": the Deployment admission hook over TLS, against two peers, in the same run.
 #   vscaler             bench/tools/admission_server: vscaler's AdmissionServer with its real
-#                       DeploymentHandler (cmd/main.cpp's wiring and defaults), a ScalerStore with a
-#                       scaler for the review's Deployment (the lookup hits, a hint is enqueued, an
-#                       Auto-mode JSONPatch is computed);
+#                       DeploymentHandler (cmd/main.cpp's wiring, allocator and defaults), a
+#                       ScalerStore with a scaler for the review's Deployment (the lookup hits, a
+#                       hint is enqueued, an Auto-mode JSONPatch is computed) declaring fixed values
+#                       for one container; and again (closed loop only, rows "recommended scaler")
+#                       with the scaler most are, every container recommended from its status;
 #   nginx               the Debian package, a foreground process configured in a temp dir, taking
 #                       the same POST bodies (read and discarded) and returning a small fixed body:
 #                       the physical-limit reference for TLS + HTTP on this machine;
@@ -72,6 +74,10 @@ wait_port() {
 "$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler.port" 2>"$tmp/vscaler.log" &
 pids+=($!)
 echo $! >"$tmp/vscaler.pid"
+"$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler-recommended.port" --recommended true \
+  2>"$tmp/vscaler-recommended.log" &
+pids+=($!)
+echo $! >"$tmp/vscaler-recommended.pid"
 "$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
   2>"$tmp/controller-runtime.log" &
 pids+=($!)
@@ -111,6 +117,7 @@ EOF
 pids+=($!)
 echo $! >"$tmp/nginx.pid"
 wait_port "$tmp/vscaler.port"
+wait_port "$tmp/vscaler-recommended.port"
 wait_port "$tmp/controller-runtime.port"
 for i in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break
@@ -164,8 +171,9 @@ measure() {
       }' <<<"$out" >>"$tmp/$name.$run"
   done
   # A steady rate, open loop (latency from when each request was due): what an API server
-  # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out.
-  [ "$name" != controller-runtime ] || return 0
+  # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out, and the
+  # recommended scaler's rows stop at the closed-loop rates.
+  [ "$name" != controller-runtime ] && [ "$name" != vscaler-recommended ] || return 0
   if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" --connections 1 \
     --rate "$rate" --seconds "$rate_seconds" $check 2>>"$tmp/load.err"); then
     echo "webhook.sh: paced requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
@@ -183,10 +191,11 @@ measure() {
 }
 
 # Alternate the servers within each run so that load from elsewhere hits all alike.
+servers=(vscaler vscaler-recommended nginx controller-runtime)
 for run in $(seq "$runs"); do
-  for name in vscaler nginx controller-runtime; do measure "$name" "$run"; done
+  for name in "${servers[@]}"; do measure "$name" "$run"; done
 done
-for name in vscaler nginx controller-runtime; do median_rows "$tmp/$name".* >"$tmp/$name"; done
+for name in "${servers[@]}"; do median_rows "$tmp/$name".* >"$tmp/$name"; done
 # The same vscaler rows twice, once per peer, the peer named in the label; interleaved.
 awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs nginx"; print }' "$tmp/vscaler" >"$tmp/vs-nginx"
 awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs controller-runtime"; print }' "$tmp/vscaler" \
@@ -194,3 +203,6 @@ awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs controller-runtime"; print }' 
 table_rows "$tmp/vs-nginx" "$tmp/nginx" >"$tmp/rows-nginx"
 table_rows "$tmp/vs-controller-runtime" "$tmp/controller-runtime" >"$tmp/rows-controller-runtime"
 paste -d'\n' "$tmp/rows-nginx" "$tmp/rows-controller-runtime"
+awk -F'\t' -v OFS='\t' '{ $2 = "webhook, recommended scaler: " $2 " vs nginx"; print }' \
+  "$tmp/vscaler-recommended" >"$tmp/recommended-vs-nginx"
+table_rows "$tmp/recommended-vs-nginx" "$tmp/nginx"

@@ -1,9 +1,9 @@
 // admission_server: vscaler's admission server and its real Deployment hook, without the rest of
 // the operator — what bench/sections/webhook.sh measures against nginx and controller-runtime.
 //
-// Wired as cmd/main.cpp wires them (AdmissionServer with its default options, CertWatcher polling
-// the directory, DeploymentHandler with its projection on /mutate-deployments), in front of a
-// ScalerStore holding 1,000 scalers plus one for the Deployment record/big of
+// Wired as cmd/main.cpp wires them (its allocator, AdmissionServer with its default options,
+// CertWatcher polling the directory, DeploymentHandler with its projection on /mutate-deployments),
+// in front of a ScalerStore holding 1,000 scalers plus one for the Deployment record/big of
 // test/data/admission/deployment-update-20k.json, so its lookups hit. That scaler is in Auto mode
 // (--mode) and declares other resources than the review's object carries: every review gets the
 // full treatment, index lookup, hint enqueued, resources merged, a JSONPatch and warnings. The
@@ -11,8 +11,10 @@
 // operator whose workers are busy.
 //
 // Usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] [--mode Auto|Reconcile|Off]
-//                         [--event-loops N]
-//        admission_server --cost REVIEW [--mode ...]
+//                         [--recommended true] [--event-loops N]
+//        admission_server --cost REVIEW [--mode ...] [--recommended true]
+// --recommended true: the scaler declares no values, and its status carries a recommendation for
+// both containers (what most scalers are); by default it declares fixed values for one.
 // --event-loops: the server's event loop threads (default: AdmissionServerOptions' choice), for
 // profiling. Serves on 127.0.0.1 until SIGTERM or SIGINT; writes the bound port to FILE once
 // serving; on exit prints the number of hints enqueued on stderr. With --cost it serves nothing: it
@@ -32,6 +34,7 @@
 #include "base/log.h"
 #include "bench/per_call.h"
 #include "controller/expectations.h"
+#include "controller/memory_trim.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
@@ -45,7 +48,7 @@ using namespace vscaler;
 
 std::shared_ptr<const api::Scaler> make_scaler(const std::string& ns, const std::string& name,
                                                const std::string& deployment,
-                                               const std::string& mode) {
+                                               const std::string& mode, bool recommended = false) {
   nlohmann::json object = {
       {"apiVersion", "scaling.vscaler.dev/v1beta1"},
       {"kind", "VerticalScaler"},
@@ -63,6 +66,21 @@ std::shared_ptr<const api::Scaler> make_scaler(const std::string& ns, const std:
          {{{"name", "app"},
            {"requests", {{"cpu", "250m"}, {"memory", "128Mi"}}},
            {"limits", {{"cpu", "1"}, {"memory", "256Mi"}}}}}}}}};
+  if (recommended) {
+    // Every container recommended, with the recommendation a pass published: what most scalers
+    // are (`spec: {deploymentName: web}`).
+    object["spec"].erase("containers");
+    nlohmann::json bounds = {{"cpu", "250m"}, {"memory", "128Mi"}};
+    nlohmann::json list = nlohmann::json::array();
+    for (const char* container : {"app", "sidecar"}) {
+      list.push_back({{"containerName", container},
+                      {"target", bounds},
+                      {"lowerBound", {{"cpu", "120m"}, {"memory", "100Mi"}}},
+                      {"upperBound", {{"cpu", "900m"}, {"memory", "400Mi"}}},
+                      {"uncappedTarget", bounds}});
+    }
+    object["status"] = {{"recommendation", {{"containerRecommendations", list}}}};
+  }
   auto scaler = api::parse_scaler(object);
   if (!scaler.ok()) {
     std::cerr << "admission_server: " << scaler.error() << "\n";
@@ -136,6 +154,7 @@ int main(int argc, char** argv) {
   bool unknown_flag = false;
   int port = 0;
   std::size_t event_loops = 0;
+  bool recommended = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     std::string value = argv[i + 1];
@@ -149,6 +168,8 @@ int main(int argc, char** argv) {
       mode = value;
     } else if (flag == "--cost") {
       cost_review = value;
+    } else if (flag == "--recommended") {
+      recommended = value == "true";
     } else if (flag == "--event-loops") {
       event_loops = std::stoul(value);
     } else {
@@ -158,10 +179,14 @@ int main(int argc, char** argv) {
   }
   if (unknown_flag || (cert_dir.empty() && cost_review.empty()) || argc % 2 == 0) {
     std::cerr << "usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] "
-                 "[--mode Auto|Reconcile|Off] [--event-loops N]\n"
-                 "       admission_server --cost REVIEW [--mode Auto|Reconcile|Off]\n";
+                 "[--mode Auto|Reconcile|Off] [--recommended true] [--event-loops N]\n"
+                 "       admission_server --cost REVIEW [--mode Auto|Reconcile|Off] "
+                 "[--recommended true]\n";
     return 2;
   }
+  // The allocator as cmd/main.cpp sets it up (jemalloc when linked, else glibc's malloc capped).
+  controller::limit_malloc_arenas(2);
+  controller::map_large_allocations(256 << 10);
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -176,7 +201,7 @@ int main(int argc, char** argv) {
     store.upsert(make_scaler("ns-" + std::to_string(i % 100), "scaler-" + std::to_string(i),
                              "deployment-" + std::to_string(i), "Auto"));
   }
-  store.upsert(make_scaler("record", "big", "big", mode));
+  store.upsert(make_scaler("record", "big", "big", mode, recommended));
   controller::WorkQueueOptions queue_options;
   queue_options.metrics = std::make_shared<QueueMetrics>(registry);
   controller::WorkQueue queue(queue_options);
