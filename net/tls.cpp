@@ -50,9 +50,20 @@ base::Result<Context> make_server_context(CertWatcher& certs, bool offer_http2,
   }
   SSL_CTX_set_options(
       ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // TLS 1.2: forward-secret AEAD suites only (what Go's TLS client prefers anyway).
-  if (SSL_CTX_set_cipher_list(ctx.get(), "ECDHE+AESGCM:ECDHE+CHACHA20") != 1) {
+  // TLS 1.2: forward-secret AEAD suites only (what Go's TLS client prefers anyway). Both
+  // versions choose AES-128-GCM first, as Go's crypto/tls (the API server's client and every
+  // Kubernetes server) does on CPUs with AES instructions. OpenSSL's default order put AES-256
+  // first: 14 rounds against 10, 12 % slower on each ~20 KB review the server decrypts (`openssl
+  // speed -evp`, 16 KB blocks: 5.1 against 5.7 GB/s). AES-256 and ChaCha20 stay offered for
+  // clients that ask only for them.
+  if (SSL_CTX_set_cipher_list(ctx.get(),
+                              "ECDHE+AESGCM+AES128:ECDHE+AESGCM+AES256:ECDHE+CHACHA20") != 1) {
     return base::fail(openssl_error("SSL_CTX_set_cipher_list"));
+  }
+  if (SSL_CTX_set_ciphersuites(ctx.get(),
+                               "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                               "TLS_CHACHA20_POLY1305_SHA256") != 1) {
+    return base::fail(openssl_error("SSL_CTX_set_ciphersuites"));
   }
   // Partial writes suit the non-blocking loop. No SSL_MODE_RELEASE_BUFFERS: it frees the read
   // and write buffers (about 50 KiB) after every record, and allocating them again for each

@@ -438,6 +438,53 @@ TEST_CASE("tls: a stream frees its buffers only when no record is read ahead") {
   ::close(fds[1]);
 }
 
+TEST_CASE("tls: AES-128-GCM is chosen first, as Go's TLS does; other suites are still served") {
+  vscaler::testing::StartedServer s([](AdmissionServerOptions&) {});
+  auto ctx = vscaler::net::tls::make_server_context(*s.certs, /*offer_http2=*/false);
+  REQUIRE(ctx.ok());
+  // The suite a client configured by `configure` ends up with.
+  auto negotiated = [&](auto configure) {
+    int fds[2];
+    REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds) == 0);
+    vscaler::net::tls::Stream server(ctx->get(), fds[0]);
+    SSL_CTX* client_ctx = SSL_CTX_new(TLS_client_method());
+    configure(client_ctx);
+    SSL* client = SSL_new(client_ctx);
+    SSL_set_fd(client, fds[1]);
+    SSL_set_connect_state(client);
+    bool client_done = false;
+    bool server_done = false;
+    for (int i = 0; i < 100 && !(client_done && server_done); ++i) {
+      if (!client_done) client_done = SSL_do_handshake(client) == 1;
+      if (!server_done) server_done = server.handshake() == vscaler::net::tls::Io::kDone;
+    }
+    std::string suite = client_done && server_done ? SSL_get_cipher_name(client) : "failed";
+    SSL_free(client);
+    SSL_CTX_free(client_ctx);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return suite;
+  };
+  // OpenSSL's own client offers AES-256-GCM first; the server's order decides.
+  CHECK(negotiated([](SSL_CTX*) {}) == "TLS_AES_128_GCM_SHA256");
+  CHECK(negotiated([](SSL_CTX* c) { SSL_CTX_set_ciphersuites(c, "TLS_AES_256_GCM_SHA384"); }) ==
+        "TLS_AES_256_GCM_SHA384");
+  CHECK(negotiated([](SSL_CTX* c) {
+          SSL_CTX_set_ciphersuites(c, "TLS_CHACHA20_POLY1305_SHA256");
+        }) == "TLS_CHACHA20_POLY1305_SHA256");
+  // TLS 1.2, forward-secret AEAD suites only, in the same order.
+  CHECK(negotiated([](SSL_CTX* c) { SSL_CTX_set_max_proto_version(c, TLS1_2_VERSION); }) ==
+        "ECDHE-ECDSA-AES128-GCM-SHA256");
+  CHECK(negotiated([](SSL_CTX* c) {
+          SSL_CTX_set_max_proto_version(c, TLS1_2_VERSION);
+          SSL_CTX_set_cipher_list(c, "ECDHE-ECDSA-AES256-GCM-SHA384");
+        }) == "ECDHE-ECDSA-AES256-GCM-SHA384");
+  CHECK(negotiated([](SSL_CTX* c) {
+          SSL_CTX_set_max_proto_version(c, TLS1_2_VERSION);
+          SSL_CTX_set_cipher_list(c, "AES128-GCM-SHA256");  // RSA key exchange: refused
+        }) == "failed");
+}
+
 TEST_CASE("front end: a keep-alive connection is closed after keep_alive_max_requests answers") {
   // The default is high: each reconnection costs the client a TLS handshake (~2 ms here) that
   // delays the requests due meanwhile (bench/sections/webhook.sh's p99 at 2,000 reviews/s).
