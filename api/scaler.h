@@ -2,6 +2,7 @@
 // what the index, the reconciler and the admission handlers work from.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -124,6 +125,28 @@ struct TargetRef {
   bool operator==(const TargetRef&) const = default;
 };
 
+/// A value derived from a scaler's fields, kept beside them by whoever derived it (type-erased:
+/// api/ does not know the readers' types). Thread-safe: readers of one shared Scaler may fill it
+/// at once, the last one's value stays. A copied Scaler starts without one (the copy may change).
+class DerivedValue {
+ public:
+  DerivedValue() = default;
+  DerivedValue(const DerivedValue& /*other*/) {}
+  DerivedValue& operator=(const DerivedValue& /*other*/) {
+    value_.store(nullptr, std::memory_order_release);
+    return *this;
+  }
+  /// The value kept, or null.
+  std::shared_ptr<const void> get() const { return value_.load(std::memory_order_acquire); }
+  /// Keeps `value` in place of what was kept.
+  void set(std::shared_ptr<const void> value) const {
+    value_.store(std::move(value), std::memory_order_release);
+  }
+
+ private:
+  mutable std::atomic<std::shared_ptr<const void>> value_;
+};
+
 /// A VerticalScaler as the operator uses it. Status is not parsed: the reconciler rebuilds it.
 struct Scaler {
   std::string ns;    ///< metadata.namespace
@@ -151,6 +174,12 @@ struct Scaler {
   /// status.recommendation as compact JSON text ("" when absent): what the admission handler
   /// and the manager's update check read, without parsing the rest of the status.
   std::string stored_recommendation;
+
+  /// What a reader derived from stored_recommendation, kept for the next reader of this scaler
+  /// (recommender::recommendations_of: the admission hooks derive the same list for every review
+  /// of the scaler's workload and of each of its pods). Filled on first use only, so scalers
+  /// nothing admits cost 16 bytes; the reader checks that it derived it from the text there now.
+  DerivedValue derived_recommendation;
 
   /// The stored status (null when absent), parsed from the two strings above: the reconciler
   /// and the recommender read it once per reconcile or pass, to write only what changed.

@@ -50,10 +50,30 @@ void keep_current(ContainerResources& next, const ContainerResources& current,
 
 }  // namespace
 
-std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
-  if (scaler.stored_recommendation.empty()) return {};
-  auto parsed = parse_recommendation(scaler.recommendation());
-  return parsed.ok() ? std::move(parsed).value() : std::vector<ContainerRecommendation>{};
+namespace {
+
+// What recommendations_of keeps in a scaler, with the text it was derived from.
+struct DerivedRecommendations {
+  std::string text;
+  std::vector<ContainerRecommendation> list;
+};
+
+}  // namespace
+
+std::shared_ptr<const std::vector<ContainerRecommendation>> recommendations_of(
+    const api::Scaler& scaler) {
+  static const auto kNone = std::make_shared<const std::vector<ContainerRecommendation>>();
+  if (scaler.stored_recommendation.empty()) return kNone;
+  auto kept =
+      std::static_pointer_cast<const DerivedRecommendations>(scaler.derived_recommendation.get());
+  if (kept == nullptr || kept->text != scaler.stored_recommendation) {
+    auto parsed = parse_recommendation(scaler.recommendation());
+    kept = std::make_shared<const DerivedRecommendations>(DerivedRecommendations{
+        scaler.stored_recommendation,
+        parsed.ok() ? std::move(parsed).value() : std::vector<ContainerRecommendation>{}});
+    scaler.derived_recommendation.set(kept);
+  }
+  return {kept, &kept->list};  // shares ownership of what was kept
 }
 
 ContainerPolicy policy_of(const api::ContainerResources& entry) {

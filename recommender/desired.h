@@ -5,6 +5,7 @@
 // the values they write from here, and decide_update its inputs.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,7 +19,11 @@
 namespace vscaler::recommender {
 
 /// The scaler's status.recommendation; empty when absent or unreadable (the reconciler logs it).
-std::vector<ContainerRecommendation> recommendations_of(const api::Scaler& scaler);
+/// Derived once per scaler and kept with it (Scaler::derived_recommendation): the admission hooks
+/// ask for every review of its workload and of each of its pods, and parsing it was half of such
+/// a review's handler (5.4 of 11.8 us for 2 containers).
+std::shared_ptr<const std::vector<ContainerRecommendation>> recommendations_of(
+    const api::Scaler& scaler);
 
 /// The cpu/memory requests and limits `object`'s pod counts for, as the scheduler and
 /// ResourceQuota count them: its containers' sums plus the sidecars' (init containers with

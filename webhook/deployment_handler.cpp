@@ -36,7 +36,8 @@ bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& re
 AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request,
                                  const recommender::LimitRangeItem* limit_range) {
   AdmissionValues values;
-  auto recommendations = recommender::recommendations_of(scaler);
+  const auto kept = recommender::recommendations_of(scaler);
+  const std::vector<recommender::ContainerRecommendation>& recommendations = *kept;
   if (resets_resources_only(scaler, request)) {
     // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their

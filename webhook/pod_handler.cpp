@@ -168,7 +168,7 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
   bool budget_capped = false;
   api::ResourcePlan plan;
   if (in_place) {
-    auto recommendations = recommender::recommendations_of(*active);
+    const auto recommendations = recommender::recommendations_of(*active);
     // The containers' share of the budget: the sidecars run beside them and count too.
     std::optional<recommender::PodTotals> containers_budget;
     if (budget) {
@@ -176,7 +176,7 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
           recommender::minus_bounded(*budget, recommender::shared_with_containers(request.object));
     }
     auto containers = recommender::recommended_containers(
-        *active, request.object, recommendations, limit_range.get(),
+        *active, request.object, *recommendations, limit_range.get(),
         containers_budget ? &*containers_budget : nullptr);
     budget_capped = containers.budget_capped;
     plan = api::plan_resources(*active, request.object, &containers.desired);

@@ -402,19 +402,19 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   const auto t0 = *recommender::parse_rfc3339("2026-12-03T10:00:00Z");
   auto first = recommended("300m", "250m", "400m");
   auto result =
-      step.run(first, kWorkload, recommender::recommendations_of(first), nullptr, {}, true, t0);
+      step.run(first, kWorkload, *recommender::recommendations_of(first), nullptr, {}, true, t0);
   REQUIRE(result.ok());
   CHECK(api.resized.size() == 1);
   api.kubelet_done();
   // 5 minutes later the recommendation moved far above: held until t0 + 10 min.
   auto second = recommended("900m", "800m", "1");
-  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, {}, true,
+  result = step.run(second, kWorkload, *recommender::recommendations_of(second), nullptr, {}, true,
                     t0 + std::chrono::minutes(5));
   CHECK(api.resized.size() == 1);
   CHECK(result->plan.pods[0].state == PodResizeState::kHeld);
   CHECK(result->plan.held == 1);
   CHECK(result->recheck_after == std::chrono::minutes(5));
-  result = step.run(second, kWorkload, recommender::recommendations_of(second), nullptr, {}, true,
+  result = step.run(second, kWorkload, *recommender::recommendations_of(second), nullptr, {}, true,
                     t0 + std::chrono::minutes(10));
   CHECK(api.resized.size() == 2);
   // Fixed values are never held.
@@ -434,7 +434,7 @@ TEST_CASE("a quick OOM resizes its pod at once, once: later moves of the target 
   };
   auto run = [&](const char* target, const char* now) {
     auto scaler = recommended(target);
-    auto result = step.run(scaler, kWorkload, recommender::recommendations_of(scaler), nullptr, {},
+    auto result = step.run(scaler, kWorkload, *recommender::recommendations_of(scaler), nullptr, {},
                            true, *recommender::parse_rfc3339(now));
     REQUIRE(result.ok());
     return *result;
@@ -485,7 +485,7 @@ TEST_CASE("under a quota, a pod whose refused patch waits leaves its share to th
   recommender::PodTotals headroom;
   headroom.requests.emplace("cpu", kube::Quantity::parse("250m").value());
   auto scaler = recommended("300m");
-  auto recommendations = recommender::recommendations_of(scaler);
+  auto recommendations = *recommender::recommendations_of(scaler);
   const recommender::TimePoint now{std::chrono::hours(1000)};
   api.refuse = true;
   auto result = step.run(scaler, kWorkload, recommendations, nullptr, headroom, true, now);

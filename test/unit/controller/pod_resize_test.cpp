@@ -74,7 +74,7 @@ struct ResizedAgo {
 };
 
 std::vector<recommender::ContainerRecommendation> recommendations_of(const api::Scaler& scaler) {
-  return recommender::recommendations_of(scaler);
+  return *recommender::recommendations_of(scaler);
 }
 
 }  // namespace

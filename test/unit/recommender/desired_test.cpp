@@ -1,9 +1,14 @@
 // recommended_containers: which containers a recommendation applies to and the keys it sets, the
 // spec entry's policy mapped onto the recommender's (RequestsOnly, controlledResources, the
-// min/max clamp is the recommender's: the target is applied as written).
+// min/max clamp is the recommender's: the target is applied as written); recommendations_of's list
+// derived once per scaler.
 #include "recommender/desired.h"
 
 #include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
 
 using nlohmann::json;
 using namespace vscaler;
@@ -157,4 +162,55 @@ TEST_CASE("pod totals count what ResourceQuota counts: sidecars, an init peak, p
   PodTotals budget;
   budget.requests.emplace("cpu", kube::Quantity::parse("1").value());
   CHECK(cpu(minus_bounded(budget, shared_with_containers(pod))) == "950m");
+}
+
+TEST_CASE("recommendations_of: derived once per scaler, again when its text is another") {
+  api::Scaler with = scaler(nullptr);
+  CHECK(recommendations_of(with)->empty());  // none stored
+  with.stored_recommendation = json::parse(kRecs).dump();
+  auto first = recommendations_of(with);
+  REQUIRE(first->size() == 2);
+  CHECK((*first)[0].container_name == "app");
+  CHECK((*first)[0].target.at("cpu").to_string() == "300m");
+  // The next reader of the same scaler gets what the first derived, not a parse of its own.
+  CHECK(recommendations_of(with).get() == first.get());
+  // A copy starts without it, and derives the same.
+  api::Scaler copy = with;
+  auto copied = recommendations_of(copy);
+  CHECK(copied.get() != first.get());
+  CHECK((*copied)[1].container_name == "side");
+  // A scaler whose text changed in place is not answered with the old list.
+  with.stored_recommendation = json::parse(R"({"containerRecommendations": [
+      {"containerName": "app", "target": {"cpu": "1"}, "lowerBound": {"cpu": "1"},
+       "upperBound": {"cpu": "1"}, "uncappedTarget": {"cpu": "1"}}]})")
+                                   .dump();
+  auto changed = recommendations_of(with);
+  REQUIRE(changed->size() == 1);
+  CHECK(changed->front().target.at("cpu").to_string() == "1");
+  CHECK(first->size() == 2);  // the first readers' list lives on while they hold it
+  // Unreadable: empty, and kept so (not parsed again).
+  with.stored_recommendation = R"({"containerRecommendations": 3})";
+  auto unreadable = recommendations_of(with);
+  CHECK(unreadable->empty());
+  CHECK(recommendations_of(with).get() == unreadable.get());
+}
+
+TEST_CASE("recommendations_of: readers of one shared scaler on several threads at once") {
+  // The store's scalers are shared by the webhook's event loops and the workers (TSan checks the
+  // kept value's hand-over).
+  api::Scaler shared_scaler = scaler(nullptr);
+  shared_scaler.stored_recommendation = json::parse(kRecs).dump();
+  const api::Scaler& shared = shared_scaler;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) {
+        auto list = recommendations_of(shared);
+        if (list->size() != 2 || (*list)[1].container_name != "side") ++wrong;
+      }
+    });
+  }
+  for (auto& reader : readers) reader.join();
+  CHECK(wrong.load() == 0);
 }
