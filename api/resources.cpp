@@ -308,9 +308,8 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
     item.index = i;
     item.name = name->get<std::string>();
     auto resources = container.find("resources");
-    item.current =
+    item.merged =
         resources != container.end() && resources->is_object() ? *resources : json::object();
-    item.merged = item.current;
     const DesiredValues* values = nullptr;
     if (desired != nullptr) {
       auto found = desired->find(item.name);
@@ -386,20 +385,41 @@ json take_admission_json_patch(ResourcePlan& plan) {
   return build_admission_patch(plan, [](json& value) { return std::move(value); });
 }
 
-json status_containers(const ResourcePlan& plan, bool merged) {
+namespace {
+
+/// One status.containers entry: `name` and the requests/limits of `resources` as strings.
+json status_entry(const std::string& name, const json& resources) {
+  json entry = {{"name", name}};
+  for (const char* section : {"requests", "limits"}) {
+    auto values = resources.find(section);
+    if (values == resources.end() || !values->is_object() || values->empty()) continue;
+    json& out = entry[section];
+    for (const auto& [resource, value] : values->items()) {
+      out[resource] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+json status_containers(const ResourcePlan& plan) {
+  json result = json::array();
+  for (const auto& item : plan.containers) result.push_back(status_entry(item.name, item.merged));
+  return result;
+}
+
+json status_containers_now(const ResourcePlan& plan, const json& object) {
+  static const json kNone = json::object();
+  const json& containers = pod_containers_of(object);
   json result = json::array();
   for (const auto& item : plan.containers) {
-    json entry = {{"name", item.name}};
-    const json& resources = merged ? item.merged : item.current;
-    for (const char* section : {"requests", "limits"}) {
-      auto values = resources.find(section);
-      if (values == resources.end() || !values->is_object() || values->empty()) continue;
-      json& out = entry[section];
-      for (const auto& [resource, value] : values->items()) {
-        out[resource] = value.is_string() ? value.get<std::string>() : value.dump();
-      }
+    const json* resources = &kNone;
+    if (item.index < containers.size() && containers[item.index].is_object()) {
+      auto found = containers[item.index].find("resources");
+      if (found != containers[item.index].end() && found->is_object()) resources = &*found;
     }
-    result.push_back(std::move(entry));
+    result.push_back(status_entry(item.name, *resources));
   }
   return result;
 }

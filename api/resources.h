@@ -61,9 +61,10 @@ TemplateResources extract_templates(TemplateResources& templates, std::string_vi
 struct ContainerPlan {
   std::size_t index = 0;  ///< position in the pod spec's containers
   std::string name;
-  nlohmann::json current;  ///< its resources as stored ({} when absent)
-  nlohmann::json merged;   ///< `current` with the declared keys set (equal values keep their text)
-  bool changed = false;    ///< some declared key differs by value (or is absent)
+  /// Its resources as stored ({} when absent) with the declared keys set (equal values keep
+  /// their text). What it has now is the planned object's (status_containers_now).
+  nlohmann::json merged;
+  bool changed = false;  ///< some declared key differs by value (or is absent)
   /// The keys this plan sets ({"requests": {...}, "limits": {...}}, quantities as strings): what
   /// the strategic merge patch writes.
   nlohmann::json declared = nlohmann::json::object();
@@ -140,8 +141,11 @@ nlohmann::json admission_json_patch(const ResourcePlan& plan);
 nlohmann::json take_admission_json_patch(ResourcePlan& plan);
 
 /// The status.containers entries, requests/limits as strings: each matched container's merged
-/// resources when `merged` (what the Deployment carries once applied, or would carry in Off mode),
-/// else its current ones (nothing was written).
-nlohmann::json status_containers(const ResourcePlan& plan, bool merged);
+/// resources (what the Deployment carries once applied, or would carry in Off mode).
+nlohmann::json status_containers(const ResourcePlan& plan);
+
+/// The same entries with the resources the matched containers of `object`, the object `plan` was
+/// computed from, carry now (nothing was written).
+nlohmann::json status_containers_now(const ResourcePlan& plan, const nlohmann::json& object);
 
 }  // namespace vscaler::api

@@ -374,11 +374,11 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     scaled.message = wanted.changed() ? "updateMode is Off: the declared resources are not applied"
                                       : "updateMode is Off; the " + scaler.target.kind +
                                             " already carries the declared resources";
-    report.containers = api::status_containers(wanted, true);
+    report.containers = api::status_containers(wanted);
   } else if (in_place_step) {
     // The template keeps what it has (values ride on writes that change it anyway); running pods
     // are resized, new ones sized at admission (webhook/pod_handler).
-    report.containers = api::status_containers(plan, false);
+    report.containers = api::status_containers_now(plan, stored);
     auto headroom = options_.quotas ? options_.quotas->headroom(scaler.ns) : std::nullopt;
     auto step = in_place_.run_listed(scaler, stored, pods, recommendation.recommendations,
                                      limit_range.get(), headroom, may_write_pods, now);
@@ -402,7 +402,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   } else if (scaler.update_mode == api::UpdateMode::kInitial || api::in_place(scaler.update_mode)) {
     // Never a rollout of its own: the values ride on the next write that changes the template.
     // (An in-place mode lands here only on an API server without pods/resize.)
-    report.containers = api::status_containers(plan, false);
+    report.containers = api::status_containers_now(plan, stored);
     if (api::in_place(scaler.update_mode)) {
       scaled.reason = reason::kResizeUnsupported;
       scaled.message =
@@ -421,7 +421,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   } else if (!plan.invalid.empty() && !restored_now) {
     scaled.reason = reason::kInvalidResources;
     scaled.message = plan.invalid + "; nothing was written";
-    report.containers = api::status_containers(plan, false);
+    report.containers = api::status_containers_now(plan, stored);
   } else if (plan.changed() || restored_now) {
     bool known_mutation = false;
     {
@@ -439,7 +439,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
           "another admission webhook changes the resources vscaler sets; not retried "
           "until the scaler or the " +
           scaler.target.kind + " template changes";
-      report.containers = api::status_containers(plan, false);
+      report.containers = api::status_containers_now(plan, stored);
     } else {
       // The blind restore wrote already: what it answered is this patch's answer.
       auto patched = restored_now ? ApiResult(stored)
@@ -470,13 +470,13 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
             " was written but another admission webhook changed the declared resources; not "
             "retried until the scaler or the " +
             scaler.target.kind + " template changes";
-        report.containers = api::status_containers(after, false);
+        report.containers = api::status_containers_now(after, *patched);
         api_.record_event(scaler, true, reason::kMutatedByAdmission, scaled.message);
       } else {
         applied = true;
         outcome.patched = true;
         report.scaled_now = true;
-        report.containers = api::status_containers(after, false);
+        report.containers = api::status_containers_now(after, *patched);
         if (item.priority == Priority::kLow) metrics_.on_resync_correction();
         std::string what = "the declared resources";
         if (recommendation_due) {
@@ -501,7 +501,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     }
   } else {
     applied = true;
-    report.containers = api::status_containers(plan, false);
+    report.containers = api::status_containers_now(plan, stored);
   }
 
   if (applied) {

@@ -100,12 +100,17 @@ TEST_CASE("the strategic merge patch carries only the declared keys of changed c
 TEST_CASE("status containers show merged values when applied and current ones otherwise") {
   auto scaler = scaler_from(R"({"deploymentName": "web",
       "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
-  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
-      {"cpu": "1", "memory": "64Mi"}}}])"));
-  CHECK(status_containers(plan, true) == json::parse(R"([{"name": "app", "requests":
+  json object = deployment(R"([{"name": "side"}, {"name": "app", "resources": {"requests":
+      {"cpu": "1", "memory": "64Mi"}}}])");
+  auto plan = plan_resources(scaler, object);
+  CHECK(status_containers(plan) == json::parse(R"([{"name": "app", "requests":
       {"cpu": "250m", "memory": "64Mi"}}])"));
-  CHECK(status_containers(plan, false) == json::parse(R"([{"name": "app", "requests":
+  CHECK(status_containers_now(plan, object) == json::parse(R"([{"name": "app", "requests":
       {"cpu": "1", "memory": "64Mi"}}])"));
+  // A matched container without resources has none now.
+  json bare = deployment(R"([{"name": "app"}])");
+  CHECK(status_containers_now(plan_resources(scaler, bare), bare) ==
+        json::parse(R"([{"name": "app"}])"));
 }
 
 TEST_CASE("property: every admission patch applies to its object and yields the planned values") {
