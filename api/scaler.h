@@ -2,7 +2,6 @@
 // what the index, the reconciler and the admission handlers work from.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -128,23 +127,28 @@ struct TargetRef {
 /// A value derived from a scaler's fields, kept beside them by whoever derived it (type-erased:
 /// api/ does not know the readers' types). Thread-safe: readers of one shared Scaler may fill it
 /// at once, the last one's value stays. A copied Scaler starts without one (the copy may change).
+/// std::atomic_load/store on a plain shared_ptr, not std::atomic<std::shared_ptr>: GCC 12's
+/// releases its lock bit with a relaxed store, which ThreadSanitizer reports as a race between
+/// a load and a later store (net/cert_watcher.h avoids it for the same reason).
 class DerivedValue {
  public:
   DerivedValue() = default;
-  DerivedValue(const DerivedValue& /*other*/) {}
-  DerivedValue& operator=(const DerivedValue& /*other*/) {
-    value_.store(nullptr, std::memory_order_release);
+  DerivedValue(const DerivedValue& /*other*/) noexcept {}
+  DerivedValue& operator=(const DerivedValue& /*other*/) noexcept {
+    set(nullptr);
     return *this;
   }
   /// The value kept, or null.
-  std::shared_ptr<const void> get() const { return value_.load(std::memory_order_acquire); }
+  std::shared_ptr<const void> get() const {
+    return std::atomic_load_explicit(&value_, std::memory_order_acquire);
+  }
   /// Keeps `value` in place of what was kept.
   void set(std::shared_ptr<const void> value) const {
-    value_.store(std::move(value), std::memory_order_release);
+    std::atomic_store_explicit(&value_, std::move(value), std::memory_order_release);
   }
 
  private:
-  mutable std::atomic<std::shared_ptr<const void>> value_;
+  mutable std::shared_ptr<const void> value_;
 };
 
 /// A VerticalScaler as the operator uses it. Status is not parsed: the reconciler rebuilds it.
@@ -178,7 +182,8 @@ struct Scaler {
   /// What a reader derived from stored_recommendation, kept for the next reader of this scaler
   /// (recommender::recommendations_of: the admission hooks derive the same list for every review
   /// of the scaler's workload and of each of its pods). Filled on first use only, so scalers
-  /// nothing admits cost 16 bytes; the reader checks that it derived it from the text there now.
+  /// nothing admits cost 16 bytes (an admitted one the list and a copy of its text, against which
+  /// the reader checks that the text there now is the one it derived it from).
   DerivedValue derived_recommendation;
 
   /// The stored status (null when absent), parsed from the two strings above: the reconciler

@@ -5,9 +5,10 @@
 // - narenas:2: two arenas, as glibc's were capped (controller/memory_trim.h). Each thread's cache
 //   takes most allocations without touching an arena; more arenas would only hold more free pages.
 //   At 4 connections the webhook measured the same with 2 and with jemalloc's default of 8.
-// - dirty_decay_ms:1000, muzzy_decay_ms:0: freed pages go back to the OS within a second of the
-//   burst that freed them (a relist, a pass), not the default 10 s; the MemoryTrimmer purges the
-//   rest once the process is idle. Peak RSS against 5000 (bench/sections/scale.sh, 10k scalers
+// - dirty_decay_ms:1000, muzzy_decay_ms:0: freed pages may go back to the OS a second after the
+//   burst that freed them (a relist, a pass), not the default 10 s, as the arenas go on allocating
+//   (there is no background purging thread); the MemoryTrimmer purges the rest once the process
+//   is idle. Peak RSS against 5000 (bench/sections/scale.sh, 10k scalers
 //   over 50k Deployments: 45 against 48 MiB; recommender_memory.sh: 63.6 against 64.1), the
 //   settled RSS the same (36 and 53 MiB; glibc's malloc: 32 and 54).
 extern "C" {

@@ -366,8 +366,10 @@ int run(const cmd::Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Two arenas for a 2-core default: each thread's allocations otherwise get arenas of their own
-  // whose free memory stays in RSS (see controller/memory_trim.h).
+  // The binary allocates with jemalloc (cmd/jemalloc_conf.cpp), and these two calls do nothing
+  // then. Built without it: glibc's malloc capped at two arenas (each thread's allocations
+  // otherwise get arenas of their own whose free memory stays in RSS) and large blocks mapped
+  // apart (see controller/memory_trim.h).
   // `vscaler report ...`, or `kubectl vscaler report ...` through the kubectl-vscaler link.
   if (argc >= 2 && std::string_view(argv[1]) == "report") {
     return cmd::run_report(std::vector<std::string>(argv + 2, argv + argc));

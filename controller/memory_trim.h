@@ -1,5 +1,6 @@
-// MemoryTrimmer: hands the heap memory that glibc keeps after a burst of work back to the OS, from
-// a low-priority thread of its own, never from a reconcile worker.
+// MemoryTrimmer: hands the heap memory that the allocator keeps after a burst of work back to the
+// OS (glibc's malloc_trim, or a purge of jemalloc's arenas when the program links jemalloc, as the
+// vscaler binary does), from a low-priority thread of its own, never from a reconcile worker.
 #pragma once
 
 #include <atomic>
@@ -42,7 +43,9 @@ void map_large_allocations(std::size_t bytes);
 /// arena locks that the webhook's and workers' allocations share: it must not run on a hot path.
 /// maybe_trim() trims at most once per interval (thread-safe: concurrent callers, one trims).
 /// start() runs it on a thread of its own at idle CPU priority, once work was noted since the last
-/// trim and the caller's idle() says the burst is over. A no-op without glibc.
+/// trim and the caller's idle() says the burst is over. With jemalloc, which gives pages back by
+/// decay as its arenas allocate, the trim purges what an idle process would otherwise keep. A
+/// no-op with neither.
 class MemoryTrimmer {
  public:
   /// `trim` gives the memory back (default: malloc_trim(0), or with jemalloc a purge of every
