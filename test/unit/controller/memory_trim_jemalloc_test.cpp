@@ -5,36 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
-#include <fstream>
-#include <memory>
-#include <string>
-#include <thread>
-#include <vector>
 
 #include "controller/memory_trim.h"
+#include "test/unit/controller/memory_burst.h"
 
 extern "C" int mallctl(const char* name, void* old_value, std::size_t* old_length, void* new_value,
                        std::size_t new_length) __attribute__((weak));
 
 using vscaler::controller::jemalloc_in_use;
 using vscaler::controller::MemoryTrimmer;
-
-namespace {
-
-long rss_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string field;
-  long value = 0;
-  while (status >> field) {
-    if (field == "VmRSS:") {
-      status >> value;
-      return value;
-    }
-  }
-  return -1;
-}
-
-}  // namespace
 
 TEST_CASE("jemalloc: linked where CMake says, with the binary's options") {
   CHECK(jemalloc_in_use() == (VSCALER_JEMALLOC_LINKED != 0));
@@ -51,25 +30,12 @@ TEST_CASE("jemalloc: linked where CMake says, with the binary's options") {
 
 TEST_CASE("jemalloc: the trimmer's purge gives a freed burst back at once") {
   if (!jemalloc_in_use()) return;  // the sanitizer builds: glibc's case is memory_trim_test's
-  // A burst of reconciles on a worker thread: many small objects, freed, one kept.
-  std::unique_ptr<char[]> pinned;
-  long during = 0;
-  std::thread worker([&] {
-    std::vector<std::unique_ptr<char[]>> burst;
-    for (int i = 0; i < 400'000; ++i) {
-      burst.emplace_back(new char[480]);
-      burst.back()[0] = static_cast<char>(i);  // touch the page
-    }
-    pinned.reset(new char[480]);
-    pinned[0] = 1;
-    during = rss_kib();
-    burst.clear();
-  });
-  worker.join();
-  long after_free = rss_kib();
+  auto burst = vscaler::testing::freed_burst();
+  const long during = burst.during_kib;
+  const long after_free = burst.after_free_kib;
   MemoryTrimmer trimmer;
   REQUIRE(trimmer.maybe_trim());
-  long after_trim = rss_kib();
+  long after_trim = vscaler::testing::rss_kib();
   INFO("RSS KiB during " << during << ", after free " << after_free << ", after trim "
                          << after_trim);
   // Back by the trim at the latest (in this run most of it was back before: jemalloc purges as

@@ -5,36 +5,19 @@
 
 #include <doctest/doctest.h>
 
+#include "test/unit/controller/memory_burst.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include <atomic>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
 using vscaler::controller::MemoryTrimmer;
-
-namespace {
-
-[[maybe_unused]] long rss_kib() {  // unused where sanitizers own the heap
-  std::ifstream status("/proc/self/status");
-  std::string field;
-  long value = 0;
-  while (status >> field) {
-    if (field == "VmRSS:") {
-      status >> value;
-      return value;
-    }
-  }
-  return -1;
-}
-
-}  // namespace
 
 TEST_CASE("memory trimmer: at most once per interval, then again") {
   MemoryTrimmer trimmer(std::chrono::milliseconds(50));
@@ -51,24 +34,12 @@ TEST_CASE("memory trimmer: at most once per interval, then again") {
 TEST_CASE("memory trimmer: a burst freed in a worker's arena leaves the RSS") {
   // Like a burst of reconciles: a worker thread parses many small objects and frees them, but a
   // block allocated last stays alive (a stored object), so glibc cannot shrink that arena.
-  std::unique_ptr<char[]> pinned;
-  long during = 0;
-  std::thread worker([&] {
-    std::vector<std::unique_ptr<char[]>> burst;
-    for (int i = 0; i < 400'000; ++i) {
-      burst.emplace_back(new char[480]);
-      burst.back()[0] = static_cast<char>(i);  // touch the page
-    }
-    pinned.reset(new char[480]);
-    pinned[0] = 1;
-    during = rss_kib();
-    burst.clear();
-  });
-  worker.join();
-  long after_free = rss_kib();
+  auto burst = vscaler::testing::freed_burst();
+  const long during = burst.during_kib;
+  const long after_free = burst.after_free_kib;
   MemoryTrimmer trimmer;
   REQUIRE(trimmer.maybe_trim());
-  long after_trim = rss_kib();
+  long after_trim = vscaler::testing::rss_kib();
   INFO("RSS KiB during " << during << ", after free " << after_free << ", after trim "
                          << after_trim);
   CHECK(after_free > during - 50'000);       // glibc kept most of the ~190 MiB burst
