@@ -3,11 +3,15 @@
 // and freed on a worker thread, the one allocated last kept (a stored object).
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "controller/memory_trim.h"
 
 namespace vscaler::testing {
 
@@ -50,6 +54,25 @@ inline FreedBurst freed_burst() {
   worker.join();
   out.after_free_kib = rss_kib();
   return out;
+}
+
+/// The RSS (KiB) at a freed burst's height, once it was freed, and after a MemoryTrimmer's
+/// default trim (logged with the test's checks).
+struct BurstRss {
+  long during = 0;
+  long after_free = 0;
+  long after_trim = 0;
+};
+
+/// A freed burst, then the default trim.
+inline BurstRss burst_then_trim() {
+  FreedBurst burst = freed_burst();
+  controller::MemoryTrimmer trimmer;
+  REQUIRE(trimmer.maybe_trim());
+  BurstRss rss{burst.during_kib, burst.after_free_kib, rss_kib()};
+  MESSAGE("RSS KiB during " << rss.during << ", after free " << rss.after_free << ", after trim "
+                            << rss.after_trim);
+  return rss;
 }
 
 }  // namespace vscaler::testing

@@ -30,14 +30,7 @@ TEST_CASE("jemalloc: linked where CMake says, with the binary's options") {
 
 TEST_CASE("jemalloc: the trimmer's purge gives a freed burst back at once") {
   if (!jemalloc_in_use()) return;  // the sanitizer builds: glibc's case is memory_trim_test's
-  auto burst = vscaler::testing::freed_burst();
-  const long during = burst.during_kib;
-  const long after_free = burst.after_free_kib;
-  MemoryTrimmer trimmer;
-  REQUIRE(trimmer.maybe_trim());
-  long after_trim = vscaler::testing::rss_kib();
-  INFO("RSS KiB during " << during << ", after free " << after_free << ", after trim "
-                         << after_trim);
+  const auto [during, after_free, after_trim] = vscaler::testing::burst_then_trim();
   // Back by the trim at the latest (in this run most of it was back before: jemalloc purges as
   // its arenas go on allocating), where glibc kept it until malloc_trim.
   CHECK(after_trim < during - 150'000);

@@ -34,14 +34,7 @@ TEST_CASE("memory trimmer: at most once per interval, then again") {
 TEST_CASE("memory trimmer: a burst freed in a worker's arena leaves the RSS") {
   // Like a burst of reconciles: a worker thread parses many small objects and frees them, but a
   // block allocated last stays alive (a stored object), so glibc cannot shrink that arena.
-  auto burst = vscaler::testing::freed_burst();
-  const long during = burst.during_kib;
-  const long after_free = burst.after_free_kib;
-  MemoryTrimmer trimmer;
-  REQUIRE(trimmer.maybe_trim());
-  long after_trim = vscaler::testing::rss_kib();
-  INFO("RSS KiB during " << during << ", after free " << after_free << ", after trim "
-                         << after_trim);
+  const auto [during, after_free, after_trim] = vscaler::testing::burst_then_trim();
   CHECK(after_free > during - 50'000);       // glibc kept most of the ~190 MiB burst
   CHECK(after_trim < after_free - 100'000);  // the trim gave it back
 }
