@@ -39,6 +39,33 @@ http::Response method_not_allowed() {
 
 }  // namespace
 
+net::FrontEndOptions front_end_options(const AdmissionServerOptions& options) {
+  FrontEndOptions out;
+  out.host = options.host;
+  out.port = options.port;
+  out.workers = options.workers;
+  out.event_loops = options.event_loops;
+  out.max_connections = options.max_connections;
+  out.max_connections_per_address = options.max_connections_per_address;
+  out.max_buffered_body_bytes = options.max_buffered_body_bytes;
+  out.registry = options.registry;
+  auto& limits = out.limits;
+  limits.handshake_timeout = options.request_timeout;
+  limits.request_timeout = options.request_timeout;
+  limits.write_timeout = options.io_timeout;
+  limits.keep_alive_timeout = options.keep_alive_timeout;
+  limits.idle_buffer_release = options.idle_buffer_release;
+  limits.linger_timeout = std::min(options.request_timeout, std::chrono::milliseconds(2000));
+  limits.max_header_bytes = options.max_header_bytes;
+  limits.max_body_bytes = options.max_body_bytes;
+  limits.linger_bytes = 2 * (options.max_body_bytes + options.max_header_bytes);
+  limits.keep_alive_max_requests = std::max<std::size_t>(1, options.keep_alive_max_requests);
+  limits.body_padding = kParsePadding;
+  // Read buffer, the body handed to the handler, and the parse (see ConnectionLimits).
+  limits.body_memory_factor = 6;
+  return out;
+}
+
 class AdmissionServer::Impl {
   // A registered webhook path with its handler and its metric children, resolved once.
   struct Route {
@@ -89,7 +116,8 @@ class AdmissionServer::Impl {
     if (!ctx) return kube::fail("cannot set up the TLS context: " + ctx.error());
     ctx_ = std::move(*ctx);
     front_end_ = std::make_unique<FrontEnd>(
-        ctx_.get(), front_end_options(), [this](Request& request) { return serve(request); },
+        ctx_.get(), front_end_options(options_),
+        [this](Request& request) { return serve(request); },
         [this](const http::RequestHead& head, int status, Clock::time_point start) {
           record(head.path, status, start);
         },
@@ -122,33 +150,6 @@ class AdmissionServer::Impl {
   bool running() const { return running_.load(); }
 
  private:
-  FrontEndOptions front_end_options() const {
-    FrontEndOptions out;
-    out.host = options_.host;
-    out.port = options_.port;
-    out.workers = options_.workers;
-    out.event_loops = options_.event_loops;
-    out.max_connections = options_.max_connections;
-    out.max_connections_per_address = options_.max_connections_per_address;
-    out.max_buffered_body_bytes = options_.max_buffered_body_bytes;
-    out.registry = options_.registry;
-    auto& limits = out.limits;
-    limits.handshake_timeout = options_.request_timeout;
-    limits.request_timeout = options_.request_timeout;
-    limits.write_timeout = options_.io_timeout;
-    limits.keep_alive_timeout = options_.keep_alive_timeout;
-    limits.idle_buffer_release = options_.idle_buffer_release;
-    limits.linger_timeout = std::min(options_.request_timeout, std::chrono::milliseconds(2000));
-    limits.max_header_bytes = options_.max_header_bytes;
-    limits.max_body_bytes = options_.max_body_bytes;
-    limits.linger_bytes = 2 * (options_.max_body_bytes + options_.max_header_bytes);
-    limits.keep_alive_max_requests = std::max<std::size_t>(1, options_.keep_alive_max_requests);
-    limits.body_padding = kParsePadding;
-    // Read buffer, the body handed to the handler, and the parse (see ConnectionLimits).
-    limits.body_memory_factor = 6;
-    return out;
-  }
-
   const Route* route_for(const std::string& path) const {
     auto found = routes_.find(path);
     return found == routes_.end() ? nullptr : &found->second;

@@ -26,6 +26,7 @@
 #include "base/result.h"
 #include "metrics/registry.h"
 #include "net/cert_watcher.h"
+#include "net/front_end.h"
 #include "webhook/admission.h"
 
 namespace vscaler::webhook {
@@ -108,6 +109,10 @@ struct AdmissionServerOptions {
   /// Where the webhook metrics are registered.
   metrics::Registry* registry = &metrics::default_registry();
 };
+
+/// The front end settings an AdmissionServer with `options` runs with: its budgets, deadlines and
+/// the parser's padding (also for a bench's front end without handlers, so the two compare).
+net::FrontEndOptions front_end_options(const AdmissionServerOptions& options);
 
 /// Serves admission webhooks over TLS with the certificate a CertWatcher provides.
 class AdmissionServer {

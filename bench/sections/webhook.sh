@@ -6,6 +6,10 @@
 #                       hint is enqueued, an Auto-mode JSONPatch is computed) declaring fixed values
 #                       for one container; and again (closed loop only, rows "recommended scaler")
 #                       with the scaler most are, every container recommended from its status;
+#                       and (rows "front end alone") its front end answering the nginx peer's
+#                       fixed body without parsing or handling the review (--answer fixed): the
+#                       same event loops, TLS and HTTP/1.1 reading the whole body, so the gap to
+#                       nginx splits between the network layer and the review's own work;
 #   nginx               the Debian package, a foreground process configured in a temp dir, taking
 #                       the same POST bodies (read and discarded) and returning a small fixed body:
 #                       the physical-limit reference for TLS + HTTP on this machine;
@@ -78,6 +82,10 @@ echo $! >"$tmp/vscaler.pid"
   2>"$tmp/vscaler-recommended.log" &
 pids+=($!)
 echo $! >"$tmp/vscaler-recommended.pid"
+"$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler-front-end.port" --answer fixed \
+  2>"$tmp/vscaler-front-end.log" &
+pids+=($!)
+echo $! >"$tmp/vscaler-front-end.pid"
 "$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
   2>"$tmp/controller-runtime.log" &
 pids+=($!)
@@ -118,6 +126,7 @@ pids+=($!)
 echo $! >"$tmp/nginx.pid"
 wait_port "$tmp/vscaler.port"
 wait_port "$tmp/vscaler-recommended.port"
+wait_port "$tmp/vscaler-front-end.port"
 wait_port "$tmp/controller-runtime.port"
 for i in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break
@@ -149,7 +158,8 @@ measure() {
   local name=$1 run=$2 port connections out check="" pid before after
   port=$(cat "$tmp/$name.port")
   pid=$(cat "$tmp/$name.pid") # nginx: its master, whose workers are its children
-  [ "$name" = nginx ] || check=--check-uid # nginx's fixed answer cannot echo the uid
+  # The fixed answers (nginx's, the front end's alone) cannot echo the uid.
+  [ "$name" = nginx ] || [ "$name" = vscaler-front-end ] || check=--check-uid
   for connections in 1 4; do
     before=$(cpu_ticks "$pid")
     if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" \
@@ -159,11 +169,11 @@ measure() {
     fi
     after=$(cpu_ticks "$pid")
     echo "webhook.sh: run $run $name: $out cpu_ticks=$((after - before))" >&2
-    awk -v c="$connections" -v ticks=$((after - before)) -v hz="$ticks_per_second" '
+    awk -v name="$name" -v c="$connections" -v ticks=$((after - before)) -v hz="$ticks_per_second" '
       {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         conns = c == 1 ? "1 conn" : c " conns"
-        goal = "; goal >= 0.75x nginx"
+        goal = name == "vscaler-front-end" ? "" : "; goal >= 0.75x nginx"
         printf "rate%s\t20 KB UPDATE review over TLS, %s (reviews/s, client and server share 2 cores%s)\t%s\n", c, conns, goal, v["reviews_per_second"]
         printf "p50_%s\t20 KB UPDATE review over TLS, %s, p50 (us)\t%.1f\n", c, conns, v["p50_ms"] * 1000
         printf "p99_%s\t20 KB UPDATE review over TLS, %s, p99 (us)\t%.1f\n", c, conns, v["p99_ms"] * 1000
@@ -172,8 +182,8 @@ measure() {
   done
   # A steady rate, open loop (latency from when each request was due): what an API server
   # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out, and the
-  # recommended scaler's rows stop at the closed-loop rates.
-  [ "$name" != controller-runtime ] && [ "$name" != vscaler-recommended ] || return 0
+  # recommended scaler's and the front end's rows stop at the closed-loop rates.
+  case "$name" in controller-runtime | vscaler-recommended | vscaler-front-end) return 0 ;; esac
   if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" --connections 1 \
     --rate "$rate" --seconds "$rate_seconds" $check 2>>"$tmp/load.err"); then
     echo "webhook.sh: paced requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
@@ -191,7 +201,7 @@ measure() {
 }
 
 # Alternate the servers within each run so that load from elsewhere hits all alike.
-servers=(vscaler vscaler-recommended nginx controller-runtime)
+servers=(vscaler vscaler-recommended vscaler-front-end nginx controller-runtime)
 for run in $(seq "$runs"); do
   for name in "${servers[@]}"; do measure "$name" "$run"; done
 done
@@ -206,3 +216,6 @@ paste -d'\n' "$tmp/rows-nginx" "$tmp/rows-controller-runtime"
 awk -F'\t' -v OFS='\t' '{ $2 = "webhook, recommended scaler: " $2 " vs nginx"; print }' \
   "$tmp/vscaler-recommended" >"$tmp/recommended-vs-nginx"
 table_rows "$tmp/recommended-vs-nginx" "$tmp/nginx"
+awk -F'\t' -v OFS='\t' '{ $2 = "webhook, front end alone (fixed answer, review not parsed): " $2 " vs nginx"; print }' \
+  "$tmp/vscaler-front-end" >"$tmp/front-end-vs-nginx"
+table_rows "$tmp/front-end-vs-nginx" "$tmp/nginx"

@@ -11,17 +11,20 @@
 // operator whose workers are busy.
 //
 // Usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] [--mode Auto|Reconcile|Off]
-//                         [--recommended true] [--event-loops N]
+//                         [--recommended true] [--event-loops N] [--answer fixed]
 //        admission_server --cost REVIEW [--mode ...] [--recommended true]
 // --recommended true: the scaler declares no values, and its status carries a recommendation for
 // both containers (what most scalers are); by default it declares fixed values for one.
 // --event-loops: the server's event loop threads (default: AdmissionServerOptions' choice), for
-// profiling. Serves on 127.0.0.1 until SIGTERM or SIGINT; writes the bound port to FILE once
-// serving; on exit prints the number of hints enqueued on stderr. With --cost it serves nothing: it
-// times what the server does with one review between reading it and writing its answer (parse with
-// the projection, the handler, the answer's encoding), on one thread without TLS or sockets, and
-// prints the median microseconds of each over 7 rounds: the CPU cost a change of the codec or
-// the handler moves, without the noise of two processes sharing two cores.
+// profiling. --answer fixed: the same front end (event loops, TLS, HTTP/1.1, the body read in
+// full) answering every request with the nginx peer's fixed body, the review neither parsed nor
+// handled: the rows "front end alone" that split the gap to nginx between the network layer and
+// the review's own work. Serves on 127.0.0.1 until SIGTERM or SIGINT; writes the bound port to FILE
+// once serving; on exit prints the number of hints enqueued on stderr. With --cost it serves
+// nothing: it times what the server does with one review between reading it and writing its answer
+// (parse with the projection, the handler, the answer's encoding), on one thread without TLS or
+// sockets, and prints the median microseconds of each over 7 rounds: the CPU cost a change of the
+// codec or the handler moves, without the noise of two processes sharing two cores.
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -39,6 +42,8 @@
 #include "controller/work_queue.h"
 #include "metrics/registry.h"
 #include "net/cert_watcher.h"
+#include "net/front_end.h"
+#include "net/tls.h"
 #include "webhook/deployment_handler.h"
 #include "webhook/server.h"
 
@@ -144,6 +149,44 @@ int print_cost(const std::string& review_file, webhook::DeploymentHandler& deplo
   return 0;
 }
 
+// Writes `port` to `file` (nothing when empty), atomically: a reader sees all of it or nothing.
+void write_port(const std::string& file, int port) {
+  if (file.empty()) return;
+  std::ofstream(file + ".tmp") << port << "\n";
+  std::rename((file + ".tmp").c_str(), file.c_str());
+}
+
+// --answer fixed: the admission server's front end, as AdmissionServer sets it up, answering
+// every request on its event loop with the nginx peer's fixed body; serves until a signal.
+int serve_fixed_answer(net::CertWatcher& certs, const webhook::AdmissionServerOptions& options,
+                       const std::string& port_file, const sigset_t& signals) {
+  auto ctx = net::tls::make_server_context(certs, options.http2);
+  if (!ctx) {
+    std::cerr << "admission_server: " << ctx.error() << "\n";
+    return 1;
+  }
+  const std::string answer =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":)"
+      R"({"uid":"00000000-0000-0000-0000-000000000000","allowed":true}})";
+  net::FrontEnd front_end(
+      ctx->get(), webhook::front_end_options(options),
+      [&answer](net::Request&) {
+        return net::http::Response{200, "application/json", answer, {}, false, nullptr};
+      },
+      [](const net::http::RequestHead&, int, net::Clock::time_point) {},
+      [](const net::Request&) { return true; });
+  auto port = front_end.start();
+  if (!port) {
+    std::cerr << "admission_server: " << port.error() << "\n";
+    return 1;
+  }
+  write_port(port_file, *port);
+  int received = 0;
+  sigwait(&signals, &received);
+  front_end.stop(std::chrono::seconds(5));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,6 +198,7 @@ int main(int argc, char** argv) {
   int port = 0;
   std::size_t event_loops = 0;
   bool recommended = false;
+  bool fixed_answer = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     std::string value = argv[i + 1];
@@ -172,6 +216,8 @@ int main(int argc, char** argv) {
       recommended = value == "true";
     } else if (flag == "--event-loops") {
       event_loops = std::stoul(value);
+    } else if (flag == "--answer" && value == "fixed") {
+      fixed_answer = true;
     } else {
       unknown_flag = true;
       break;
@@ -179,7 +225,8 @@ int main(int argc, char** argv) {
   }
   if (unknown_flag || (cert_dir.empty() && cost_review.empty()) || argc % 2 == 0) {
     std::cerr << "usage: admission_server --cert-dir DIR [--port 0] [--port-file FILE] "
-                 "[--mode Auto|Reconcile|Off] [--recommended true] [--event-loops N]\n"
+                 "[--mode Auto|Reconcile|Off] [--recommended true] [--event-loops N] "
+                 "[--answer fixed]\n"
                  "       admission_server --cost REVIEW [--mode Auto|Reconcile|Off] "
                  "[--recommended true]\n";
     return 2;
@@ -226,6 +273,7 @@ int main(int argc, char** argv) {
   server_options.port = port;
   server_options.event_loops = event_loops;
   server_options.registry = &registry;
+  if (fixed_answer) return serve_fixed_answer(certs, server_options, port_file, signals);
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.projection = webhook::DeploymentHandler::projection();
@@ -240,10 +288,7 @@ int main(int argc, char** argv) {
     std::cerr << "admission_server: " << started.error() << "\n";
     return 1;
   }
-  if (!port_file.empty()) {
-    std::ofstream(port_file + ".tmp") << server.port() << "\n";
-    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
-  }
+  write_port(port_file, server.port());
   int received = 0;
   sigwait(&signals, &received);
   server.stop();
