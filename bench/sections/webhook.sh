@@ -213,9 +213,11 @@ awk -F'\t' -v OFS='\t' '{ $2 = "webhook " $2 " vs controller-runtime"; print }' 
 table_rows "$tmp/vs-nginx" "$tmp/nginx" >"$tmp/rows-nginx"
 table_rows "$tmp/vs-controller-runtime" "$tmp/controller-runtime" >"$tmp/rows-controller-runtime"
 paste -d'\n' "$tmp/rows-nginx" "$tmp/rows-controller-runtime"
-awk -F'\t' -v OFS='\t' '{ $2 = "webhook, recommended scaler: " $2 " vs nginx"; print }' \
-  "$tmp/vscaler-recommended" >"$tmp/recommended-vs-nginx"
-table_rows "$tmp/recommended-vs-nginx" "$tmp/nginx"
-awk -F'\t' -v OFS='\t' '{ $2 = "webhook, front end alone (fixed answer, review not parsed): " $2 " vs nginx"; print }' \
-  "$tmp/vscaler-front-end" >"$tmp/front-end-vs-nginx"
-table_rows "$tmp/front-end-vs-nginx" "$tmp/nginx"
+# rows_vs_nginx NAME WHAT: server NAME's rows against nginx's, labelled "webhook, WHAT: ...".
+rows_vs_nginx() {
+  awk -F'\t' -v OFS='\t' -v what="$2" '{ $2 = "webhook, " what ": " $2 " vs nginx"; print }' \
+    "$tmp/$1" >"$tmp/$1-vs-nginx"
+  table_rows "$tmp/$1-vs-nginx" "$tmp/nginx"
+}
+rows_vs_nginx vscaler-recommended "recommended scaler"
+rows_vs_nginx vscaler-front-end "front end alone (fixed answer, review not parsed)"
