@@ -4,6 +4,24 @@
 #include <ctime>
 
 namespace vscaler::base {
+namespace {
+
+// Reads exactly `n` digits at `pos`; false when they are not all digits.
+bool digits(std::string_view s, size_t pos, size_t n, int& out) {
+  if (pos + n > s.size()) return false;
+  out = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    out = out * 10 + (s[i] - '0');
+  }
+  return true;
+}
+
+Failure<std::string> bad_time(std::string_view text, const char* why) {
+  return fail("invalid RFC 3339 time \"" + std::string(text) + "\": " + why);
+}
+
+}  // namespace
 
 std::string rfc3339(std::chrono::system_clock::time_point time, TimePrecision precision) {
   using std::chrono::floor;
@@ -80,6 +98,54 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     if (total_ms > 1e12) return bad("too long");
   }
   return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
+}
+
+Result<TimeMillis> parse_rfc3339(std::string_view text) {
+  int year, month, day, hour, minute, second;
+  if (!digits(text, 0, 4, year) || text.size() < 19 || text[4] != '-' ||
+      !digits(text, 5, 2, month) || text[7] != '-' || !digits(text, 8, 2, day) ||
+      (text[10] != 'T' && text[10] != 't') || !digits(text, 11, 2, hour) || text[13] != ':' ||
+      !digits(text, 14, 2, minute) || text[16] != ':' || !digits(text, 17, 2, second)) {
+    return bad_time(text, "want YYYY-MM-DDTHH:MM:SS");
+  }
+  std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(unsigned(month)),
+                                   std::chrono::day(unsigned(day))};
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) {
+    return bad_time(text, "date or time out of range");
+  }
+  size_t pos = 19;
+  std::int64_t millis = 0;
+  if (pos < text.size() && text[pos] == '.') {
+    ++pos;
+    size_t start = pos;
+    int scale = 100;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      millis += (text[pos] - '0') * scale;
+      scale /= 10;
+      ++pos;
+    }
+    if (pos == start) return bad_time(text, "empty fraction");
+  }
+  std::int64_t offset_minutes = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int oh, om;
+    if (!digits(text, pos + 1, 2, oh) || pos + 3 >= text.size() || text[pos + 3] != ':' ||
+        !digits(text, pos + 4, 2, om)) {
+      return bad_time(text, "bad zone offset");
+    }
+    offset_minutes = (oh * 60 + om) * (text[pos] == '-' ? -1 : 1);
+    pos += 6;
+  } else {
+    return bad_time(text, "missing zone (Z or +hh:mm)");
+  }
+  if (pos != text.size()) return bad_time(text, "trailing characters");
+  auto days = std::chrono::sys_days(date);
+  TimeMillis t = std::chrono::time_point_cast<std::chrono::milliseconds>(days) +
+                 std::chrono::hours(hour) + std::chrono::minutes(minute - offset_minutes) +
+                 std::chrono::seconds(second) + std::chrono::milliseconds(millis);
+  return t;
 }
 
 }  // namespace vscaler::base

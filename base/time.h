@@ -27,6 +27,14 @@ std::string rfc3339_seconds(std::int64_t seconds);
 /// The current time as RFC 3339 UTC with second precision.
 std::string rfc3339_now();
 
+/// A wall-clock instant (UTC) at millisecond resolution.
+using TimeMillis = std::chrono::sys_time<std::chrono::milliseconds>;
+
+/// Parses RFC 3339 ("2026-11-29T18:00:00Z", "...T18:00:00.25+01:00"): metav1.Time, PodMetrics
+/// timestamps, an ExecCredential's expirationTimestamp. Fractions below a millisecond are
+/// truncated. The error quotes the input.
+Result<TimeMillis> parse_rfc3339(std::string_view text);
+
 /// Parses a duration as Go and Kubernetes write it ("60s", "1m30s", "1.5s", "250ms", "0"): flag
 /// values, PodMetrics windows, the API server's ?timeout= on webhook calls. Units h, m, s, ms,
 /// us (or µs) and ns; a bare number other than 0 has no unit and is refused. Fractions below a
