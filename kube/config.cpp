@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "kube/tls.h"
@@ -117,6 +118,101 @@ Result<bool> bool_field(const Entry& entry, const char* key) {
     return fail(entry.file + ": " + entry.where + "." + key + ": must be true or false");
   }
   return value;
+}
+
+// base64 of `data` (certificate-authority-data in KUBERNETES_EXEC_INFO).
+std::string encode_base64(std::string_view data) {
+  std::string out((data.size() + 2) / 3 * 4 + 1, '\0');
+  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(data.data()),
+                                static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(written));
+  return out;
+}
+
+// A list of strings (exec.args); absent is empty.
+Result<std::vector<std::string>> string_list(const Entry& entry, const char* key) {
+  std::vector<std::string> out;
+  YAML::Node node = entry.body[key];
+  if (!node.IsDefined() || node.IsNull()) return out;
+  if (!node.IsSequence())
+    return fail(entry.file + ": " + entry.where + "." + key + ": must be a list");
+  for (size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar()) {
+      return fail(entry.file + ": " + entry.where + "." + key + "[" + std::to_string(i) +
+                  "]: must be a string");
+    }
+    out.push_back(node[i].Scalar());
+  }
+  return out;
+}
+
+// users[].user.exec as client-go reads it; `config` gives the cluster (for provideClusterInfo).
+Result<ExecPlugin> exec_plugin_of(const Entry& user, const ClientConfig& config) {
+  Entry exec{user.body["exec"], user.file, user.where + ".exec"};
+  const std::string at = exec.file + ": " + exec.where;
+  if (!exec.body.IsMap()) return fail(at + ": must be a mapping");
+  ExecPlugin plugin;
+  plugin.where = at;
+  auto api_version = string_field(exec, "apiVersion");
+  if (!api_version) return fail(api_version.error());
+  if (*api_version != "client.authentication.k8s.io/v1" &&
+      *api_version != "client.authentication.k8s.io/v1beta1") {
+    return fail(at + ".apiVersion: \"" + *api_version +
+                "\" is not client.authentication.k8s.io/v1 or /v1beta1 (v1alpha1 was removed in "
+                "Kubernetes 1.24; newer versions of the plugin speak v1)");
+  }
+  plugin.api_version = *api_version;
+  auto command = string_field(exec, "command");
+  if (!command) return fail(command.error());
+  if (command->empty()) return fail(at + ".command: missing");
+  // client-go: a relative path with a separator is relative to the kubeconfig's folder; a bare
+  // name is looked up in PATH.
+  plugin.command =
+      command->find('/') == std::string::npos ? *command : resolve_path(exec.file, *command);
+  auto args = string_list(exec, "args");
+  if (!args) return fail(args.error());
+  plugin.args = std::move(*args);
+  YAML::Node env = exec.body["env"];
+  if (env.IsDefined() && !env.IsNull()) {
+    if (!env.IsSequence()) return fail(at + ".env: must be a list of {name, value}");
+    for (size_t i = 0; i < env.size(); ++i) {
+      Entry item{env[i], exec.file, exec.where + ".env[" + std::to_string(i) + "]"};
+      if (!item.body.IsMap())
+        return fail(at + ".env[" + std::to_string(i) + "]: must be a mapping");
+      auto name = string_field(item, "name");
+      if (!name) return fail(name.error());
+      if (name->empty() || name->find('=') != std::string::npos) {
+        return fail(at + ".env[" + std::to_string(i) + "].name: missing or holding '='");
+      }
+      auto value = string_field(item, "value");
+      if (!value) return fail(value.error());
+      plugin.env.emplace_back(std::move(*name), std::move(*value));
+    }
+  }
+  auto hint = string_field(exec, "installHint");
+  if (!hint) return fail(hint.error());
+  plugin.install_hint = trim(*hint);
+  auto mode = string_field(exec, "interactiveMode");
+  if (!mode) return fail(mode.error());
+  if (!mode->empty()) {
+    if (*mode != "Never" && *mode != "IfAvailable" && *mode != "Always") {
+      return fail(at + ".interactiveMode: \"" + *mode +
+                  "\" is not one of Never, IfAvailable, Always");
+    }
+    plugin.interactive_mode = *mode;
+  }
+  auto provide = bool_field(exec, "provideClusterInfo");
+  if (!provide) return fail(provide.error());
+  if (*provide) {
+    nlohmann::json cluster = {{"server", config.server}};
+    if (!config.tls_server_name.empty()) cluster["tls-server-name"] = config.tls_server_name;
+    if (config.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
+    if (!config.ca_pem.empty())
+      cluster["certificate-authority-data"] = encode_base64(config.ca_pem);
+    plugin.cluster_json = cluster.dump();
+  }
+  return plugin;
 }
 
 // Adds the entries of one section ("clusters", with bodies under "cluster") of one file.
@@ -268,12 +364,10 @@ Result<ClientConfig> build_config(const MergedConfig& merged, const std::string&
 
   std::string cert_label = "client certificate", key_label = "client key";
   if (user) {
-    for (const char* unsupported : {"exec", "auth-provider"}) {
-      if (user->body[unsupported].IsDefined() && !user->body[unsupported].IsNull()) {
-        return fail(user->file + ": " + user->where + "." + unsupported +
-                    ": credential plugins are not supported; use a token, tokenFile or a client "
-                    "certificate");
-      }
+    if (user->body["auth-provider"].IsDefined() && !user->body["auth-provider"].IsNull()) {
+      return fail(user->file + ": " + user->where +
+                  ".auth-provider: not supported (kubectl dropped auth-provider plugins in 1.26); "
+                  "use the exec plugin that replaced it (gke-gcloud-auth-plugin, kubelogin)");
     }
     if (user->body["username"].IsDefined() || user->body["password"].IsDefined()) {
       return fail(user->file + ": " + user->where +
@@ -305,6 +399,22 @@ Result<ClientConfig> build_config(const MergedConfig& merged, const std::string&
                     " is empty");
       }
     }
+  }
+  if (user && user->body["exec"].IsDefined() && !user->body["exec"].IsNull()) {
+    if (!config.token.empty() || !config.token_file.empty() || !config.client_cert_pem.empty()) {
+      return fail(user->file + ": " + user->where +
+                  ": exec and a token, tokenFile or client certificate are both set; choose one");
+    }
+    auto plugin = exec_plugin_of(*user, config);
+    if (!plugin) return fail(plugin.error());
+    auto credential = run_exec_plugin(*plugin);
+    if (!credential) return fail(credential.error());
+    config.token = std::move(credential->token);
+    config.token_expires = credential->expires;
+    config.client_cert_pem = std::move(credential->client_cert_pem);
+    config.client_key_pem = std::move(credential->client_key_pem);
+    cert_label = key_label = plugin->where + " (its ExecCredential)";
+    config.exec_plugin = std::make_shared<const ExecPlugin>(std::move(*plugin));
   }
   auto material = TlsMaterial::parse(config.ca_pem, config.client_cert_pem, config.client_key_pem,
                                      ca_label, cert_label, key_label);

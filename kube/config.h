@@ -5,10 +5,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "kube/exec_plugin.h"
 
 namespace vscaler::kube {
 
@@ -27,6 +30,12 @@ struct ClientConfig {
   /// A file holding the bearer token; re-read whenever it changes on disk, because projected
   /// service-account tokens are rotated by the kubelet while the process runs.
   std::string token_file;
+  /// A credential plugin (a kubeconfig user's `exec`): run by the loader for the first token or
+  /// client certificate, and by the transport again for a token once it expires or the API
+  /// server answers 401. Null for every other way of authenticating.
+  std::shared_ptr<const ExecPlugin> exec_plugin;
+  /// When the plugin's token expires (its expirationTimestamp); none: at the first 401.
+  std::optional<base::TimeMillis> token_expires;
   /// Skip verification of the server certificate (kubeconfig insecure-skip-tls-verify).
   bool insecure_skip_tls_verify = false;
   /// The name to verify the server certificate against instead of the URL's host
@@ -55,9 +64,10 @@ struct ClientConfig {
 
 /// Loads a kubeconfig file: the context named `context`, or the file's current-context when
 /// empty. Supports clusters' server, certificate-authority(-data), insecure-skip-tls-verify and
-/// tls-server-name; users' client-certificate(-data), client-key(-data), token and tokenFile;
-/// contexts' namespace. Relative file paths are relative to the kubeconfig's folder. Exec and
-/// auth-provider plugins are rejected with a message saying so.
+/// tls-server-name; users' client-certificate(-data), client-key(-data), token, tokenFile and exec
+/// (credential plugins, run once here: a plugin that fails fails the load); contexts' namespace.
+/// Relative file paths are relative to the kubeconfig's folder. auth-provider (removed from
+/// kubectl in 1.26) and basic authentication are rejected with a message saying so.
 Result<ClientConfig> load_kubeconfig(const std::string& path, const std::string& context = "");
 
 /// Like load_kubeconfig for a list of files merged as kubectl merges $KUBECONFIG: the first file

@@ -83,25 +83,41 @@ Result<ServerUrl> parse_server_url(const std::string& url) {
   return parsed;
 }
 
-// The bearer token, from a fixed value or from a file that is re-read when it changes: a stat per
-// request costs about a microsecond and notices a kubelet rotation at once.
+// The bearer token, from a fixed value, from a file that is re-read when it changes (a stat per
+// request costs about a microsecond and notices a kubelet rotation at once), or from a credential
+// plugin run again once its token expires.
 class TokenSource {
  public:
-  TokenSource(std::string fixed, std::string file)
-      : token_(std::move(fixed)), file_(std::move(file)) {}
+  explicit TokenSource(const ClientConfig& config)
+      : token_(config.token),
+        file_(config.token_file),
+        // A plugin that gave a client certificate is not run again: the TLS context holds it.
+        plugin_(config.token.empty() ? nullptr : config.exec_plugin),
+        expires_(config.token_expires) {}
 
   std::string current() {
     std::lock_guard lock(mutex_);
     if (!file_.empty()) refresh_locked(false);
+    // Callers wait while the plugin runs: none of them has a valid token before it is done.
+    if (plugin_ && expires_ && std::chrono::system_clock::now() >= *expires_ &&
+        std::chrono::steady_clock::now() >= retry_after_) {
+      run_plugin_locked();
+    }
     return token_;
   }
 
-  // Re-reads the file whatever its stat says; true when the token changed.
+  // Re-reads the file whatever its stat says, or runs the plugin again; true when the token
+  // changed.
   bool reload() {
     std::lock_guard lock(mutex_);
-    if (file_.empty()) return false;
+    if (file_.empty() && !plugin_) return false;
     std::string before = token_;
-    refresh_locked(true);
+    if (plugin_) {
+      if (std::chrono::steady_clock::now() < retry_after_) return false;
+      run_plugin_locked();
+    } else {
+      refresh_locked(true);
+    }
     return token_ != before;
   }
 
@@ -141,9 +157,36 @@ class TokenSource {
     reloads_.fetch_add(1);
   }
 
+  // A failed run keeps the last token (the API server says whether it still works) and is tried
+  // again kPluginRetry later; the error is logged once per failure streak.
+  void run_plugin_locked() {
+    retry_after_ = std::chrono::steady_clock::now() + kPluginRetry;  // also for one come expired
+    auto credential = run_exec_plugin(*plugin_);
+    if (!credential || credential->token.empty()) {
+      if (!warned_) {
+        log::warn("kube.transport", "credential plugin failed; keeping the last token",
+                  {{"error", credential ? "the new ExecCredential has no token (a client "
+                                          "certificate is taken once, at start)"
+                                        : credential.error()}});
+      }
+      warned_ = true;
+      return;
+    }
+    warned_ = false;
+    token_ = std::move(credential->token);
+    expires_ = credential->expires;
+    reloads_.fetch_add(1);
+  }
+
   std::mutex mutex_;
   std::string token_;
   std::string file_;
+  // The plugin runs at most once per this long, however many requests come (or fail with 401).
+  static constexpr std::chrono::seconds kPluginRetry{10};
+
+  std::shared_ptr<const ExecPlugin> plugin_;
+  std::optional<base::TimeMillis> expires_;
+  std::chrono::steady_clock::time_point retry_after_{};
   struct stat seen_ {};
   bool loaded_ = false;
   bool warned_ = false;
@@ -167,10 +210,7 @@ struct Shared {
   std::atomic<std::uint64_t> streams{0};
 
   Shared(ClientConfig c, ServerUrl u, std::shared_ptr<const TlsMaterial> m)
-      : config(std::move(c)),
-        url(std::move(u)),
-        material(std::move(m)),
-        token(config.token, config.token_file) {}
+      : config(std::move(c)), url(std::move(u)), material(std::move(m)), token(config) {}
 
   // `on_socket` runs on every new socket (counting, stream cancellation).
   std::unique_ptr<Connection> connect(std::chrono::milliseconds read_timeout,
@@ -386,7 +426,8 @@ class PooledTransport final : public Transport {
     }
     auto result = send_on(*connection, request);
     if (result && result->status == 401 && shared_->token.reload()) {
-      // The token file changed since we last read it (a rotation between stat and use).
+      // The token file changed since we last read it (a rotation between stat and use), or the
+      // plugin gave a new token (a revoked or expired one).
       result = send_on(*connection, request);
     }
     release(std::move(connection));

@@ -51,7 +51,7 @@ struct HttpResponse {
 struct TransportStats {
   std::uint64_t requests = 0;            ///< ordinary requests sent (retries included)
   std::uint64_t connections_opened = 0;  ///< TCP connections made (pool and streams)
-  std::uint64_t token_reloads = 0;       ///< times the token file was read again
+  std::uint64_t token_reloads = 0;       ///< token file read again, plugin run again
   std::uint64_t streams = 0;             ///< streaming requests started
 };
 

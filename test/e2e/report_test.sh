@@ -4,8 +4,9 @@
 # here through the status subresource, so the expected lines are known to the millicore. The
 # report reads scalers, and the template of a scaler in Off (whose status shows what would be
 # applied), through the kubeconfig given. Checked: the table's lines and totals,
-# JSON, YAML and CSV, the kubectl plugin link, and clear errors for an unknown format, a
-# kubeconfig that does not work, and a namespace with no scaler.
+# JSON, YAML and CSV, the kubectl plugin link, a kubeconfig authenticating through a credential
+# plugin (users[].exec) as a service account with read access only, and clear errors for an
+# unknown format, a kubeconfig that does not work, a refused token, and a namespace with no scaler.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
@@ -73,6 +74,56 @@ ln -s "$VSCALER_BIN" "$work/bin/kubectl-vscaler"
 PATH="$work/bin:$PATH" k vscaler report -n "$ns" -o csv > "$work/plugin.csv"
 cmp -s "$work/plugin.csv" "$work/report.csv" || fail "kubectl vscaler report differs from vscaler report"
 echo "ok: kubectl vscaler report gives the same lines"
+
+echo "--- a kubeconfig whose user is a credential plugin (users[].exec, as EKS, GKE and AKS write)"
+# A service account that may read what the report reads, and a plugin handing out its token the
+# way `aws eks get-token` does: an ExecCredential on stdout, with an expiry.
+k -n "$ns" create serviceaccount reporter >/dev/null
+k -n "$ns" create role report-reader --verb=get,list \
+  --resource=verticalscalers.scaling.vscaler.dev,deployments.apps,statefulsets.apps,daemonsets.apps >/dev/null
+k -n "$ns" create rolebinding reporter --role=report-reader --serviceaccount="$ns:reporter" >/dev/null
+token=$(k -n "$ns" create token reporter --duration 10m)
+expires=$(date -u -d '+9 min' +%Y-%m-%dT%H:%M:%SZ)
+mkdir -p "$work/plugin"
+cat > "$work/plugin/get-token" <<SH
+#!/bin/sh
+echo "\$* \$REGION" >> "$work/plugin/calls"
+echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"$token","expirationTimestamp":"$expires"}}'
+SH
+chmod 700 "$work/plugin/get-token"
+server=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')
+ca=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+cat > "$work/plugin/kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "$server", certificate-authority-data: "$ca"}
+users:
+- name: eks-user
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./get-token
+      args: [eks, get-token, --cluster-name, c]
+      env: [{name: REGION, value: eu-west-1}]
+      interactiveMode: Never
+contexts:
+- name: c
+  context: {cluster: c, user: eks-user, namespace: "$ns"}
+current-context: c
+KC
+"$VSCALER_BIN" report --kubeconfig "$work/plugin/kubeconfig" -o csv > "$work/exec.csv" ||
+  fail "the report failed through the credential plugin"
+cmp -s "$work/exec.csv" "$work/report.csv" || fail "through the plugin: $(cat "$work/exec.csv")"
+expect_eq "the plugin's runs (args and env as the kubeconfig says)" "$(cat "$work/plugin/calls")" \
+  "eks get-token --cluster-name c eu-west-1"
+sed -i 's/"token":"[^"]*"/"token":"revoked"/' "$work/plugin/get-token"
+out=$("$VSCALER_BIN" report --kubeconfig "$work/plugin/kubeconfig" 2>&1) &&
+  fail "a token the API server refuses was accepted"
+echo "$out" | grep -qi "unauthorized\|401" || fail "unclear: $out"
+echo "$out" | grep -q "revoked" && fail "the token reached the message: $out"
+echo "ok: a refused token is reported without the token: $(echo "$out" | head -1)"
 
 echo "--- errors"
 out=$(report -n "$ns" -o xml 2>&1) && fail "an unknown format was accepted"

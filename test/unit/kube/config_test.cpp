@@ -8,11 +8,14 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -351,6 +354,53 @@ TEST_CASE("load_default: the flag, else $KUBECONFIG, else in-cluster") {
   CHECK(nothing.error().find("KUBECONFIG is not set") != std::string::npos);
 }
 
+TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, cluster info") {
+  TempDir dir;
+  // The plugin echoes what it was given into its token, so the test sees args, env and info.
+  std::string plugin =
+      dir.write("bin/token.sh",
+                "#!/bin/sh\n"
+                "server=$(echo \"$KUBERNETES_EXEC_INFO\" | sed -n "
+                "'s/.*\"server\":\"\\([^\"]*\\)\".*/\\1/p')\n"
+                "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"'\"$1-$REGION-$server\"'\","
+                "\"expirationTimestamp\":\"2030-01-02T03:04:05Z\"}}'\n");
+  REQUIRE(::chmod(plugin.c_str(), 0700) == 0);
+  std::string path = dir.write(
+      "config",
+      kubeconfig("    server: https://api.example:6443\n    insecure-skip-tls-verify: true\n",
+                 "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                 "      command: ./bin/token.sh\n      args: [eks]\n"
+                 "      env: [{name: REGION, value: eu-west-1}]\n"
+                 "      interactiveMode: Never\n      provideClusterInfo: true\n"));
+  auto config = load_kubeconfig(path);
+  REQUIRE_MESSAGE(config.ok(), config.error());
+  CHECK(config->token == "eks-eu-west-1-https://api.example:6443");
+  REQUIRE(config->token_expires.has_value());
+  CHECK(config->token_expires->time_since_epoch() ==
+        std::chrono::sys_days(std::chrono::year(2030) / 1 / 2).time_since_epoch() +
+            std::chrono::hours(3) + std::chrono::minutes(4) + std::chrono::seconds(5));
+  REQUIRE(config->exec_plugin != nullptr);
+  CHECK(fs::path(config->exec_plugin->command).lexically_normal() == dir.path / "bin/token.sh");
+  CHECK(config->exec_plugin->interactive_mode == "Never");
+
+  // A plugin answering with a client certificate: the pair is checked like any other.
+  dir.write("cert.json",
+            "{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+            "\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":" +
+                nlohmann::json(client().cert).dump() +
+                ",\"clientKeyData\":" + nlohmann::json(other().key).dump() + "}}");
+  std::string pair = "#!/bin/sh\nexec cat \"$(dirname \"$0\")/cert.json\"\n";
+  std::string cert_plugin = dir.write("cert.sh", pair);
+  REQUIRE(::chmod(cert_plugin.c_str(), 0700) == 0);
+  expect_failure(kubeconfig(data_cluster(),
+                            "    exec:\n      apiVersion: "
+                            "client.authentication.k8s.io/v1beta1\n"
+                            "      command: " +
+                                cert_plugin + "\n"),
+                 {"users[u1].user.exec (its ExecCredential)", "does not belong"});
+}
+
 TEST_CASE("malformed files: each failure names the file and what is wrong") {
   TempDir dir;
   auto missing = load_kubeconfig((dir.path / "nope").string());
@@ -439,9 +489,36 @@ TEST_CASE("malformed users: client cert/key pairs, tokens, plugins") {
   expect_failure(kubeconfig(cluster, "    token: [a]\n"),
                  {"users[u1].user.token: must be a string"});
   expect_failure(kubeconfig(cluster, "    exec: {command: aws}\n"),
-                 {"users[u1].user.exec", "not supported"});
+                 {"users[u1].user.exec.apiVersion", "client.authentication.k8s.io/v1"});
+  expect_failure(kubeconfig(cluster,
+                            "    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, "
+                            "command: aws}\n"),
+                 {"users[u1].user.exec.apiVersion", "v1alpha1", "removed"});
+  expect_failure(kubeconfig(cluster, "    exec: {apiVersion: client.authentication.k8s.io/v1}\n"),
+                 {"users[u1].user.exec.command: missing"});
+  expect_failure(kubeconfig(cluster,
+                            "    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, "
+                            "interactiveMode: Sometimes}\n"),
+                 {"users[u1].user.exec.interactiveMode", "Never, IfAvailable, Always"});
+  expect_failure(kubeconfig(cluster,
+                            "    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, "
+                            "args: [get-token, {a: b}]}\n"),
+                 {"users[u1].user.exec.args[1]: must be a string"});
+  expect_failure(kubeconfig(cluster,
+                            "    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws, "
+                            "env: [{value: x}]}\n"),
+                 {"users[u1].user.exec.env[0].name"});
+  expect_failure(
+      kubeconfig(cluster,
+                 "    token: abc\n    exec: {apiVersion: client.authentication.k8s.io/v1, "
+                 "command: aws}\n"),
+      {"users[u1].user", "exec and a token", "choose one"});
+  expect_failure(kubeconfig(cluster,
+                            "    exec: {apiVersion: client.authentication.k8s.io/v1, "
+                            "command: vscaler-no-such-plugin, installHint: see the docs}\n"),
+                 {"users[u1].user.exec", "cannot run vscaler-no-such-plugin", "see the docs"});
   expect_failure(kubeconfig(cluster, "    auth-provider: {name: gcp}\n"),
-                 {"users[u1].user.auth-provider", "not supported"});
+                 {"users[u1].user.auth-provider", "not supported", "exec plugin"});
   expect_failure(kubeconfig(cluster, "    username: a\n    password: b\n"),
                  {"users[u1].user.username/password", "basic authentication"});
 

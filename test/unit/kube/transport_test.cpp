@@ -1,8 +1,9 @@
 // PooledTransport against plain-HTTP local servers: one whose every answer is slow (a caller
 // waiting for a connection from a busy pool gives up at its request timeout instead of queueing
 // behind every earlier caller), one that resets kept-alive connections (what is sent again), and
-// answers longer than the client takes; and a TLS server that records the server name (SNI) a
-// kubeconfig's tls-server-name makes the client send.
+// answers longer than the client takes; a TLS server that records the server name (SNI) a
+// kubeconfig's tls-server-name makes the client send; and a credential plugin's token renewed on
+// expiry and on a 401.
 #include "kube/transport.h"
 
 #include <arpa/inet.h>
@@ -10,10 +11,13 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -441,4 +445,106 @@ TEST_CASE("a write carrying invalid UTF-8 is sent with U+FFFD in its place, neve
   REQUIRE(patched.ok());
   std::lock_guard lock(mutex);
   CHECK(received == "{\"data\":{\"message\":\"caf\xef\xbf\xbd down\"}}");
+}
+
+namespace {
+
+// A stand-in API server that records the bearer token of every request and answers 401 to
+// `refused`.
+class TokenServer : public vscaler::testing::LocalHttpServer {
+ public:
+  explicit TokenServer(std::string refused) : refused_(std::move(refused)) {
+    server().Get("/api", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string token = req.get_header_value("Authorization");
+      {
+        std::lock_guard lock(mutex_);
+        seen_.push_back(token);
+      }
+      res.status = token == "Bearer " + refused_ ? 401 : 200;
+      res.set_content("{}", "application/json");
+    });
+    server().new_task_queue = [] { return new httplib::ThreadPool(1); };
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  std::string refused_;
+  std::mutex mutex_;
+  std::vector<std::string> seen_;
+};
+
+// A credential plugin printing "fresh-N" at its Nth run (counted in a file next to it), valid
+// for an hour.
+struct CountingPlugin {
+  std::string dir;
+  std::shared_ptr<vscaler::kube::ExecPlugin> plugin = std::make_shared<vscaler::kube::ExecPlugin>();
+  CountingPlugin() {
+    std::string pattern = "/tmp/transport-plugin-XXXXXX";
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    dir = pattern;
+    std::string script = dir + "/plugin.sh";
+    std::ofstream(script)
+        << "#!/bin/sh\n"
+           "n=$(( $(cat \"$(dirname \"$0\")/runs\" 2>/dev/null || echo 0) + 1 ))\n"
+           "echo $n > \"$(dirname \"$0\")/runs\"\n"
+           "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+           "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"fresh-'$n'\","
+           "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}'\n";
+    REQUIRE(::chmod(script.c_str(), 0700) == 0);
+    plugin->api_version = "client.authentication.k8s.io/v1";
+    plugin->command = script;
+    plugin->where = "test: users[u].user.exec";
+  }
+  ~CountingPlugin() { std::filesystem::remove_all(dir); }
+  int runs() const {
+    std::ifstream in(dir + "/runs");
+    int n = 0;
+    in >> n;
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a credential plugin's token is renewed when it expires, by one run for all requests") {
+  TokenServer server("");
+  server.start();
+  CountingPlugin plugin;
+  ClientConfig config = server.config();
+  config.token = "loaded";
+  config.token_expires = std::chrono::time_point_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now() - 1s);
+  config.exec_plugin = plugin.plugin;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/api";
+  for (int i = 0; i < 3; ++i) CHECK((*transport)->send(request).ok());
+  CHECK(server.seen() ==
+        std::vector<std::string>{"Bearer fresh-1", "Bearer fresh-1", "Bearer fresh-1"});
+  CHECK(plugin.runs() == 1);
+  CHECK((*transport)->stats().token_reloads == 1);
+}
+
+TEST_CASE("a 401 runs the credential plugin again and the request goes out once more") {
+  TokenServer server("revoked");
+  server.start();
+  CountingPlugin plugin;
+  ClientConfig config = server.config();
+  config.token = "revoked";  // no expiry: valid until the API server says otherwise
+  config.exec_plugin = plugin.plugin;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/api";
+  auto first = (*transport)->send(request);
+  REQUIRE(first.ok());
+  CHECK(first->status == 200);
+  CHECK((*transport)->send(request).ok());
+  CHECK(server.seen() ==
+        std::vector<std::string>{"Bearer revoked", "Bearer fresh-1", "Bearer fresh-1"});
+  CHECK(plugin.runs() == 1);
 }
