@@ -185,6 +185,20 @@ Result<ExecCredential> run_exec_plugin(const ExecPlugin& plugin) {
   if (!interactive) {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   }
+  // Nothing else of ours reaches the plugin: no other descriptor (API server connections), and
+  // the signal state of a fresh process (vscaler ignores SIGPIPE and its threads may block
+  // signals, both of which exec would pass on).
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t none;
+  sigset_t defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attributes, &none);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::vector<std::string> argv_strings{plugin.command};
   argv_strings.insert(argv_strings.end(), plugin.args.begin(), plugin.args.end());
   std::vector<std::string> env_strings = plugin_environment(plugin, interactive);
@@ -192,11 +206,12 @@ Result<ExecCredential> run_exec_plugin(const ExecPlugin& plugin) {
   std::vector<char*> envp = pointers(env_strings);
   Child child;
   int spawned = plugin.command.find('/') == std::string::npos
-                    ? ::posix_spawnp(&child.pid, plugin.command.c_str(), &actions, nullptr,
+                    ? ::posix_spawnp(&child.pid, plugin.command.c_str(), &actions, &attributes,
                                      argv.data(), envp.data())
-                    : ::posix_spawn(&child.pid, plugin.command.c_str(), &actions, nullptr,
+                    : ::posix_spawn(&child.pid, plugin.command.c_str(), &actions, &attributes,
                                     argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) {
     child.pid = -1;
     std::string message =

@@ -1,13 +1,16 @@
 // Credential plugins: the ExecCredential reader (every field, every malformed answer, no message
 // quoting the answer) and real runs of small shell-script plugins (args, env, KUBERNETES_EXEC_INFO,
-// stdin, exit status, a missing command with its install hint, the time and byte bounds).
+// stdin, descriptors and signals not inherited, exit status, a missing command with its install
+// hint, the time and byte bounds).
 #include "kube/exec_plugin.h"
 
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +168,30 @@ TEST_CASE("a plugin runs with its args, its env over ours and KUBERNETES_EXEC_IN
   // The test's stdin is no terminal: the plugin may not prompt, and reads /dev/null.
   CHECK(parsed["spec"]["interactive"] == false);
   CHECK(rest.empty());
+}
+
+TEST_CASE("a plugin inherits no descriptor of ours and none of our signal dispositions") {
+  TempDir dir;
+  int leaked = ::open("/dev/null", O_RDONLY);  // without O_CLOEXEC, as httplib's sockets are
+  REQUIRE(leaked > 2);
+  auto previous = std::signal(SIGPIPE, SIG_IGN);  // as vscaler runs
+  std::string out = (dir.path / "seen").string();
+  auto plugin = plugin_for(dir.script(
+      "plugin.sh", "[ -e /proc/$$/fd/" + std::to_string(leaked) + " ] && echo open > '" + out +
+                       "' || echo closed > '" + out + "'\ngrep SigIgn /proc/$$/status >> '" + out +
+                       "'\necho '" + credential(R"({"token":"t"})") + "'\n"));
+  auto result = run_exec_plugin(plugin);
+  std::signal(SIGPIPE, previous);
+  ::close(leaked);
+  REQUIRE_MESSAGE(result.ok(), result.error());
+  std::istringstream seen(dir.read("seen"));
+  std::string fd, ignored;
+  std::getline(seen, fd);
+  std::getline(seen, ignored);
+  CHECK(fd == "closed");
+  // SigIgn is a hexadecimal mask; SIGPIPE (13) is bit 12.
+  auto mask = std::stoull(ignored.substr(ignored.find_first_of("0123456789abcdef")), nullptr, 16);
+  CHECK_MESSAGE((mask & (1ULL << (SIGPIPE - 1))) == 0, ignored);
 }
 
 TEST_CASE("a plugin that fails, is missing, hangs or floods says so") {
