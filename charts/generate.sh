@@ -6,6 +6,7 @@
 #   manifests/namespace.yaml             -> charts/vscaler/files/namespace.yaml (namespace.create)
 #   manifests/webhook/webhooks.yaml      -> charts/vscaler/files/webhooks.yaml
 #   manifests/cert-manager/certificate.yaml -> charts/vscaler/files/cert-manager.yaml
+#   manifests/namespaced/role.yaml       -> charts/vscaler/files/namespaced.yaml (watchNamespace)
 #   every other file of manifests/kustomization.yaml's resources (rbac.yaml, admission-policy.yaml,
 #   and whatever is added there later)  -> charts/vscaler/files/static/, rendered as they are
 # except the objects the chart templates from values (TEMPLATED below: deployment, pdb, service,
@@ -31,6 +32,7 @@ render() {
   mkdir -p "$out/crds" "$out/files/static"
   cp "$m/webhook/webhooks.yaml" "$out/files/webhooks.yaml"
   cp "$m/cert-manager/certificate.yaml" "$out/files/cert-manager.yaml"
+  cp "$m/namespaced/role.yaml" "$out/files/namespaced.yaml"
   while read -r r; do
     case "$r" in
       crd/*.yaml) cp "$m/$r" "$out/crds/" ;;

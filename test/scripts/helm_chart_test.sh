@@ -8,7 +8,8 @@
 #      aside, which are checked: every caBundle is the Secret's ca.crt); the Namespace is rendered
 #      only with namespace.create=true, then equal to manifests/namespace.yaml;
 #   4. certManager.enabled=true equals manifests/ with the cert-manager Component (Issuers,
-#      Certificates, inject-ca-from on both webhook configurations, no generated Secret);
+#      Certificates, inject-ca-from on both webhook configurations, no generated Secret), and
+#      watchNamespace=apps equals manifests/ with the namespaced Component;
 #   5. values that break values.schema.json fail, naming the field; values reach the flags;
 #   6. a rule added to manifests/rbac.yaml and a policy file added to manifests/kustomization.yaml
 #      (in a copy of the repository) make steps 1 and 3 fail until charts/generate.sh runs.
@@ -77,6 +78,23 @@ grep -q '^kind: Secret$' "$work/cm.yaml" && fail "certManager.enabled=true still
 grep -q 'caBundle' "$work/cm.yaml" && fail "certManager.enabled=true still renders a caBundle"
 echo "ok: certManager.enabled=true = manifests/ + cert-manager/ (2 Certificates, inject-ca-from, no Secret, no caBundle): $out"
 
+# 4b. watchNamespace = manifests/ with the namespaced Component (its namespace "apps" as shipped):
+# a Role and RoleBinding there in place of the ClusterRole vscaler, the ClusterRole vscaler-cluster,
+# --namespace=apps, and every webhook's namespaceSelector admitting apps alone.
+mkdir -p "$work/nsd"
+ln -s "$root/manifests" "$work/nsd/m"
+printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [m]\ncomponents: [m/namespaced]\n' \
+  >"$work/nsd/kustomization.yaml"
+"$kubectl" kustomize "$work/nsd" >"$work/kustomize-nsd.yaml" || fail "kubectl kustomize with the namespaced Component failed"
+render "$chart" "$work/nsd.yaml" --set watchNamespace=apps
+out=$(python3 "$compare" "$work/kustomize-nsd.yaml" "$work/nsd.yaml" --skip-kind Namespace --certs-from-chart) ||
+  fail "helm template --set watchNamespace=apps differs from manifests/ + namespaced/:
+$out"
+grep -q '^  name: vscaler$' <(awk '/^kind: ClusterRole$/ { c = 1; next } /^kind:/ { c = 0 } c' "$work/nsd.yaml") &&
+  fail "watchNamespace=apps still renders the ClusterRole vscaler"
+[ "$(grep -c 'operator: In' "$work/nsd.yaml")" = 5 ] || fail "watchNamespace=apps: not 5 webhooks selecting apps"
+echo "ok: watchNamespace=apps = manifests/ + namespaced/ (Role and RoleBinding in apps, no ClusterRole vscaler, --namespace=apps, 5 webhooks selecting apps): $out"
+
 # 5. The schema names the field of a bad value; good values reach the flags.
 schema_rejects() { # FIELD_IN_MESSAGE HELM_ARGS...
   local field=$1 err
@@ -93,8 +111,9 @@ schema_rejects /recommenderInterval --set recommenderInterval=60 # an integer bu
 schema_rejects /prometheusAddress --set prometheusAddress=prom:9090
 schema_rejects /image/pullPolicy --set image.pullPolicy=Sometimes
 schema_rejects /leaderElect --set leaderElect=maybe
+schema_rejects /watchNamespace --set watchNamespace=Team_A
 schema_rejects '' --set replica=2
-echo "ok: values.schema.json rejects replicas -1 and two, a bad interval, address, pullPolicy, leaderElect, an unknown key, naming the field"
+echo "ok: values.schema.json rejects replicas -1 and two, a bad interval, address, pullPolicy, leaderElect, namespace, an unknown key, naming the field"
 # Several replicas without leader election would each lead: refused, naming the fix.
 if err=$("$helm" template vscaler "$chart" -n vscaler-system --set replicas=2,leaderElect=false 2>&1 >/dev/null); then
   fail "replicas=2 with leaderElect=false was accepted"

@@ -6,6 +6,16 @@ certificates, manifests"), as in manifests/: the chart never derives them from t
 {{/* vscaler.namespace: where every namespaced object lives. */}}
 {{- define "vscaler.namespace" -}}vscaler-system{{- end -}}
 
+{{/*
+vscaler.watchNamespace: a mutate of vscaler.objects for files/namespaced.yaml (a copy of
+manifests/namespaced/role.yaml): the Role and RoleBinding go to the namespace vscaler manages.
+*/}}
+{{- define "vscaler.watchNamespace" -}}
+{{- if has .obj.kind (list "Role" "RoleBinding") }}
+{{- $_ := set .obj.metadata "namespace" .ctx.Values.watchNamespace }}
+{{- end }}
+{{- end -}}
+
 {{/* vscaler.labels: the labels of manifests/ plus Helm's own. */}}
 {{- define "vscaler.labels" -}}
 app.kubernetes.io/name: vscaler
@@ -19,7 +29,8 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 vscaler.objects: every YAML document of the file at .path in the chart (a copy of manifests/,
 see charts/generate.sh), each with Helm's labels added; documents without an object (comments
 only) are skipped. .mutate, when set, names a template called with (dict "obj" OBJ "ctx" .ctx "arg" .arg)
-that changes OBJ in place (caBundle, annotations); .arg is passed on to it as "arg".
+that changes OBJ in place (caBundle, annotations); .arg is passed on to it as "arg". .skip, when
+set, lists "Kind/name" of objects left out (the ClusterRole a namespaced install replaces).
 */}}
 {{- define "vscaler.objects" -}}
 {{- $ctx := .ctx -}}
@@ -29,7 +40,7 @@ that changes OBJ in place (caBundle, annotations); .arg is passed on to it as "a
 {{- if hasKey $obj "Error" }}
 {{- fail (printf "chart file %s: %s" $.path $obj.Error) }}
 {{- end }}
-{{- if $obj.kind }}
+{{- if and $obj.kind (not (has (printf "%s/%s" $obj.kind $obj.metadata.name) ($.skip | default list))) }}
 {{- $meta := $obj.metadata }}
 {{- $_ := set $meta "labels" (merge (dict) (fromYaml (include "vscaler.labels" $ctx)) ($meta.labels | default dict)) }}
 {{- if $mutate }}{{ include $mutate (dict "obj" $obj "ctx" $ctx "arg" $.arg) }}{{ end }}
