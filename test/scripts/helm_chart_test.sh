@@ -112,8 +112,9 @@ schema_rejects /prometheusAddress --set prometheusAddress=prom:9090
 schema_rejects /image/pullPolicy --set image.pullPolicy=Sometimes
 schema_rejects /leaderElect --set leaderElect=maybe
 schema_rejects /watchNamespace --set watchNamespace=Team_A
+schema_rejects /extraVolumeMounts/0 --set-json 'extraVolumeMounts=[{"name":"x"}]'
 schema_rejects '' --set replica=2
-echo "ok: values.schema.json rejects replicas -1 and two, a bad interval, address, pullPolicy, leaderElect, namespace, an unknown key, naming the field"
+echo "ok: values.schema.json rejects replicas -1 and two, a bad interval, address, pullPolicy, leaderElect, namespace, a mount without a path, an unknown key, naming the field"
 # Several replicas without leader election would each lead: refused, naming the fix.
 if err=$("$helm" template vscaler "$chart" -n vscaler-system --set replicas=2,leaderElect=false 2>&1 >/dev/null); then
   fail "replicas=2 with leaderElect=false was accepted"
@@ -126,7 +127,9 @@ grep -q "^kind: PodDisruptionBudget" "$work/off.yaml" && fail "one replica still
 render "$chart" "$work/values.yaml" --set replicas=3,leaderElect=true,metricsSecure=false,recommenderInterval=30s \
   --set prometheusAddress=http://prometheus.monitoring:9090,dashboardAddress=,logLevel=debug \
   --set image.repository=registry.example.com/vscaler,image.tag=0.2.0,networkPolicy.enabled=false,pdb.enabled=false \
-  --set 'extraArgs[0]=--prometheus-timeout=10s' --set-json 'tolerations=[{"key":"t","operator":"Exists"}]'
+  --set 'extraArgs[0]=--prometheus-timeout=10s' --set-json 'tolerations=[{"key":"t","operator":"Exists"}]' \
+  --set-json 'extraVolumes=[{"name":"prometheus-ca","configMap":{"name":"prometheus-ca"}}]' \
+  --set-json 'extraVolumeMounts=[{"name":"prometheus-ca","mountPath":"/etc/prometheus-ca","readOnly":true}]'
 python3 - "$work/values.yaml" <<'PY' || fail "values did not reach the Deployment as expected"
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
@@ -141,8 +144,13 @@ assert c["args"] == want, c["args"]
 assert c["image"] == "registry.example.com/vscaler:0.2.0", c["image"]
 assert dep["spec"]["replicas"] == 3
 assert dep["spec"]["template"]["spec"]["tolerations"] == [{"key": "t", "operator": "Exists"}]
+volumes = dep["spec"]["template"]["spec"]["volumes"]
+assert [v["name"] for v in volumes] == ["serving-certs", "prometheus-ca"], volumes
+assert volumes[1]["configMap"] == {"name": "prometheus-ca"}, volumes
+mounts = c["volumeMounts"]
+assert [m["mountPath"] for m in mounts] == ["/tmp/k8s-webhook-server/serving-certs", "/etc/prometheus-ca"], mounts
 PY
-echo "ok: replicas, leaderElect, metricsSecure, recommenderInterval, prometheusAddress, dashboardAddress, image, extraArgs, tolerations, networkPolicy/pdb toggles reach the objects"
+echo "ok: replicas, leaderElect, metricsSecure, recommenderInterval, prometheusAddress, dashboardAddress, image, extraArgs, tolerations, extraVolumes/extraVolumeMounts, networkPolicy/pdb toggles reach the objects"
 
 # 6. Single source of truth: a change to manifests/ reaches the chart through charts/generate.sh.
 copy=$work/repo
