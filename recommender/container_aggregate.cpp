@@ -69,12 +69,13 @@ SampleOutcome ContainerAggregate::add_sample(const AggregateOptions& options, st
 
 SampleOutcome ContainerAggregate::add_history(const AggregateOptions& options, std::uint64_t pod,
                                               TimePoint time, std::optional<double> cpu_cores,
-                                              std::optional<double> memory_bytes,
+                                              std::optional<double> memory_bytes, double samples,
                                               std::uint32_t count) {
   const auto bad = [](const std::optional<double>& value) {
     return value && (!std::isfinite(*value) || *value < 0);
   };
-  if (bad(cpu_cores) || bad(memory_bytes) || count == 0 || (!cpu_cores && !memory_bytes)) {
+  if (bad(cpu_cores) || bad(memory_bytes) || !(samples > 0) || !std::isfinite(samples) ||
+      (!cpu_cores && !memory_bytes)) {
     return SampleOutcome::kInvalid;
   }
   const std::int64_t t = to_millis(time);
@@ -83,8 +84,8 @@ SampleOutcome ContainerAggregate::add_history(const AggregateOptions& options, s
   if (t <= state.last_ms) return SampleOutcome::kStale;
   state.last_ms = t;
   if (cpu_cores) {
-    state_.cpu.add_sample(options.cpu_config(), *cpu_cores,
-                          options.cpu_sample_weight * static_cast<double>(count), time);
+    state_.cpu.add_sample(options.cpu_config(), *cpu_cores, options.cpu_sample_weight * samples,
+                          time);
     if (state_.total_samples_count == 0 || time < state_.first_sample_start) {
       state_.first_sample_start = time;
     }

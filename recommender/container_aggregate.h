@@ -73,13 +73,14 @@ class ContainerAggregate {
                            const UsageSample& sample);
 
   /// Folds one point of history (DESIGN.md "History from Prometheus") of `pod` at `time`: a CPU
-  /// rate (nullopt: none at that time) that counts as `count` samples, in weight and toward
-  /// confidence (a point at 1 h resolution stands for an hour of samples at the recommender's
-  /// interval), and a memory peak (nullopt: none) folded as the pod's interval peak, as live
-  /// samples are. The pod's clock drops a point not newer than its last one.
+  /// rate (nullopt: none at that time) that weighs as `samples` samples and adds `count` to the
+  /// samples count behind confidence (a point at 1 h resolution stands for an hour of samples at
+  /// the recommender's interval: 60 and 60; fold_history carries fractions into `count`), and a
+  /// memory peak (nullopt: none) folded as the pod's interval peak, as live samples are. The
+  /// pod's clock drops a point not newer than its last one.
   SampleOutcome add_history(const AggregateOptions& options, std::uint64_t pod, TimePoint time,
                             std::optional<double> cpu_cores, std::optional<double> memory_bytes,
-                            std::uint32_t count);
+                            double samples, std::uint32_t count);
 
   /// Counts an OOM kill at `time` of the container in `pod` whose memory request is
   /// `memory_request_bytes` (0 when none) as a memory sample of max(used + min bump, used *

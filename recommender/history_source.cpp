@@ -1,6 +1,8 @@
 // fold_history: a source's series, joined per pod, container and time, into the aggregates.
 #include "recommender/history_source.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -9,7 +11,7 @@
 namespace vscaler::recommender {
 
 HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& history,
-                          const AggregateOptions& options, std::uint32_t count,
+                          const AggregateOptions& options, double samples_per_point,
                           const std::function<bool(std::string_view)>& recommended) {
   // (container, pod, time) -> cpu, memory: a point of both series at one time is one sample, as
   // a live PodMetrics sample carries both.
@@ -31,12 +33,24 @@ HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& h
   take(history.memory, false);
   HistoryStats stats;
   std::set<std::string_view> pods;
+  std::map<std::string_view, double> carried;  // per container: samples owed to the count
   // In time order per container and pod (the map's order): each pod's clock moves forward.
   for (const auto& [key, point] : joined) {
     const auto& [container, pod, millis] = key;
     const TimePoint time = from_millis(millis);
-    SampleOutcome outcome = aggregates[container].add_history(options, pod_key(pod), time,
-                                                              point.cpu, point.memory, count);
+    std::uint32_t count = 0;
+    if (point.cpu && samples_per_point > 0) {
+      // A container's first point counts one sample at least (its aggregate then has samples,
+      // whatever the fraction), paid back by the next ones.
+      auto [carry, first] = carried.try_emplace(container, 0.0);
+      carry->second += samples_per_point;
+      // A hair under a whole number is that number: 0.1 ten times must make 1.
+      count =
+          static_cast<std::uint32_t>(std::max(first ? 1.0 : 0.0, std::floor(carry->second + 1e-9)));
+      carry->second -= count;
+    }
+    SampleOutcome outcome = aggregates[container].add_history(
+        options, pod_key(pod), time, point.cpu, point.memory, samples_per_point, count);
     if (outcome != SampleOutcome::kAdded) {
       if (outcome == SampleOutcome::kInvalid) ++stats.invalid;
       continue;

@@ -73,12 +73,14 @@ struct HistoryStats {
 
 /// Folds `history` into `aggregates`: the points of the containers `recommended` accepts (all
 /// when empty), CPU and memory of the same pod, container and time as one sample, each CPU point
-/// counting as `count` samples. Pods are keyed by name (pod_key), as live samples are and as
-/// VPA keys both (PodID): a pod still running when the history is seeded continues, with its
-/// live samples, the memory window its last history points opened (one peak per pod per
-/// interval, not a second one for the current day).
+/// counting as `samples_per_point` samples (resolution / interval: 1.5 for 90 s points at a 60 s
+/// interval, 0.5 for 30 s ones) in weight; toward the samples count, which is whole, each
+/// container's fractions are carried from point to point, so the count is the sum's floor. Pods are
+/// keyed by name (pod_key), as live samples are and as VPA keys both (PodID): a pod still running
+/// when the history is seeded continues, with its live samples, the memory window its last history
+/// points opened (one peak per pod per interval, not a second one for the current day).
 HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& history,
-                          const AggregateOptions& options, std::uint32_t count,
+                          const AggregateOptions& options, double samples_per_point,
                           const std::function<bool(std::string_view)>& recommended = {});
 
 }  // namespace vscaler::recommender

@@ -442,14 +442,16 @@ RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
     return {};
   }
   summary.history_queries += loaded->queries;
-  // A point at resolution R stands for R / interval samples (VPA counts one: its
-  // Prometheus-seeded bounds stay ~8x wide at 1 h resolution).
-  const auto per_point = std::max<std::int64_t>(1, loaded->resolution / options_.interval);
+  // A point at resolution R stands for R / interval samples, fractions kept (VPA counts one:
+  // its Prometheus-seeded bounds stay ~8x wide at 1 h resolution).
+  const double per_point = options_.interval.count() > 0
+                               ? std::chrono::duration<double>(loaded->resolution) /
+                                     std::chrono::duration<double>(options_.interval)
+                               : 1.0;
   auto recommended = [&scaler](std::string_view container) {
     return is_recommended(scaler, container);
   };
-  HistoryStats stats =
-      into.seed(*loaded, options_.aggregate, static_cast<std::uint32_t>(per_point), recommended);
+  HistoryStats stats = into.seed(*loaded, options_.aggregate, per_point, recommended);
   if (stats.points == 0) {
     note = "no history in Prometheus for the pods of " + scaler.target.ref();
   } else {

@@ -34,9 +34,9 @@ kube::Result<ScalerHistory> ScalerHistory::restore(const nlohmann::json& checkpo
 }
 
 HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOptions& options,
-                                 std::uint32_t count,
+                                 double samples_per_point,
                                  const std::function<bool(std::string_view)>& recommended) {
-  HistoryStats stats = fold_history(aggregates_, history, options, count, recommended);
+  HistoryStats stats = fold_history(aggregates_, history, options, samples_per_point, recommended);
   if (stats.points > 0) {
     ++revision_;
     full_pass_seen_ = true;

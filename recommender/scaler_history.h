@@ -54,12 +54,12 @@ class ScalerHistory {
                  const std::function<bool(std::string_view)>& recommended = {},
                  std::optional<TimePoint> now = std::nullopt);
 
-  /// Folds a history source's points in (fold_history, each CPU point counting as `count`
-  /// samples); with points, the history counts as having had a full pass, as a restored
-  /// checkpoint does; until the first pass with live metrics, it is recommended from even
+  /// Folds a history source's points in (fold_history, each CPU point counting as
+  /// `samples_per_point` samples); with points, the history counts as having had a full pass, as a
+  /// restored checkpoint does; until the first pass with live metrics, it is recommended from even
   /// while the metrics API has none of the pods yet (NoMetrics otherwise).
   HistoryStats seed(const UsageHistory& history, const AggregateOptions& options,
-                    std::uint32_t count,
+                    double samples_per_point,
                     const std::function<bool(std::string_view)>& recommended = {});
 
   /// Counts the folds and seeds that changed the aggregates (samples or OOM kills added): a

@@ -113,9 +113,8 @@ int main(int argc, char** argv) {
   auto loaded = (*source)->load({ns, args["--kind"], args["--name"]}, end);
   if (!loaded.ok()) return usage(loaded.error().message);
   ScalerHistory seeded;
-  const auto count = static_cast<std::uint32_t>(std::max<std::int64_t>(
-      1,
-      std::chrono::duration_cast<std::chrono::seconds>(options.resolution).count() / step.count()));
+  const double count =
+      std::chrono::duration<double>(options.resolution) / std::chrono::duration<double>(step);
   HistoryStats stats = seeded.seed(*loaded, aggregate, count);
 
   auto live_recs = live.recommendations(aggregate, recommendation);

@@ -53,6 +53,41 @@ TEST_CASE("the RecommendationProvided reason follows what the passes saw") {
   CHECK(history.aggregates().at("app").state().total_samples_count == 5);
 }
 
+TEST_CASE("a history point stands for resolution / interval samples, fractions kept") {
+  AggregateOptions options;
+  // Four CPU points 90 s apart (--history-resolution=90s) seeded at 60 s, 30 s, 90 s and 15 s
+  // intervals: 1.5, 3, 1 and 6 samples a point in weight; the count is whole, carried over.
+  auto seeded = [&options](double per_point) {
+    UsageHistory days;
+    days.cpu.push_back({"web-0",
+                        "app",
+                        {{kT0, 0.3},
+                         {kT0 + std::chrono::seconds(90), 0.3},
+                         {kT0 + std::chrono::seconds(180), 0.3},
+                         {kT0 + std::chrono::seconds(270), 0.3}}});
+    ScalerHistory history;
+    REQUIRE(history.seed(days, options, per_point).points == 4);
+    return history.aggregates().at("app").state();
+  };
+  const AggregateState one_and_half = seeded(1.5);
+  const AggregateState half = seeded(0.5);
+  const AggregateState three = seeded(3.0);
+  CHECK(one_and_half.total_samples_count == 6);
+  CHECK(three.total_samples_count == 12);
+  // Less than a sample a point: the first counts one, the rest pay it back (4 x 0.5 = 2).
+  CHECK(half.total_samples_count == 2);
+  CHECK(three.cpu.total_weight() == doctest::Approx(2 * one_and_half.cpu.total_weight()));
+  CHECK(one_and_half.cpu.total_weight() == doctest::Approx(3 * half.cpu.total_weight()));
+  // Ten points of a tenth: one sample, not none (rounding must not lose it).
+  UsageHistory tenths;
+  PodSeries series{"web-0", "app", {}};
+  for (int i = 0; i < 10; ++i) series.points.push_back({kT0 + std::chrono::seconds(6 * i), 0.3});
+  tenths.cpu.push_back(series);
+  ScalerHistory history;
+  REQUIRE(history.seed(tenths, options, 0.1).points == 10);
+  CHECK(history.aggregates().at("app").state().total_samples_count == 1);
+}
+
 TEST_CASE("a history seeded from Prometheus is recommended before the pods have metrics") {
   AggregateOptions options;
   const std::vector<PodInfo> pods = {pod("web-1", 1)};
