@@ -10,7 +10,8 @@
 #   4. certManager.enabled=true equals manifests/ with the cert-manager Component (Issuers,
 #      Certificates, inject-ca-from on both webhook configurations, no generated Secret), and
 #      watchNamespace=apps equals manifests/ with the namespaced Component;
-#   5. values that break values.schema.json fail, naming the field; values reach the flags;
+#   5. values that break values.schema.json fail, naming the field; values reach the flags; the
+#      ServiceMonitor (serviceMonitor.enabled) scrapes the metrics port as metricsSecure serves it;
 #   6. a rule added to manifests/rbac.yaml and a policy file added to manifests/kustomization.yaml
 #      (in a copy of the repository) make steps 1 and 3 fail until charts/generate.sh runs.
 set -euo pipefail
@@ -151,6 +152,39 @@ mounts = c["volumeMounts"]
 assert [m["mountPath"] for m in mounts] == ["/tmp/k8s-webhook-server/serving-certs", "/etc/prometheus-ca"], mounts
 PY
 echo "ok: replicas, leaderElect, metricsSecure, recommenderInterval, prometheusAddress, dashboardAddress, image, extraArgs, tolerations, extraVolumes/extraVolumeMounts, networkPolicy/pdb toggles reach the objects"
+
+# A ServiceMonitor on request: HTTPS with the webhook certificate's CA and the scraper's token
+# (bound to vscaler-metrics-reader), plain HTTP without metricsSecure; none by default.
+grep -q '^kind: ServiceMonitor' "$work/default.yaml" && fail "a ServiceMonitor is rendered by default"
+render "$chart" "$work/sm.yaml" --set serviceMonitor.enabled=true,serviceMonitor.interval=15s \
+  --set serviceMonitor.labels.release=kps,serviceMonitor.scraper.name=prometheus,serviceMonitor.scraper.namespace=monitoring
+render "$chart" "$work/sm-http.yaml" --set serviceMonitor.enabled=true,metricsSecure=false
+python3 - "$work/sm.yaml" "$work/sm-http.yaml" <<'PY' || fail "the ServiceMonitor is not as asked"
+import sys, yaml
+def objects(path):
+    return [d for d in yaml.safe_load_all(open(path)) if d]
+docs = objects(sys.argv[1])
+sm = next(d for d in docs if d["kind"] == "ServiceMonitor")
+svc = next(d for d in docs if d["kind"] == "Service")
+assert sm["metadata"]["namespace"] == "vscaler-system" and sm["metadata"]["labels"]["release"] == "kps"
+assert all(svc["metadata"]["labels"].get(k) == v for k, v in sm["spec"]["selector"]["matchLabels"].items())
+port = sm["spec"]["endpoints"][0]
+assert port["port"] in [p["name"] for p in svc["spec"]["ports"]], port
+assert port["interval"] == "15s" and port["scheme"] == "https", port
+assert port["tlsConfig"] == {"ca": {"secret": {"name": "vscaler-webhook-tls", "key": "ca.crt"}},
+                             "serverName": "vscaler-webhook.vscaler-system.svc"}, port
+binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding" and d["metadata"]["name"] == "vscaler-metrics-reader")
+assert binding["roleRef"]["name"] == "vscaler-metrics-reader"
+assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}]
+plain = next(d for d in objects(sys.argv[2]) if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
+assert plain["scheme"] == "http" and "tlsConfig" not in plain and "bearerTokenFile" not in plain, plain
+PY
+if err=$("$helm" template vscaler "$chart" -n vscaler-system --set serviceMonitor.enabled=true,serviceMonitor.scraper.name=p 2>&1 >/dev/null); then
+  fail "a scraper without a namespace was accepted"
+fi
+grep -q "serviceMonitor.scraper.namespace" <<<"$err" || fail "scraper without a namespace: $err"
+schema_rejects /serviceMonitor/interval --set serviceMonitor.interval=often
+echo "ok: serviceMonitor: none by default; HTTPS with the certificate's CA, the interval and labels asked, the scraper bound to vscaler-metrics-reader; HTTP without metricsSecure"
 
 # 6. Single source of truth: a change to manifests/ reaches the chart through charts/generate.sh.
 copy=$work/repo
