@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "test/unit/support/temp_dir.h"
+
 using namespace vscaler::kube;
 namespace fs = std::filesystem;
 
@@ -103,22 +105,7 @@ std::string base64(const std::string& data, bool pad = true) {
   return out;
 }
 
-// A private temporary folder, removed at the end of the test case.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kube-config-test-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string write(const std::string& name, const std::string& text) const {
-    fs::path file = path / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << text;
-    return file.string();
-  }
-};
+using vscaler::testing::TempDir;
 
 // A complete kubeconfig with embedded data; `user` and `cluster` bodies can be replaced.
 std::string kubeconfig(const std::string& cluster_body, const std::string& user_body,
@@ -209,20 +196,19 @@ TEST_CASE("file references are read relative to the kubeconfig's folder") {
   dir.write("pki/client.crt", client().cert);
   dir.write("pki/client.key", client().key);
   dir.write("token", "file-token\n");
-  std::string path =
-      dir.write("sub/../config",
-                kubeconfig("    server: https://k8s.example:443/prefix\n"
-                           "    certificate-authority: pki/ca.crt\n"
-                           "    tls-server-name: api.internal\n",
-                           "    client-certificate: " + (dir.path / "pki/client.crt").string() +
-                               "\n    client-key: pki/client.key\n    tokenFile: token\n"));
+  std::string path = dir.write(
+      "sub/../config", kubeconfig("    server: https://k8s.example:443/prefix\n"
+                                  "    certificate-authority: pki/ca.crt\n"
+                                  "    tls-server-name: api.internal\n",
+                                  "    client-certificate: " + dir.file("pki/client.crt") +
+                                      "\n    client-key: pki/client.key\n    tokenFile: token\n"));
   auto config = load_kubeconfig(path);
   REQUIRE_MESSAGE(config.ok(), config.error());
   CHECK(config->server == "https://k8s.example:443/prefix");
   CHECK(config->ca_pem == ca().cert);
   CHECK(config->client_cert_pem == client().cert);
   CHECK(config->client_key_pem == client().key);
-  CHECK(config->token_file == (dir.path / "sub/../token").string());
+  CHECK(config->token_file == dir.file("sub/../token"));
   CHECK(config->tls_server_name == "api.internal");
 }
 
@@ -279,14 +265,14 @@ TEST_CASE("a $KUBECONFIG list merges: first definition wins, missing files are s
       "- name: y\n  context: {cluster: c2, user: u1}\n"
       "current-context: x\n");
   std::string third = dir.write("c", "current-context: y\n");
-  auto merged = load_kubeconfig_files({first, (dir.path / "missing").string(), second, third});
+  auto merged = load_kubeconfig_files({first, dir.file("missing"), second, third});
   REQUIRE_MESSAGE(merged.ok(), merged.error());
   CHECK(merged->server == "https://first:1");
   CHECK(merged->token == "first");
   auto named = load_kubeconfig_files({first, second}, "y");
   REQUIRE(named.ok());
   CHECK(named->server == "https://second:2");
-  auto none = load_kubeconfig_files({(dir.path / "missing").string(), (dir.path / "m2").string()});
+  auto none = load_kubeconfig_files({dir.file("missing"), dir.file("m2")});
   REQUIRE_FALSE(none.ok());
   CHECK(none.error().find("missing") != std::string::npos);
 }
@@ -299,33 +285,33 @@ TEST_CASE("in-cluster: service host and port, token file, CA and namespace from 
   EnvOverride env;
   env.set("KUBERNETES_SERVICE_HOST", "10.0.0.1");
   env.set("KUBERNETES_SERVICE_PORT", "443");
-  auto config = load_in_cluster((dir.path / "sa").string());
+  auto config = load_in_cluster(dir.file("sa"));
   REQUIRE_MESSAGE(config.ok(), config.error());
   CHECK(config->server == "https://10.0.0.1:443");
-  CHECK(config->token_file == (dir.path / "sa/token").string());
+  CHECK(config->token_file == dir.file("sa/token"));
   CHECK(config->ca_pem == ca().cert);
   CHECK(config->default_namespace == "vscaler-system");
 
   env.set("KUBERNETES_SERVICE_HOST", "fd00::1");
-  fs::remove(dir.path / "sa/namespace");
-  auto v6 = load_in_cluster((dir.path / "sa").string());
+  fs::remove(fs::path(dir.file("sa/namespace")));
+  auto v6 = load_in_cluster(dir.file("sa"));
   REQUIRE(v6.ok());
   CHECK(v6->server == "https://[fd00::1]:443");
   CHECK(v6->default_namespace == "default");
 
-  fs::remove(dir.path / "sa/token");
-  auto no_token = load_in_cluster((dir.path / "sa").string());
+  fs::remove(fs::path(dir.file("sa/token")));
+  auto no_token = load_in_cluster(dir.file("sa"));
   REQUIRE_FALSE(no_token.ok());
-  CHECK(no_token.error().find((dir.path / "sa/token").string()) != std::string::npos);
+  CHECK(no_token.error().find(dir.file("sa/token")) != std::string::npos);
 
   dir.write("sa/token", "t");
   dir.write("sa/ca.crt", "not a certificate");
-  auto bad_ca = load_in_cluster((dir.path / "sa").string());
+  auto bad_ca = load_in_cluster(dir.file("sa"));
   REQUIRE_FALSE(bad_ca.ok());
   CHECK(bad_ca.error().find("ca.crt") != std::string::npos);
 
   env.set("KUBERNETES_SERVICE_HOST", nullptr);
-  auto outside = load_in_cluster((dir.path / "sa").string());
+  auto outside = load_in_cluster(dir.file("sa"));
   REQUIRE_FALSE(outside.ok());
   CHECK(outside.error().find("KUBERNETES_SERVICE_HOST") != std::string::npos);
 }
@@ -341,15 +327,15 @@ TEST_CASE("load_default: the flag, else $KUBECONFIG, else in-cluster") {
   dir.write("sa/token", "t");
   dir.write("sa/ca.crt", ca().cert);
   EnvOverride env;
-  env.set("KUBECONFIG", (dir.path / "missing").string().append(":").append(b).c_str());
+  env.set("KUBECONFIG", dir.file("missing").append(":").append(b).c_str());
   env.set("KUBERNETES_SERVICE_HOST", "10.0.0.9");
   env.set("KUBERNETES_SERVICE_PORT", "6443");
   CHECK(load_default(a)->server == "https://flag:1");
   CHECK(load_default("")->server == "https://env:1");
   env.set("KUBECONFIG", nullptr);
-  CHECK(load_default("", (dir.path / "sa").string())->server == "https://10.0.0.9:6443");
+  CHECK(load_default("", dir.file("sa"))->server == "https://10.0.0.9:6443");
   env.set("KUBERNETES_SERVICE_HOST", nullptr);
-  auto nothing = load_default("", (dir.path / "sa").string());
+  auto nothing = load_default("", dir.file("sa"));
   REQUIRE_FALSE(nothing.ok());
   CHECK(nothing.error().find("KUBECONFIG is not set") != std::string::npos);
 }
@@ -357,15 +343,12 @@ TEST_CASE("load_default: the flag, else $KUBECONFIG, else in-cluster") {
 TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, cluster info") {
   TempDir dir;
   // The plugin echoes what it was given into its token, so the test sees args, env and info.
-  std::string plugin =
-      dir.write("bin/token.sh",
-                "#!/bin/sh\n"
-                "server=$(echo \"$KUBERNETES_EXEC_INFO\" | sed -n "
-                "'s/.*\"server\":\"\\([^\"]*\\)\".*/\\1/p')\n"
-                "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"'\"$1-$REGION-$server\"'\","
-                "\"expirationTimestamp\":\"2030-01-02T03:04:05Z\"}}'\n");
-  REQUIRE(::chmod(plugin.c_str(), 0700) == 0);
+  dir.script("bin/token.sh",
+             "server=$(echo \"$KUBERNETES_EXEC_INFO\" | sed -n "
+             "'s/.*\"server\":\"\\([^\"]*\\)\".*/\\1/p')\n"
+             "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+             "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"'\"$1-$REGION-$server\"'\","
+             "\"expirationTimestamp\":\"2030-01-02T03:04:05Z\"}}'\n");
   std::string path = dir.write(
       "config",
       kubeconfig("    server: https://api.example:6443\n    insecure-skip-tls-verify: true\n",
@@ -381,7 +364,8 @@ TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, c
         std::chrono::sys_days(std::chrono::year(2030) / 1 / 2).time_since_epoch() +
             std::chrono::hours(3) + std::chrono::minutes(4) + std::chrono::seconds(5));
   REQUIRE(config->exec_plugin != nullptr);
-  CHECK(fs::path(config->exec_plugin->command).lexically_normal() == dir.path / "bin/token.sh");
+  CHECK(fs::path(config->exec_plugin->command).lexically_normal() ==
+        fs::path(dir.file("bin/token.sh")));
   CHECK(config->exec_plugin->interactive_mode == "Never");
 
   // A plugin answering with a client certificate: the pair is checked like any other.
@@ -390,9 +374,7 @@ TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, c
             "\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":" +
                 nlohmann::json(client().cert).dump() +
                 ",\"clientKeyData\":" + nlohmann::json(other().key).dump() + "}}");
-  std::string pair = "#!/bin/sh\nexec cat \"$(dirname \"$0\")/cert.json\"\n";
-  std::string cert_plugin = dir.write("cert.sh", pair);
-  REQUIRE(::chmod(cert_plugin.c_str(), 0700) == 0);
+  std::string cert_plugin = dir.script("cert.sh", "exec cat \"$(dirname \"$0\")/cert.json\"\n");
   expect_failure(kubeconfig(data_cluster(),
                             "    exec:\n      apiVersion: "
                             "client.authentication.k8s.io/v1beta1\n"
@@ -403,9 +385,9 @@ TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, c
 
 TEST_CASE("malformed files: each failure names the file and what is wrong") {
   TempDir dir;
-  auto missing = load_kubeconfig((dir.path / "nope").string());
+  auto missing = load_kubeconfig(dir.file("nope"));
   REQUIRE_FALSE(missing.ok());
-  CHECK(missing.error().find((dir.path / "nope").string() + ": cannot read") == 0);
+  CHECK(missing.error().find(dir.file("nope") + ": cannot read") == 0);
 
   expect_failure("clusters: [\n  - name: x\n", {"not valid YAML", "line"});
   expect_failure("- a\n- b\n", {"not a kubeconfig"});

@@ -18,35 +18,15 @@
 #include <sstream>
 #include <string>
 
+#include "test/unit/support/temp_dir.h"
+
 using namespace vscaler::kube;
+using vscaler::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr const char* kV1 = "client.authentication.k8s.io/v1";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "exec-plugin-test-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() { fs::remove_all(path); }
-  // An executable shell script.
-  std::string script(const std::string& name, const std::string& body) const {
-    fs::path file = path / name;
-    std::ofstream(file) << "#!/bin/sh\n" << body;
-    REQUIRE(::chmod(file.c_str(), 0700) == 0);
-    return file.string();
-  }
-  std::string read(const std::string& name) const {
-    std::ifstream in(path / name);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-};
 
 std::string credential(const std::string& status) {
   return R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":)" +
@@ -130,7 +110,7 @@ TEST_CASE("a plugin runs with its args, its env over ours and KUBERNETES_EXEC_IN
   TempDir dir;
   ::setenv("VSCALER_EXEC_TEST_KEPT", "kept", 1);
   ::setenv("VSCALER_EXEC_TEST_REPLACED", "ours", 1);
-  std::string out = (dir.path / "seen").string();
+  std::string out = dir.file("seen");
   ExecPlugin plugin = plugin_for(dir.script(
       "plugin.sh", "echo \"$@\" > '" + out +
                        "'\n"
@@ -175,7 +155,7 @@ TEST_CASE("a plugin inherits no descriptor of ours and none of our signal dispos
   int leaked = ::open("/dev/null", O_RDONLY);  // without O_CLOEXEC, as httplib's sockets are
   REQUIRE(leaked > 2);
   auto previous = std::signal(SIGPIPE, SIG_IGN);  // as vscaler runs
-  std::string out = (dir.path / "seen").string();
+  std::string out = dir.file("seen");
   auto plugin = plugin_for(dir.script(
       "plugin.sh", "[ -e /proc/$$/fd/" + std::to_string(leaked) + " ] && echo open > '" + out +
                        "' || echo closed > '" + out + "'\ngrep SigIgn /proc/$$/status >> '" + out +

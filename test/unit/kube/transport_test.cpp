@@ -11,19 +11,18 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "test/unit/support/local_http_server.h"
+#include "test/unit/support/temp_dir.h"
 #include "test/unit/webhook/tls_fixture.h"
 
 using namespace std::chrono_literals;
@@ -479,32 +478,20 @@ class TokenServer : public vscaler::testing::LocalHttpServer {
 // A credential plugin printing "fresh-N" at its Nth run (counted in a file next to it), valid
 // for an hour.
 struct CountingPlugin {
-  std::string dir;
+  vscaler::testing::TempDir dir;
   std::shared_ptr<vscaler::kube::ExecPlugin> plugin = std::make_shared<vscaler::kube::ExecPlugin>();
   CountingPlugin() {
-    std::string pattern = "/tmp/transport-plugin-XXXXXX";
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    dir = pattern;
-    std::string script = dir + "/plugin.sh";
-    std::ofstream(script)
-        << "#!/bin/sh\n"
-           "n=$(( $(cat \"$(dirname \"$0\")/runs\" 2>/dev/null || echo 0) + 1 ))\n"
-           "echo $n > \"$(dirname \"$0\")/runs\"\n"
-           "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-           "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"fresh-'$n'\","
-           "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}'\n";
-    REQUIRE(::chmod(script.c_str(), 0700) == 0);
     plugin->api_version = "client.authentication.k8s.io/v1";
-    plugin->command = script;
+    plugin->command =
+        dir.script("plugin.sh",
+                   "n=$(( $(cat \"$(dirname \"$0\")/runs\" 2>/dev/null || echo 0) + 1 ))\n"
+                   "echo $n > \"$(dirname \"$0\")/runs\"\n"
+                   "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                   "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"fresh-'$n'\","
+                   "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}'\n");
     plugin->where = "test: users[u].user.exec";
   }
-  ~CountingPlugin() { std::filesystem::remove_all(dir); }
-  int runs() const {
-    std::ifstream in(dir + "/runs");
-    int n = 0;
-    in >> n;
-    return n;
-  }
+  int runs() const { return std::atoi(dir.read("runs").c_str()); }
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Test support for the webhook server tests and bench/webhook_bench.cpp (header only): a
 // throw-away CA issuing ECDSA serving certificates for 127.0.0.1/localhost, a temporary
-// directory, and a raw OpenSSL client for what httplib's client cannot do (pick TLS versions,
-// send bytes slowly, read the peer certificate).
+// directory (support/temp_dir.h), and a raw OpenSSL client for what httplib's client cannot do
+// (pick TLS versions, send bytes slowly, read the peer certificate).
 #pragma once
 
 #include <arpa/inet.h>
@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+
+#include "test/unit/support/temp_dir.h"
 
 namespace vscaler::testing {
 
@@ -125,27 +127,6 @@ class TestCa {
 
   Key key_;
   X509* cert_ = nullptr;
-};
-
-/// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "vscaler-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
 };
 
 /// Writes `text` to `path` (truncating), in place.
