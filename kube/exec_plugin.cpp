@@ -6,12 +6,16 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 
 extern char** environ;
 
@@ -29,22 +33,39 @@ struct Fd {
   }
 };
 
-// The child, killed and reaped unless it was reaped already.
+// The child, killed (with its process group when it leads one) and reaped unless it was reaped.
 struct Child {
   pid_t pid = -1;
+  bool leads_group = false;
   ~Child() {
     if (pid <= 0) return;
+    if (leads_group) ::kill(-pid, SIGKILL);
     ::kill(pid, SIGKILL);
     while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
     }
   }
-  // Waits for the exit; the wait status.
-  int reap() {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Waits for the exit until `deadline`; the wait status, or nullopt at the deadline (the
+  // destructor kills it). A pidfd makes the wait a poll; kernels before 5.3 have none, and get
+  // a look every 10 ms.
+  std::optional<int> reap(Clock::time_point deadline) {
+    Fd exited{static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
+    for (;;) {
+      int status = 0;
+      pid_t done = ::waitpid(pid, &status, WNOHANG);
+      if (done < 0 && errno == EINTR) continue;
+      if (done != 0) {  // reaped, or not ours to reap (ECHILD): either way nothing to kill
+        pid = -1;
+        return done > 0 ? status : 0;
+      }
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      if (exited.fd >= 0) {
+        pollfd ready{exited.fd, POLLIN, 0};
+        ::poll(&ready, 1, static_cast<int>(left.count()));
+      } else {
+        std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(10)));
+      }
     }
-    pid = -1;
-    return status;
   }
 };
 
@@ -78,17 +99,19 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   return out;
 }
 
+// The error of a plugin that ran out of time.
+std::string too_slow(const ExecPlugin& plugin) {
+  return plugin.where + ": " + plugin.command + " did not finish within " +
+         std::to_string(plugin.timeout.count()) + " ms; it was killed";
+}
+
 // Reads the child's stdout until EOF, the deadline or the byte bound; the error says which.
-Result<std::string> read_output(int fd, const ExecPlugin& plugin) {
+Result<std::string> read_output(int fd, const ExecPlugin& plugin, Clock::time_point deadline) {
   std::string output;
-  const Clock::time_point deadline = Clock::now() + plugin.timeout;
   char buffer[16 * 1024];
   for (;;) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      return fail(plugin.where + ": " + plugin.command + " did not answer within " +
-                  std::to_string(plugin.timeout.count()) + " ms; it was killed");
-    }
+    if (left.count() <= 0) return fail(too_slow(plugin));
     pollfd ready{fd, POLLIN, 0};
     int polled = ::poll(&ready, 1, static_cast<int>(left.count()));
     if (polled < 0 && errno == EINTR) continue;
@@ -198,13 +221,20 @@ Result<ExecCredential> run_exec_plugin(const ExecPlugin& plugin) {
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigmask(&attributes, &none);
   posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  // A plugin that cannot prompt leads a process group of its own, so that a timeout kills what
+  // it started too (a wrapper script's child); one that may prompt stays in the terminal's
+  // foreground group, or reading the terminal would stop it.
+  if (!interactive) flags |= POSIX_SPAWN_SETPGROUP;  // group 0: the child's own pid
+  posix_spawnattr_setflags(&attributes, flags);
   std::vector<std::string> argv_strings{plugin.command};
   argv_strings.insert(argv_strings.end(), plugin.args.begin(), plugin.args.end());
   std::vector<std::string> env_strings = plugin_environment(plugin, interactive);
   std::vector<char*> argv = pointers(argv_strings);
   std::vector<char*> envp = pointers(env_strings);
+  const Clock::time_point deadline = Clock::now() + plugin.timeout;
   Child child;
+  child.leads_group = !interactive;
   int spawned = plugin.command.find('/') == std::string::npos
                     ? ::posix_spawnp(&child.pid, plugin.command.c_str(), &actions, &attributes,
                                      argv.data(), envp.data())
@@ -216,14 +246,20 @@ Result<ExecCredential> run_exec_plugin(const ExecPlugin& plugin) {
     child.pid = -1;
     std::string message =
         plugin.where + ": cannot run " + plugin.command + ": " + std::strerror(spawned);
-    if (!plugin.install_hint.empty()) message += " (" + plugin.install_hint + ")";
+    // As client-go: the hint is for a command that is not there, not one that cannot run.
+    if (spawned == ENOENT && !plugin.install_hint.empty()) {
+      message += " (" + plugin.install_hint + ")";
+    }
     return fail(message);
   }
   ::close(write_end.fd);  // EOF once the plugin (and whatever it started) is done writing
   write_end.fd = -1;
-  auto output = read_output(read_end.fd, plugin);
+  auto output = read_output(read_end.fd, plugin, deadline);
   if (!output) return fail(output.error());  // the child is killed on the way out
-  int status = child.reap();
+  // Its stdout closed, the plugin may still run: its exit status counts, within the same time.
+  std::optional<int> exit = child.reap(deadline);
+  if (!exit) return fail(too_slow(plugin));
+  int status = *exit;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return fail(plugin.where + ": " + plugin.command +
                 (WIFEXITED(status) ? " exited with status " + std::to_string(WEXITSTATUS(status))

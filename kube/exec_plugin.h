@@ -38,7 +38,8 @@ struct ExecPlugin {
   std::string cluster_json;
   /// "FILE: users[NAME].user.exec", for messages.
   std::string where;
-  /// How long one run may take (a prompt included) before the plugin is killed.
+  /// How long one run may take, to its exit (a prompt included), before the plugin and the
+  /// processes it started are killed.
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
   /// Most bytes of stdout read; a longer answer fails.
   std::size_t max_output_bytes = 1024 * 1024;

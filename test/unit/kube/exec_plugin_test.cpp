@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,9 +19,11 @@
 #include <sstream>
 #include <string>
 
+#include "test/unit/support/eventually.h"
 #include "test/unit/support/temp_dir.h"
 
 using namespace vscaler::kube;
+using vscaler::testing::eventually;
 using vscaler::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -38,6 +41,14 @@ void expect_error(const Result<ExecCredential>& result, std::initializer_list<co
   for (const char* part : parts) {
     CHECK_MESSAGE(result.error().find(part) != std::string::npos, result.error());
   }
+}
+
+// What the file at `path` holds ("" when it cannot be read).
+std::string dir_read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 ExecPlugin plugin_for(const std::string& command) {
@@ -150,28 +161,49 @@ TEST_CASE("a plugin runs with its args, its env over ours and KUBERNETES_EXEC_IN
   CHECK(rest.empty());
 }
 
-TEST_CASE("a plugin inherits no descriptor of ours and none of our signal dispositions") {
+TEST_CASE("a plugin inherits no descriptor of ours, none of our signal dispositions, no mask") {
   TempDir dir;
   int leaked = ::open("/dev/null", O_RDONLY);  // without O_CLOEXEC, as httplib's sockets are
   REQUIRE(leaked > 2);
   auto previous = std::signal(SIGPIPE, SIG_IGN);  // as vscaler runs
+  sigset_t blocked;
+  sigset_t before;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);  // as main() blocks it for its signal thread
+  REQUIRE(::pthread_sigmask(SIG_BLOCK, &blocked, &before) == 0);
   std::string out = dir.file("seen");
   auto plugin = plugin_for(dir.script(
       "plugin.sh", "[ -e /proc/$$/fd/" + std::to_string(leaked) + " ] && echo open > '" + out +
                        "' || echo closed > '" + out + "'\ngrep SigIgn /proc/$$/status >> '" + out +
                        "'\necho '" + credential(R"({"token":"t"})") + "'\n"));
   auto result = run_exec_plugin(plugin);
+  // The mask, seen by a plugin that is no shell (sh clears its own mask as it starts).
+  auto python = plugin_for("python3");
+  python.args = {"-c",
+                 "import sys\n"
+                 "mask = [l for l in open('/proc/self/status') if l.startswith('SigBlk')][0]\n"
+                 "open(sys.argv[1], 'a').write(mask)\n"
+                 "print('" +
+                     credential(R"({"token":"t"})") + "')",
+                 out};
+  auto masked = run_exec_plugin(python);
+  REQUIRE_MESSAGE(masked.ok(), masked.error());
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   std::signal(SIGPIPE, previous);
   ::close(leaked);
   REQUIRE_MESSAGE(result.ok(), result.error());
   std::istringstream seen(dir.read("seen"));
-  std::string fd, ignored;
+  std::string fd, ignored, blocked_line;
   std::getline(seen, fd);
   std::getline(seen, ignored);
+  std::getline(seen, blocked_line);
   CHECK(fd == "closed");
   // SigIgn is a hexadecimal mask; SIGPIPE (13) is bit 12.
   auto mask = std::stoull(ignored.substr(ignored.find_first_of("0123456789abcdef")), nullptr, 16);
   CHECK_MESSAGE((mask & (1ULL << (SIGPIPE - 1))) == 0, ignored);
+  auto blocked_mask =
+      std::stoull(blocked_line.substr(blocked_line.find_first_of("0123456789abcdef")), nullptr, 16);
+  CHECK_MESSAGE(blocked_mask == 0, blocked_line);
 }
 
 TEST_CASE("a plugin that fails, is missing, hangs or floods says so") {
@@ -184,12 +216,40 @@ TEST_CASE("a plugin that fails, is missing, hangs or floods says so") {
   missing.install_hint = "install it with: brew install vscaler-no-such-plugin";
   expect_error(run_exec_plugin(missing),
                {"cannot run vscaler-no-such-plugin", "No such file", "brew install"});
+  // There but not executable: the hint (how to install it) would mislead.
+  auto unrunnable = plugin_for(dir.write("not-executable.sh", "#!/bin/sh\n"));
+  unrunnable.install_hint = "brew install";
+  auto refused = run_exec_plugin(unrunnable);
+  expect_error(refused, {"cannot run", "Permission denied"});
+  CHECK(refused.error().find("brew install") == std::string::npos);
 
   auto hanging = plugin_for(dir.script("hang.sh", "exec sleep 30\n"));
   hanging.timeout = std::chrono::milliseconds(300);
   auto started = std::chrono::steady_clock::now();
-  expect_error(run_exec_plugin(hanging), {"did not answer within 300 ms", "killed"});
+  expect_error(run_exec_plugin(hanging), {"did not finish within 300 ms", "killed"});
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+
+  // Its answer written and stdout closed, a plugin that does not exit is killed all the same.
+  auto lingering = plugin_for(dir.script(
+      "linger.sh", "echo '" + credential(R"({"token":"t"})") + "'\nexec >&-\nexec sleep 30\n"));
+  lingering.timeout = std::chrono::milliseconds(300);
+  started = std::chrono::steady_clock::now();
+  expect_error(run_exec_plugin(lingering), {"did not finish within 300 ms"});
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+
+  // What a plugin started is killed with it (a wrapper script's child holding stdout).
+  std::string grandchild = dir.file("grandchild.pid");
+  auto wrapper =
+      plugin_for(dir.script("wrapper.sh", "sleep 30 &\necho $! > '" + grandchild + "'\nwait\n"));
+  wrapper.timeout = std::chrono::milliseconds(300);
+  expect_error(run_exec_plugin(wrapper), {"did not finish within 300 ms"});
+  int pid = std::atoi(dir.read("grandchild.pid").c_str());
+  REQUIRE(pid > 0);
+  // Gone, or a zombie waiting for the reaper it was handed to.
+  CHECK(eventually([&] {
+    std::string stat = dir_read_file("/proc/" + std::to_string(pid) + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  }));
 
   auto flooding = plugin_for(dir.script("flood.sh", "exec yes\n"));
   flooding.max_output_bytes = 64 * 1024;
