@@ -95,32 +95,35 @@ class TokenSource {
         plugin_(config.token.empty() ? nullptr : config.exec_plugin),
         expires_(config.token_expires) {}
 
-  std::string current() {
-    std::lock_guard lock(mutex_);
+  // The token to send. One that a plugin gave and that has expired is renewed first: one caller
+  // runs the plugin (for as long as it takes, within its own timeout: no request has a valid
+  // token before it is done), the others wait for that run until `deadline`, then go with the
+  // old token.
+  std::string current(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
     if (!file_.empty()) refresh_locked(false);
-    // Callers wait while the plugin runs: none of them has a valid token before it is done.
     if (plugin_ && expires_ && std::chrono::system_clock::now() >= *expires_ &&
         std::chrono::steady_clock::now() >= retry_after_) {
-      run_plugin_locked();
+      renew_locked(lock, deadline);
     }
     return token_;
   }
 
-  // Re-reads the file whatever its stat says, or runs the plugin again; true when the token
-  // changed.
-  bool reload() {
-    std::lock_guard lock(mutex_);
-    if (file_.empty() && !plugin_) return false;
-    std::string before = token_;
+  // After a 401 to a request sent with `used`: true when there is another token to try, from the
+  // file read again or the plugin run again (or already renewed by another caller meanwhile).
+  bool reload(const std::string& used, std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
     if (plugin_) {
-      if (std::chrono::steady_clock::now() < retry_after_) return false;
-      run_plugin_locked();
-    } else {
-      refresh_locked(true);
+      if (running_) running_done_.wait_until(lock, deadline, [this] { return !running_; });
+      if (token_ != used) return true;
+      if (running_ || std::chrono::steady_clock::now() < retry_after_) return false;
+      renew_locked(lock, deadline);
+      return token_ != used;
     }
-    return token_ != before;
+    if (file_.empty()) return false;
+    refresh_locked(true);
+    return token_ != used;
   }
-
   std::uint64_t reloads() const { return reloads_.load(); }
 
  private:
@@ -157,11 +160,23 @@ class TokenSource {
     reloads_.fetch_add(1);
   }
 
-  // A failed run keeps the last token (the API server says whether it still works) and is tried
-  // again kPluginRetry later; the error is logged once per failure streak.
-  void run_plugin_locked() {
-    retry_after_ = std::chrono::steady_clock::now() + kPluginRetry;  // also for one come expired
+  // Runs the plugin with the lock let go (requests that need no renewal go on meanwhile), or
+  // waits until `deadline` for the run under way. A failed run keeps the last token (the API
+  // server says whether it still works) and is tried again kPluginRetry after it ended; the
+  // error is logged once per failure streak.
+  void renew_locked(std::unique_lock<std::mutex>& lock,
+                    std::chrono::steady_clock::time_point deadline) {
+    if (running_) {
+      running_done_.wait_until(lock, deadline, [this] { return !running_; });
+      return;
+    }
+    running_ = true;
+    lock.unlock();
     auto credential = run_exec_plugin(*plugin_);
+    lock.lock();
+    running_ = false;
+    retry_after_ = std::chrono::steady_clock::now() + kPluginRetry;
+    running_done_.notify_all();
     if (!credential || credential->token.empty()) {
       if (!warned_) {
         log::warn("kube.transport", "credential plugin failed; keeping the last token",
@@ -187,6 +202,8 @@ class TokenSource {
   std::shared_ptr<const ExecPlugin> plugin_;
   std::optional<base::TimeMillis> expires_;
   std::chrono::steady_clock::time_point retry_after_{};
+  bool running_ = false;  // a plugin run is under way (the lock let go meanwhile)
+  std::condition_variable running_done_;
   struct stat seen_ {};
   bool loaded_ = false;
   bool warned_ = false;
@@ -259,9 +276,9 @@ struct Shared {
     return connection;
   }
 
-  httplib::Headers headers(const HttpRequest& request) {
+  // `bearer`: token.current()'s answer, or "" for none.
+  httplib::Headers headers(const HttpRequest& request, const std::string& bearer) {
     httplib::Headers headers{{"Accept", request.accept}, {"User-Agent", config.user_agent}};
-    std::string bearer = token.current();
     if (!bearer.empty()) headers.emplace("Authorization", "Bearer " + bearer);
     if (!request.body.empty()) headers.emplace("Content-Type", request.content_type);
     return headers;
@@ -344,7 +361,9 @@ class HttpStream final : public Stream {
     httplib::Request req;
     req.method = request_.method;
     req.path = shared_->url.prefix + request_.target;
-    req.headers = shared_->headers(request_);
+    req.headers = shared_->headers(
+        request_,
+        shared_->token.current(std::chrono::steady_clock::now() + shared_->config.request_timeout));
     req.body = request_.body;
     int status = 0;
     std::string retry_after;
@@ -424,11 +443,14 @@ class PooledTransport final : public Transport {
               std::to_string(limit.count()) + " ms; all " +
               std::to_string(std::max(1, shared_->config.max_connections)) + " are busy)"));
     }
-    auto result = send_on(*connection, request);
-    if (result && result->status == 401 && shared_->token.reload()) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    std::string bearer = shared_->token.current(deadline);
+    auto result = send_on(*connection, request, bearer);
+    if (result && result->status == 401 && shared_->token.reload(bearer, deadline)) {
       // The token file changed since we last read it (a rotation between stat and use), or the
       // plugin gave a new token (a revoked or expired one).
-      result = send_on(*connection, request);
+      bearer = shared_->token.current(deadline);
+      result = send_on(*connection, request, bearer);
     }
     release(std::move(connection));
     return result;
@@ -465,22 +487,24 @@ class PooledTransport final : public Transport {
     connection.http->set_write_timeout(us / 1'000'000, us % 1'000'000);
   }
 
-  Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request) {
+  Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request,
+                                         const std::string& bearer) {
     const std::chrono::milliseconds limit = time_limit(request);
     const bool shorter = limit < shared_->config.request_timeout;
     if (shorter) set_timeouts(connection, limit);
-    auto result = send_once(connection, request, limit);
+    auto result = send_once(connection, request, limit, bearer);
     // Pooled connections carry the configured timeouts for whoever takes them next.
     if (shorter) set_timeouts(connection, shared_->config.request_timeout);
     return result;
   }
 
   Result<HttpResponse, ApiError> send_once(Connection& connection, const HttpRequest& request,
-                                           std::chrono::milliseconds limit) {
+                                           std::chrono::milliseconds limit,
+                                           const std::string& bearer) {
     httplib::Request req;
     req.method = request.method;
     req.path = shared_->url.prefix + request.target;
-    req.headers = shared_->headers(request);
+    req.headers = shared_->headers(request, bearer);
     req.body = request.body;
     const bool idempotent = request.method == "GET" || request.method == "HEAD" ||
                             request.method == "PUT" || request.method == "DELETE";

@@ -449,20 +449,27 @@ TEST_CASE("a write carrying invalid UTF-8 is sent with U+FFFD in its place, neve
 namespace {
 
 // A stand-in API server that records the bearer token of every request and answers 401 to
-// `refused`.
+// `refused`, after `refusal_delay`. One worker; with a delay, one request per connection, so that
+// a second client connection is served as soon as the first request is answered.
 class TokenServer : public vscaler::testing::LocalHttpServer {
  public:
-  explicit TokenServer(std::string refused) : refused_(std::move(refused)) {
-    server().Get("/api", [this](const httplib::Request& req, httplib::Response& res) {
-      std::string token = req.get_header_value("Authorization");
-      {
-        std::lock_guard lock(mutex_);
-        seen_.push_back(token);
-      }
-      res.status = token == "Bearer " + refused_ ? 401 : 200;
-      res.set_content("{}", "application/json");
-    });
+  explicit TokenServer(std::string refused,
+                       std::chrono::milliseconds refusal_delay = std::chrono::milliseconds(0))
+      : refused_(std::move(refused)) {
+    server().Get("/api",
+                 [this, refusal_delay](const httplib::Request& req, httplib::Response& res) {
+                   std::string token = req.get_header_value("Authorization");
+                   {
+                     std::lock_guard lock(mutex_);
+                     seen_.push_back(token);
+                   }
+                   bool refusing = token == "Bearer " + refused_;
+                   if (refusing) std::this_thread::sleep_for(refusal_delay);
+                   res.status = refusing ? 401 : 200;
+                   res.set_content("{}", "application/json");
+                 });
     server().new_task_queue = [] { return new httplib::ThreadPool(1); };
+    if (refusal_delay.count() > 0) server().set_keep_alive_max_count(1);
   }
   std::vector<std::string> seen() {
     std::lock_guard lock(mutex_);
@@ -476,19 +483,20 @@ class TokenServer : public vscaler::testing::LocalHttpServer {
 };
 
 // A credential plugin printing "fresh-N" at its Nth run (counted in a file next to it), valid
-// for an hour.
+// until 2099; `then` runs after the count (a sleep, an exit).
 struct CountingPlugin {
   vscaler::testing::TempDir dir;
   std::shared_ptr<vscaler::kube::ExecPlugin> plugin = std::make_shared<vscaler::kube::ExecPlugin>();
-  CountingPlugin() {
+  explicit CountingPlugin(const std::string& then = "") {
     plugin->api_version = "client.authentication.k8s.io/v1";
     plugin->command =
         dir.script("plugin.sh",
                    "n=$(( $(cat \"$(dirname \"$0\")/runs\" 2>/dev/null || echo 0) + 1 ))\n"
-                   "echo $n > \"$(dirname \"$0\")/runs\"\n"
-                   "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
-                   "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"fresh-'$n'\","
-                   "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}'\n");
+                   "echo $n > \"$(dirname \"$0\")/runs\"\n" +
+                       then +
+                       "\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                       "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"fresh-'$n'\","
+                       "\"expirationTimestamp\":\"2099-01-01T00:00:00Z\"}}'\n");
     plugin->where = "test: users[u].user.exec";
   }
   int runs() const { return std::atoi(dir.read("runs").c_str()); }
@@ -534,4 +542,55 @@ TEST_CASE("a 401 runs the credential plugin again and the request goes out once 
   CHECK(server.seen() ==
         std::vector<std::string>{"Bearer revoked", "Bearer fresh-1", "Bearer fresh-1"});
   CHECK(plugin.runs() == 1);
+}
+
+TEST_CASE("a 401 while the plugin runs for another request waits for its token, one run for both") {
+  TokenServer server("revoked", 200ms);
+  server.start();
+  CountingPlugin plugin("sleep 0.5");
+  ClientConfig config = server.config();
+  config.token = "revoked";
+  config.exec_plugin = plugin.plugin;
+  config.max_connections = 2;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/api";
+  // The first request's 401 comes at 200 ms and starts the plugin (until 700 ms); the second,
+  // sent at 100 ms with the old token, is answered 401 at 400 ms, while the plugin runs, and
+  // must retry with the token that run gives, not give up because a run just happened.
+  using Answer = vscaler::base::Result<vscaler::kube::HttpResponse, vscaler::kube::ApiError>;
+  Answer first = vscaler::kube::HttpResponse{};
+  Answer second = vscaler::kube::HttpResponse{};
+  std::thread one([&] { first = (*transport)->send(request); });
+  std::this_thread::sleep_for(100ms);
+  std::thread two([&] { second = (*transport)->send(request); });
+  one.join();
+  two.join();
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  CHECK(first->status == 200);
+  CHECK(second->status == 200);
+  CHECK(plugin.runs() == 1);
+}
+
+TEST_CASE("a plugin that fails keeps the last token and is not run again within 10 s") {
+  TokenServer server("revoked");
+  server.start();
+  CountingPlugin plugin("exit 1");
+  ClientConfig config = server.config();
+  config.token = "revoked";
+  config.exec_plugin = plugin.plugin;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/api";
+  for (int i = 0; i < 3; ++i) {
+    auto answer = (*transport)->send(request);
+    REQUIRE(answer.ok());
+    CHECK(answer->status == 401);
+  }
+  CHECK(plugin.runs() == 1);
+  CHECK(server.seen() ==
+        std::vector<std::string>{"Bearer revoked", "Bearer revoked", "Bearer revoked"});
 }
