@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/log.h"
+#include "base/time.h"
 #include "kube/tls.h"
 
 namespace vscaler::kube {
@@ -195,6 +197,12 @@ Result<ExecPlugin> exec_plugin_of(const Entry& user, const ClientConfig& config)
   plugin.install_hint = trim(*hint);
   auto mode = string_field(exec, "interactiveMode");
   if (!mode) return fail(mode.error());
+  if (mode->empty() && plugin.api_version == "client.authentication.k8s.io/v1") {
+    // As kubectl: v1 makes it required (v1beta1 defaults to IfAvailable).
+    return fail(at +
+                ".interactiveMode: missing; client.authentication.k8s.io/v1 requires Never, "
+                "IfAvailable or Always");
+  }
   if (!mode->empty()) {
     if (*mode != "Never" && *mode != "IfAvailable" && *mode != "Always") {
       return fail(at + ".interactiveMode: \"" + *mode +
@@ -400,11 +408,12 @@ Result<ClientConfig> build_config(const MergedConfig& merged, const std::string&
       }
     }
   }
-  if (user && user->body["exec"].IsDefined() && !user->body["exec"].IsNull()) {
-    if (!config.token.empty() || !config.token_file.empty() || !config.client_cert_pem.empty()) {
-      return fail(user->file + ": " + user->where +
-                  ": exec and a token, tokenFile or client certificate are both set; choose one");
-    }
+  // As client-go: a token or client certificate given with exec is used, and the plugin never
+  // runs (`kubectl --token` over a kubeconfig with a plugin means that token).
+  bool static_credential =
+      !config.token.empty() || !config.token_file.empty() || !config.client_cert_pem.empty();
+  if (user && user->body["exec"].IsDefined() && !user->body["exec"].IsNull() &&
+      !static_credential) {
     auto plugin = exec_plugin_of(*user, config);
     if (!plugin) return fail(plugin.error());
     auto credential = run_exec_plugin(*plugin);
@@ -414,6 +423,13 @@ Result<ClientConfig> build_config(const MergedConfig& merged, const std::string&
     config.client_cert_pem = std::move(credential->client_cert_pem);
     config.client_key_pem = std::move(credential->client_key_pem);
     cert_label = key_label = plugin->where + " (its ExecCredential)";
+    if (!config.client_cert_pem.empty() && config.token_expires) {
+      // The TLS context holds the certificate from start to end: it is not renewed (tokens are).
+      log::warn("kube.config",
+                "the credential plugin gave a client certificate that expires; it is not renewed, "
+                "so restart before then (or use a plugin that gives tokens)",
+                {{"plugin", plugin->where}, {"expires", base::rfc3339(*config.token_expires)}});
+    }
     config.exec_plugin = std::make_shared<const ExecPlugin>(std::move(*plugin));
   }
   auto material = TlsMaterial::parse(config.ca_pem, config.client_cert_pem, config.client_key_pem,

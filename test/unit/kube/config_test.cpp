@@ -381,6 +381,16 @@ TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, c
                             "      command: " +
                                 cert_plugin + "\n"),
                  {"users[u1].user.exec (its ExecCredential)", "does not belong"});
+
+  // As client-go: a token given with exec is used and the plugin never runs (here it could not).
+  auto both = load_kubeconfig(
+      dir.write("both", kubeconfig("    server: https://x\n    insecure-skip-tls-verify: true\n",
+                                   "    token: abc\n    exec: {apiVersion: "
+                                   "client.authentication.k8s.io/v1, command: "
+                                   "vscaler-no-such-plugin, interactiveMode: Never}\n")));
+  REQUIRE_MESSAGE(both.ok(), both.error());
+  CHECK(both->token == "abc");
+  CHECK(both->exec_plugin == nullptr);
 }
 
 TEST_CASE("malformed files: each failure names the file and what is wrong") {
@@ -492,12 +502,12 @@ TEST_CASE("malformed users: client cert/key pairs, tokens, plugins") {
                  {"users[u1].user.exec.env[0].name"});
   expect_failure(
       kubeconfig(cluster,
-                 "    token: abc\n    exec: {apiVersion: client.authentication.k8s.io/v1, "
-                 "command: aws}\n"),
-      {"users[u1].user", "exec and a token", "choose one"});
+                 "    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}\n"),
+      {"users[u1].user.exec.interactiveMode: missing", "requires"});
   expect_failure(kubeconfig(cluster,
                             "    exec: {apiVersion: client.authentication.k8s.io/v1, "
-                            "command: vscaler-no-such-plugin, installHint: see the docs}\n"),
+                            "command: vscaler-no-such-plugin, installHint: see the docs, "
+                            "interactiveMode: Never}\n"),
                  {"users[u1].user.exec", "cannot run vscaler-no-such-plugin", "see the docs"});
   expect_failure(kubeconfig(cluster, "    auth-provider: {name: gcp}\n"),
                  {"users[u1].user.auth-provider", "not supported", "exec plugin"});
