@@ -33,24 +33,35 @@ HistoryStats fold_history(ContainerAggregates& aggregates, const UsageHistory& h
   take(history.memory, false);
   HistoryStats stats;
   std::set<std::string_view> pods;
-  std::map<std::string_view, double> carried;  // per container: samples owed to the count
+  // Per container: the fraction of a sample the count still owes, and whether any was counted.
+  struct Owed {
+    double samples = 0;
+    bool counted = false;
+  };
+  std::map<std::string_view, Owed> owed_by_container;
   // In time order per container and pod (the map's order): each pod's clock moves forward.
   for (const auto& [key, point] : joined) {
     const auto& [container, pod, millis] = key;
     const TimePoint time = from_millis(millis);
+    // The samples owed so far, taken as whole ones; spent only if the point is folded in (a
+    // stale or invalid one, dropped, leaves the count as it was).
+    Owed& owed = owed_by_container[container];
+    double owing = owed.samples;
     std::uint32_t count = 0;
     if (point.cpu && samples_per_point > 0) {
-      // A container's first point counts one sample at least (its aggregate then has samples,
-      // whatever the fraction), paid back by the next ones.
-      auto [carry, first] = carried.try_emplace(container, 0.0);
-      carry->second += samples_per_point;
-      // A hair under a whole number is that number: 0.1 ten times must make 1.
+      owing += samples_per_point;
+      // A hair under a whole number is that number: 0.1 ten times must make 1. A container's
+      // first point counts one sample at least (its aggregate then has samples, whatever the
+      // fraction), paid back by the next ones.
       count =
-          static_cast<std::uint32_t>(std::max(first ? 1.0 : 0.0, std::floor(carry->second + 1e-9)));
-      carry->second -= count;
+          static_cast<std::uint32_t>(std::max(owed.counted ? 0.0 : 1.0, std::floor(owing + 1e-9)));
     }
     SampleOutcome outcome = aggregates[container].add_history(
         options, pod_key(pod), time, point.cpu, point.memory, samples_per_point, count);
+    if (outcome == SampleOutcome::kAdded && point.cpu) {
+      owed.samples = owing - count;
+      owed.counted = true;
+    }
     if (outcome != SampleOutcome::kAdded) {
       if (outcome == SampleOutcome::kInvalid) ++stats.invalid;
       continue;

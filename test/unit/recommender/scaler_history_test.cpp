@@ -55,8 +55,8 @@ TEST_CASE("the RecommendationProvided reason follows what the passes saw") {
 
 TEST_CASE("a history point stands for resolution / interval samples, fractions kept") {
   AggregateOptions options;
-  // Four CPU points 90 s apart (--history-resolution=90s) seeded at 60 s, 30 s, 90 s and 15 s
-  // intervals: 1.5, 3, 1 and 6 samples a point in weight; the count is whole, carried over.
+  // Four CPU points 90 s apart (--history-resolution=90s) seeded as at 60 s, 180 s and 30 s
+  // intervals: 1.5, 0.5 and 3 samples a point in weight; the count is whole, carried over.
   auto seeded = [&options](double per_point) {
     UsageHistory days;
     days.cpu.push_back({"web-0",
@@ -78,14 +78,22 @@ TEST_CASE("a history point stands for resolution / interval samples, fractions k
   CHECK(half.total_samples_count == 2);
   CHECK(three.cpu.total_weight() == doctest::Approx(2 * one_and_half.cpu.total_weight()));
   CHECK(one_and_half.cpu.total_weight() == doctest::Approx(3 * half.cpu.total_weight()));
-  // Ten points of a tenth: one sample, not none (rounding must not lose it).
+  // Thirty points of a tenth: three samples (0.1 added thirty times falls short of 3 by a hair,
+  // which must not lose one).
   UsageHistory tenths;
   PodSeries series{"web-0", "app", {}};
-  for (int i = 0; i < 10; ++i) series.points.push_back({kT0 + std::chrono::seconds(6 * i), 0.3});
+  for (int i = 0; i < 30; ++i) series.points.push_back({kT0 + std::chrono::seconds(6 * i), 0.3});
   tenths.cpu.push_back(series);
   ScalerHistory history;
-  REQUIRE(history.seed(tenths, options, 0.1).points == 10);
-  CHECK(history.aggregates().at("app").state().total_samples_count == 1);
+  REQUIRE(history.seed(tenths, options, 0.1).points == 30);
+  CHECK(history.aggregates().at("app").state().total_samples_count == 3);
+  // A point dropped (a negative rate) spends nothing: the first point folded still counts one.
+  UsageHistory dropped_first;
+  dropped_first.cpu.push_back(
+      {"web-0", "app", {{kT0, -1.0}, {kT0 + std::chrono::seconds(90), 0.3}}});
+  ScalerHistory after_drop;
+  REQUIRE(after_drop.seed(dropped_first, options, 0.5).points == 1);
+  CHECK(after_drop.aggregates().at("app").state().total_samples_count == 1);
 }
 
 TEST_CASE("a history seeded from Prometheus is recommended before the pods have metrics") {
