@@ -157,8 +157,9 @@ echo "ok: replicas, leaderElect, metricsSecure, recommenderInterval, prometheusA
 # (bound to vscaler-metrics-reader), plain HTTP without metricsSecure; none by default.
 grep -q '^kind: ServiceMonitor' "$work/default.yaml" && fail "a ServiceMonitor is rendered by default"
 render "$chart" "$work/sm.yaml" --set serviceMonitor.enabled=true,serviceMonitor.interval=15s \
-  --set serviceMonitor.labels.release=kps,serviceMonitor.scraper.name=prometheus,serviceMonitor.scraper.namespace=monitoring
-render "$chart" "$work/sm-http.yaml" --set serviceMonitor.enabled=true,metricsSecure=false
+  --set serviceMonitor.labels.release=kps,serviceMonitor.scraper.name=prometheus,serviceMonitor.scraper.namespace=monitoring \
+  --set serviceMonitor.labels.app\\.kubernetes\\.io/name=vscaler
+render "$chart" "$work/sm-http.yaml" --set serviceMonitor.enabled=true,metricsSecure=false,serviceMonitor.interval=
 python3 - "$work/sm.yaml" "$work/sm-http.yaml" <<'PY' || fail "the ServiceMonitor is not as asked"
 import sys, yaml
 def objects(path):
@@ -178,6 +179,7 @@ assert binding["roleRef"]["name"] == "vscaler-metrics-reader"
 assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}]
 plain = next(d for d in objects(sys.argv[2]) if d["kind"] == "ServiceMonitor")["spec"]["endpoints"][0]
 assert plain["scheme"] == "http" and "tlsConfig" not in plain and "bearerTokenFile" not in plain, plain
+assert "interval" not in plain, plain  # "" leaves Prometheus' own
 PY
 if err=$("$helm" template vscaler "$chart" -n vscaler-system --set serviceMonitor.enabled=true,serviceMonitor.scraper.name=p 2>&1 >/dev/null); then
   fail "a scraper without a namespace was accepted"
