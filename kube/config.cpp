@@ -14,6 +14,7 @@
 
 #include "base/log.h"
 #include "base/time.h"
+#include "kube/base64.h"
 #include "kube/tls.h"
 
 namespace vscaler::kube {
@@ -122,16 +123,6 @@ Result<bool> bool_field(const Entry& entry, const char* key) {
   return value;
 }
 
-// base64 of `data` (certificate-authority-data in KUBERNETES_EXEC_INFO).
-std::string encode_base64(std::string_view data) {
-  std::string out((data.size() + 2) / 3 * 4 + 1, '\0');
-  int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(written));
-  return out;
-}
-
 // A list of strings (exec.args); absent is empty.
 Result<std::vector<std::string>> string_list(const Entry& entry, const char* key) {
   std::vector<std::string> out;
@@ -217,7 +208,7 @@ Result<ExecPlugin> exec_plugin_of(const Entry& user, const ClientConfig& config)
     if (!config.tls_server_name.empty()) cluster["tls-server-name"] = config.tls_server_name;
     if (config.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
     if (!config.ca_pem.empty())
-      cluster["certificate-authority-data"] = encode_base64(config.ca_pem);
+      cluster["certificate-authority-data"] = base64_encode(config.ca_pem);
     plugin.cluster_json = cluster.dump();
   }
   return plugin;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "kube/base64.h"
 #include "kube/json_projection.h"
 #include "webhook/json_patch.h"
 
@@ -176,8 +177,8 @@ struct AdmissionResponse {
 /// `response.patch` is not null). Invalid UTF-8 in messages is replaced, never thrown.
 std::string encode_review(std::string_view uid, const AdmissionResponse& response);
 
-/// Standard base64 (RFC 4648, with padding), by OpenSSL's EVP encoder.
-std::string base64_encode(std::string_view data);
+/// Standard base64 (RFC 4648, with padding): kube's, which the patch is sent in.
+using kube::base64_encode;
 
 /// The bytes of standard base64 text (with padding, no whitespace); the error says why the text
 /// is not base64.

@@ -1,5 +1,5 @@
 // The response half of the AdmissionReview codec (see admission.h): the review the API server
-// reads back, with the patch base64-encoded by OpenSSL's EVP encoder.
+// reads back, with the patch base64-encoded (kube/base64.h); and the strict base64 decoder.
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 namespace vscaler::webhook {
 namespace {
 
-// EVP_EncodeBlock and EVP_DecodeBlock take an int length: longer input goes in pieces of this
-// many bytes (a multiple of 3 to encode and of 4 to decode, so pieces join without padding).
+// EVP_DecodeBlock takes an int length: longer input goes in pieces of this many bytes (a multiple
+// of 4, so pieces join without padding).
 constexpr std::size_t kPiece = 3 * 4 * (1 << 20);
 
 // Appends `text` as a JSON string: as is when it is printable ASCII without quotes or
@@ -85,22 +85,6 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
     out += '"';
   }
   out += "}}";
-  return out;
-}
-
-std::string base64_encode(std::string_view data) {
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  for (std::size_t at = 0; at < data.size() || (at == 0 && data.empty()); at += kPiece) {
-    std::size_t length = std::min(kPiece, data.size() - at);
-    std::size_t before = out.size();
-    out.resize(before + (length + 2) / 3 * 4 + 1);  // EVP_EncodeBlock adds a NUL
-    int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + before),
-                                  reinterpret_cast<const unsigned char*>(data.data() + at),
-                                  static_cast<int>(length));
-    out.resize(before + static_cast<std::size_t>(written));
-    if (data.empty()) break;
-  }
   return out;
 }
 
