@@ -382,6 +382,25 @@ TEST_CASE("an exec credential plugin: run at load, relative to the kubeconfig, c
                                 cert_plugin + "\n"),
                  {"users[u1].user.exec (its ExecCredential)", "does not belong"});
 
+  // provideClusterInfo with a CA: KUBERNETES_EXEC_INFO carries it as certificate-authority-data.
+  std::string info_plugin =
+      dir.script("info.sh",
+                 "echo \"$KUBERNETES_EXEC_INFO\" > \"$(dirname \"$0\")/info.json\"\n"
+                 "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                 "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'\n");
+  auto with_ca = load_kubeconfig(
+      dir.write("with-ca", kubeconfig(data_cluster(),
+                                      "    exec:\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1\n      command: " +
+                                          info_plugin +
+                                          "\n      interactiveMode: Never\n"
+                                          "      provideClusterInfo: true\n")));
+  REQUIRE_MESSAGE(with_ca.ok(), with_ca.error());
+  auto info = nlohmann::json::parse(dir.read("info.json"));
+  CHECK(info["spec"]["cluster"]["server"] == "https://127.0.0.1:6443");
+  CHECK(info["spec"]["cluster"]["certificate-authority-data"] == base64(ca().cert));
+  CHECK(info["spec"]["interactive"] == false);
+
   // As client-go: a token given with exec is used and the plugin never runs (here it could not).
   auto both = load_kubeconfig(
       dir.write("both", kubeconfig("    server: https://x\n    insecure-skip-tls-verify: true\n",
