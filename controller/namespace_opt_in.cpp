@@ -1,6 +1,7 @@
 // Namespace opt-in: the plan (a pure function of what was read) and the pass that writes it.
 #include "controller/namespace_opt_in.h"
 
+#include <map>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -21,9 +22,9 @@ using Workload = std::tuple<std::string, std::string, std::string>;  // ns, kind
 OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_complete,
                       const std::vector<std::shared_ptr<const api::Scaler>>& scalers) {
   std::set<Workload> person_targets;
-  std::set<std::pair<std::string, std::string>> names;  // every scaler's (ns, name)
+  std::map<std::pair<std::string, std::string>, const api::Scaler*> names;  // by (ns, name)
   for (const auto& scaler : scalers) {
-    names.emplace(scaler->ns, scaler->name);
+    names.emplace(std::make_pair(scaler->ns, scaler->name), scaler.get());
     if (!scaler->made_for_namespace) {
       person_targets.emplace(scaler->ns, scaler->target.kind, scaler->target.name);
     }
@@ -35,9 +36,15 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
   for (const auto& ns : labelled) {
     for (const auto& [kind, workload] : ns.workloads) {
       if (person_targets.count({ns.name, kind, workload}) != 0) continue;
-      // Made already, or a person's scaler holds the name: either way nothing to create.
-      if (names.count({ns.name, api::made_scaler_name(kind, workload)}) != 0) continue;
-      plan.creates.push_back({ns.name, kind, workload});
+      std::string name = api::made_scaler_name(kind, workload);
+      auto holder = names.find({ns.name, name});
+      if (holder == names.end()) {
+        plan.creates.push_back({ns.name, kind, workload});
+      } else if (!holder->second->made_for_namespace || holder->second->target.kind != kind ||
+                 holder->second->target.name != workload) {
+        // Not made for this workload: a person's scaler of that name targets another one.
+        plan.names_held.push_back({ns.name, kind, workload, std::move(name), holder->second->uid});
+      }  // else made already
     }
   }
   for (const auto& scaler : scalers) {
@@ -63,6 +70,23 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
     }
   }
   return plan;
+}
+
+void NamespaceOptIn::report_names_held(const std::vector<OptInPlan::NameHeld>& held) {
+  std::set<std::string> still;
+  for (const auto& entry : held) {
+    std::string key = entry.ns + "/" + entry.name + " " + entry.holder_uid;
+    if (!warned_.count(key)) {
+      log::warn(kOptInLogger,
+                "a VerticalScaler holds the name the namespace's would get; the workload has "
+                "none until it is renamed",
+                {{"namespace", entry.ns},
+                 {"name", entry.name},
+                 {"workload", entry.kind + "/" + entry.workload}});
+    }
+    still.insert(std::move(key));
+  }
+  warned_ = std::move(still);
 }
 
 bool NamespaceOptIn::may_write(OptInStats& stats) const {
@@ -107,6 +131,8 @@ OptInStats NamespaceOptIn::run_once() {
   }
   stats.namespaces = labelled.size();
   const OptInPlan plan = plan_opt_in(labelled, names.ok(), store_.snapshot());
+  stats.names_held = plan.names_held.size();
+  if (names.ok()) report_names_held(plan.names_held);  // else none is known to be free again
   for (const auto& create : plan.creates) {
     if (!may_write(stats)) return stats;
     auto created = api_.create_scaler(api::made_scaler(create.ns, create.kind, create.workload));

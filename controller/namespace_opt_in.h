@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,17 @@ struct OptInPlan {
   };
   std::vector<Create> creates;
   std::vector<OptInDelete> deletes;
+  /// Workloads left without a made scaler because another scaler holds the name theirs would
+  /// have (a person's scaler named vsc-<kind>-<name> that targets something else): the name is
+  /// DESIGN's, so the person must rename theirs; the pass says so (once per holder).
+  struct NameHeld {
+    std::string ns;
+    std::string kind;
+    std::string workload;
+    std::string name;        ///< the made name, held
+    std::string holder_uid;  ///< the uid of the scaler holding it
+  };
+  std::vector<NameHeld> names_held;
 };
 
 /// Decides the pass: `labelled` are the namespaces asking (all of them, when `labels_complete`;
@@ -82,6 +94,7 @@ struct OptInStats {
   std::size_t namespaces = 0;  ///< labelled namespaces read
   std::size_t created = 0;
   std::size_t deleted = 0;
+  std::size_t names_held = 0;    ///< workloads whose made name another scaler holds
   std::size_t failed = 0;        ///< reads or writes that failed (retried next pass)
   bool lost_leadership = false;  ///< the pass stopped: this replica no longer leads
 };
@@ -101,11 +114,15 @@ class NamespaceOptIn {
 
  private:
   bool may_write(OptInStats& stats) const;
+  /// Warns of each held name once per holder (the pass runs every resync).
+  void report_names_held(const std::vector<OptInPlan::NameHeld>& held);
 
   ResyncApi& lists_;
   OptInApi& api_;
   const ScalerStore& store_;
   std::function<bool()> still_leading_;
+  /// The held names warned of, as "ns/name uid": pruned to those still held each pass.
+  std::set<std::string> warned_;
 };
 
 }  // namespace vscaler::controller

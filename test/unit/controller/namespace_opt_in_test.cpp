@@ -110,11 +110,40 @@ TEST_CASE("the plan: create what no scaler targets, delete made scalers that los
   CHECK(deletes.size() == 1);  // only the one a person's scaler overrides
   CHECK(deletes.count("shop/vsc-deployment-api") == 1);
 
-  // A person's scaler that happens to hold the made name: nothing created, nothing deleted.
+  // A person's scaler that happens to hold the made name: nothing created, nothing deleted, and
+  // the plan names the workload left without one and the holder.
   scalers = {scaler("shop", "vsc-deployment-web", "Deployment", "other", false)};
   plan = plan_opt_in({{"shop", {{"Deployment", "web"}}, true}}, true, scalers);
   CHECK(plan.creates.empty());
   CHECK(plan.deletes.empty());
+  REQUIRE(plan.names_held.size() == 1);
+  CHECK(plan.names_held[0].workload == "web");
+  CHECK(plan.names_held[0].name == "vsc-deployment-web");
+  CHECK(plan.names_held[0].holder_uid == "uid-vsc-deployment-web");
+  // Its own made scaler holds it: nothing to say.
+  scalers = {made("shop", "Deployment", "web")};
+  plan = plan_opt_in({{"shop", {{"Deployment", "web"}}, true}}, true, scalers);
+  CHECK(plan.creates.empty());
+  CHECK(plan.names_held.empty());
+}
+
+TEST_CASE("a pass counts the workloads whose made name a person's scaler holds") {
+  FakeOptInApi api;
+  api.namespaces["shop"] = {{"Deployment", "web"}};
+  ScalerStore store;
+  auto holder = std::make_shared<api::Scaler>(
+      *scaler("shop", "vsc-deployment-web", "Deployment", "other", false));
+  store.upsert(holder);
+  NamespaceOptIn opt_in(api, api, store);
+  OptInStats stats = opt_in.run_once();
+  CHECK(stats.names_held == 1);
+  CHECK(stats.created == 0);
+  CHECK(api.created.empty());
+  // Renamed: the next pass makes the workload's scaler.
+  store.remove(holder->key());
+  stats = opt_in.run_once();
+  CHECK(stats.names_held == 0);
+  CHECK(stats.created == 1);
 }
 
 TEST_CASE("a pass creates and deletes through the API; a person's scaler is never written") {
