@@ -80,6 +80,25 @@ void DecayingHistogram::subtract_sample(const HistogramConfig& config, double va
   if (buckets_.empty()) total_weight_ = 0;
 }
 
+std::size_t DecayingHistogram::add_tail_of(const HistogramConfig& config,
+                                           const DecayingHistogram& other) {
+  const int top = buckets_.empty() ? -1 : buckets_.index(buckets_.size() - 1);
+  std::size_t first = 0;
+  while (first < other.buckets_.size() && other.buckets_.index(first) <= top) ++first;
+  if (first == other.buckets_.size()) return 0;
+  // As add_sample of a sample at other's reference: the factor moves this reference if it must.
+  const double factor = decay_factor(config, from_millis(other.reference_ms_));
+  std::size_t added = 0;
+  for (std::size_t i = first; i < other.buckets_.size(); ++i) {
+    const double w = double(other.buckets_.weight(i)) * factor;
+    if (!(w >= config.options->epsilon())) continue;  // too old to matter, as in add_sample
+    buckets_.insert(buckets_.size(), other.buckets_.index(i), static_cast<float>(w));
+    total_weight_ += w;
+    ++added;
+  }
+  return added;
+}
+
 double DecayingHistogram::percentile(const HistogramConfig& config, double fraction) const {
   if (buckets_.empty()) return 0.0;
   // The threshold comes from the buckets themselves rather than total_weight_: each float bucket

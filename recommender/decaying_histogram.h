@@ -46,6 +46,10 @@ class DecayingHistogram {
   void add_sample(const HistogramConfig& config, double value, double weight, TimePoint time);
   /// Removes what add_sample(value, weight, time) added; a bucket left under epsilon is dropped.
   void subtract_sample(const HistogramConfig& config, double value, double weight, TimePoint time);
+  /// Adds the buckets of `other` above this histogram's highest (all of them when this one is
+  /// empty), their weights carried to this one's reference: what `other` saw beyond anything this
+  /// one holds, with the weight it had there. Returns how many buckets it added.
+  std::size_t add_tail_of(const HistogramConfig& config, const DecayingHistogram& other);
   /// VPA's percentile: the end of the first bucket where the cumulative weight reaches
   /// `fraction` of the total (the start of the last bucket if it is that one); 0 when empty.
   double percentile(const HistogramConfig& config, double fraction) const;

@@ -487,8 +487,18 @@ void RecommenderLoop::retry_history(const api::Scaler& scaler, Tracked& tracked,
       seeded.stats.points > 0 && seeded.stats.last >= seeded.now - slack &&
       (first_sampled == TimePoint::max() || seeded.stats.first <= first_sampled + slack);
   if (spans) {
+    // Prometheus knows no OOM kill: the peaks they raised, and containers it lacks, stay.
+    const KeptBeyond kept = fresh.keep_beyond(tracked.history, options_.aggregate);
     tracked.history = std::move(fresh);  // not wanted any more: the next checkpoint says so
     tracked.history_note = note + ", asked again at this leader start, in place of the checkpoint";
+    if (kept.memory_tails > 0) {
+      tracked.history_note += "; its memory peaks above Prometheus' kept (OOM kills) for " +
+                              std::to_string(kept.memory_tails) + " container(s)";
+    }
+    if (kept.containers > 0) {
+      tracked.history_note += "; " + std::to_string(kept.containers) +
+                              " container(s) Prometheus has no history of kept from it";
+    }
   } else if (seeded.loaded) {
     // Prometheus answered but lacks days the checkpoint sampled live (older than its window,
     // or not kept): the checkpoint holds more than it can give, now and at any later start.

@@ -46,6 +46,20 @@ HistoryStats ScalerHistory::seed(const UsageHistory& history, const AggregateOpt
   return stats;
 }
 
+KeptBeyond ScalerHistory::keep_beyond(const ScalerHistory& replaced,
+                                      const AggregateOptions& options) {
+  KeptBeyond kept;
+  for (const auto& [name, aggregate] : replaced.aggregates_) {
+    if (ContainerAggregate* own = aggregates_.find(name)) {
+      kept.memory_tails += own->add_memory_tail_of(options, aggregate) > 0 ? 1 : 0;
+    } else if (aggregates_.emplace(name, aggregate)) {
+      ++kept.containers;
+    }
+  }
+  if (kept.memory_tails + kept.containers > 0) ++revision_;
+  return kept;
+}
+
 PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::vector<PodInfo>& owned, const AggregateOptions& options,
                               const std::function<bool(std::string_view)>& recommended,

@@ -30,6 +30,12 @@ enum class ProvidedReason {
 /// "Recommended", "NoPodsMatched", "NoMetrics" or "InsufficientHistory".
 const char* to_string(ProvidedReason reason);
 
+/// What ScalerHistory::keep_beyond kept of the history it replaced.
+struct KeptBeyond {
+  std::size_t memory_tails = 0;  ///< containers whose memory peaks above this history's stayed
+  std::size_t containers = 0;    ///< containers only the replaced history held, kept whole
+};
+
 /// One scaler's recommender state (see the file comment).
 class ScalerHistory {
  public:
@@ -61,6 +67,12 @@ class ScalerHistory {
   HistoryStats seed(const UsageHistory& history, const AggregateOptions& options,
                     double samples_per_point,
                     const std::function<bool(std::string_view)>& recommended = {});
+
+  /// Keeps what `replaced` (a checkpoint this history, seeded from Prometheus, takes the place
+  /// of) knows and this one cannot: for a container both hold, the memory peaks above every one
+  /// this history holds (the OOM kills it counted raise peaks Prometheus never saw); a container
+  /// only `replaced` holds, whole.
+  KeptBeyond keep_beyond(const ScalerHistory& replaced, const AggregateOptions& options);
 
   /// Counts the folds and seeds that changed the aggregates (samples or OOM kills added): a
   /// checkpoint written at one revision need not be written again until it moves.

@@ -163,3 +163,29 @@ TEST_CASE("restore validates the checkpointed buckets") {
   REQUIRE_FALSE(negative.ok());
   CHECK(negative.error().find("weight") != std::string::npos);
 }
+
+TEST_CASE("add_tail_of adds only the buckets above the highest, at the weight they had") {
+  const HistogramConfig config = cpu_config();
+  const auto& layout = *config.options;
+  DecayingHistogram mine;
+  mine.add_sample(config, 1.0, 1.0, kT0);
+  DecayingHistogram other;
+  other.add_sample(config, 0.5, 3.0, kT0 - hours(24));  // below: mine has it covered
+  other.add_sample(config, 1.0, 3.0, kT0 - hours(24));  // the same bucket as mine's: not added
+  other.add_sample(config, 2.0, 1.0, kT0 - hours(24));  // above: added, half a sample of now
+  CHECK(mine.add_tail_of(config, other) == 1);
+  const auto buckets = mine.buckets();
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0].index == layout.find_bucket(1.0));
+  CHECK(buckets[1].index == layout.find_bucket(2.0));
+  // Relative to one another as they were added: the tail's sample is a day older.
+  CHECK(buckets[1].weight / buckets[0].weight == doctest::Approx(0.5));
+  CHECK(mine.total_weight() == doctest::Approx(1.5 * buckets[0].weight));
+  CHECK(mine.percentile(config, 1.0) == doctest::Approx(layout.bucket_start(buckets[1].index + 1)));
+  // Nothing above: nothing added; into an empty histogram: all of it, at its reference.
+  CHECK(mine.add_tail_of(config, other) == 0);
+  DecayingHistogram empty;
+  CHECK(empty.add_tail_of(config, other) == 3);
+  CHECK(empty.percentile(config, 0.5) == other.percentile(config, 0.5));
+  CHECK(empty.total_weight() == doctest::Approx(other.total_weight()));
+}

@@ -648,6 +648,55 @@ TEST_CASE("asked again at a leader start, a history that stops days ago keeps th
   CHECK_FALSE(restarted.f.api.checkpoints.at("web")["metadata"].contains("annotations"));
 }
 
+TEST_CASE("a history taking a checkpoint's place keeps the memory peaks OOM kills raised") {
+  // Prometheus knows no OOM kill: the peak one raised in the checkpoint (400Mi used, killed:
+  // 400Mi + 100MB) is above every peak Prometheus has, and stays, with its weight.
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  FakeHistory down;
+  down.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  loop.set_history_source(&down);
+  ScalerInputs killed = usage(3, 0);
+  killed.owned_pods[0].oom_kills.push_back(
+      {"uid-web-0", "app", 1, kT0 + std::chrono::seconds(10), 400 * kMi});
+  f.api.inputs["web"] = killed;
+  loop.run_pass();
+  loop.save_checkpoints();
+  auto memory = [](const json& recommendation) {
+    return vscaler::kube::Quantity::parse(recommendation["target"]["memory"].get<std::string>())
+        ->to_double();
+  };
+  FakeHistory back;
+  NewLeader restarted(f, {{"web", "u1"}}, 1, back);
+  CAPTURE(restarted.message("web"));
+  CHECK(restarted.message("web").find(
+            "in place of the checkpoint; its memory peaks above Prometheus' kept (OOM kills) for 1 "
+            "container(s); 1 container(s) Prometheus has no history of kept from it") !=
+        std::string::npos);
+  const json& app =
+      restarted.f.api.scalers.at("web")["status"]["recommendation"]["containerRecommendations"][0];
+  CAPTURE(app.dump());
+  CHECK(memory(app) >= 400 * kMi + 100e6);
+  CHECK(upper_over_target(app) <= 1.5);  // and the CPU is Prometheus' eight days
+
+  // Without a kill, the checkpoint's peaks are Prometheus' too: nothing beyond them is kept (but
+  // the sidecar, which this Prometheus has no series of).
+  Fixture calm;
+  calm.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop calm_loop(calm.api, calm.hooks(), LoopOptions{}, calm.registry);
+  calm_loop.set_history_source(&down);
+  calm.api.inputs["web"] = usage(3, 0);
+  calm_loop.run_pass();
+  calm_loop.save_checkpoints();
+  FakeHistory calm_back;
+  NewLeader calm_restarted(calm, {{"web", "u1"}}, 1, calm_back);
+  CAPTURE(calm_restarted.message("web"));
+  CHECK(calm_restarted.message("web").find("memory peaks") == std::string::npos);
+  CHECK(memory(calm_restarted.f.api.scalers.at(
+            "web")["status"]["recommendation"]["containerRecommendations"][0]) < 400 * kMi + 100e6);
+}
+
 TEST_CASE("one target's bad answer is its own: the next scaler of the pass is still asked") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
