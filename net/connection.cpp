@@ -14,6 +14,10 @@ namespace vscaler::net {
 namespace {
 
 constexpr std::size_t kKeptBufferBytes = 64 * 1024;
+// Head bytes a connection holds free of the shared budget: the API server's heads are well
+// under 1 KiB. Beyond them the head's buffer is charged, as a body is: thousands of connections
+// each sending 64 KiB of headers (max_header_bytes) would otherwise hold gigabytes.
+constexpr std::size_t kFreeHeadBytes = 4 * 1024;
 
 // Frees a buffer's memory once it is empty and grew large: thousands of idle connections must
 // not each pin the largest request they ever carried.
@@ -197,6 +201,10 @@ Wait Connection::read_request(Clock::time_point now) {
       deadline_ = now + limits.request_timeout;
     }
     if (phase_ == Phase::kHead) {
+      if (!charge_head()) {
+        return refuse(503, "memory_budget",
+                      "the webhook holds too many request heads and bodies at once; retry\n", now);
+      }
       auto parsed = http::parse_head(in_, head_, head_scanned_);
       if (parsed.status == http::HeadStatus::kMalformed) {
         return refuse(400, "bad_request", "bad request: " + parsed.error + "\n", now);
@@ -431,6 +439,12 @@ Wait Connection::on_deadline(Clock::time_point now) {
       return close();
   }
   return close();
+}
+
+bool Connection::charge_head() {
+  const std::size_t held = in_.capacity() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
+  if (held <= reservation_.bytes()) return true;
+  return reservation_.grow(env_.buffered, env_.buffer_budget, held - reservation_.bytes());
 }
 
 bool Connection::reserve(std::size_t body_bytes) {

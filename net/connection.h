@@ -116,7 +116,8 @@ struct ConnectionEnv {
   /// vscaler_<name>_tls_handshake_seconds: from accept to the handshake's end; null on a plain
   /// server.
   metrics::Histogram* handshake_seconds = nullptr;
-  /// Request body bytes (and HTTP/2's decoded headers) held by all connections and by the
+  /// Request body bytes (and HTTP/1.1 heads beyond their first 4 KiB, and HTTP/2's decoded
+  /// headers) held by all connections and by the
   /// worker jobs they handed requests to (read, queued or being served: see Reservation), and
   /// the most they may hold: a body that would pass it is refused with 503 before it is read, so
   /// many connections each sending a large body cannot exhaust memory.
@@ -197,6 +198,9 @@ class Connection {
   Wait wait_idle(Clock::time_point now);
   Wait close(std::string_view reason = {});
   bool reserve(std::size_t bytes);
+  // Charges the head's read buffer beyond a few KiB to the shared budget (reservation_, which
+  // reserve() then replaces with the body's share); false when the budget cannot take it.
+  bool charge_head();
 
   // What to do once `out_` is written.
   enum class Then { kBody, kKeepAlive, kClose, kLinger };

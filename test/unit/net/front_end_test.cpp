@@ -647,6 +647,35 @@ TEST_CASE("front end: bodies beyond the memory budget of all connections get 503
   CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 400 Bad Request");  // not JSON
 }
 
+TEST_CASE("front end: heads beyond their first KiB count against the memory budget") {
+  // Connections each sending most of max_header_bytes (64 KiB) of headers, never finished, hold
+  // their read buffers: past the budget the next one gets 503, as a body would.
+  Server s([](AdmissionServerOptions& options) { options.max_buffered_body_bytes = 512 * 1024; });
+  const std::string fat_head =
+      "POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(60 * 1024, 'a');
+  std::vector<std::unique_ptr<RawTlsClient>> holders;
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0 &&
+         holders.size() < 32 && std::chrono::steady_clock::now() < deadline) {
+    holders.push_back(s.connect());
+    REQUIRE(holders.back()->ok());
+    REQUIRE(holders.back()->send(fat_head));
+    std::this_thread::sleep_for(20ms);  // read by the server before the next one
+  }
+  // 512 KiB hold a handful of 64-128 KiB buffers, not 32.
+  CHECK(holders.size() < 16);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 1);
+  auto answer = holders.back()->read_response();
+  CHECK(answer.substr(0, answer.find("\r\n")) == "HTTP/1.1 503 Service Unavailable");
+  // Gone, they hold nothing: reviews are served again.
+  holders.clear();
+  while (s.metric("vscaler_webhook_open_connections") > 0 &&
+         std::chrono::steady_clock::now() < deadline + 5s) {
+    std::this_thread::sleep_for(5ms);
+  }
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+}
+
 TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
   Server s([](AdmissionServerOptions&) {});
   auto client = s.connect();
