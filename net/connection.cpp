@@ -201,7 +201,7 @@ Wait Connection::read_request(Clock::time_point now) {
       deadline_ = now + limits.request_timeout;
     }
     if (phase_ == Phase::kHead) {
-      if (!charge_head()) {
+      if (!charge_buffers() || !charge_head()) {
         return refuse(503, "memory_budget",
                       "the webhook holds too many request heads and bodies at once; retry\n", now);
       }
@@ -338,6 +338,7 @@ Wait Connection::refuse(int status, std::string_view reason, std::string message
 
 Wait Connection::on_response(http::Response response, Clock::time_point now) {
   reservation_.reset();  // a refused or answered request holds no body any more
+  head_charge_.reset();
   bool keep_alive = !close_after_ && !response.close && !env_.stopping &&
                     requests_ + 1 < env_.limits.keep_alive_max_requests;
   out_ = http::serialize(response, keep_alive, head_.method == "HEAD");
@@ -429,7 +430,7 @@ Wait Connection::on_deadline(Clock::time_point now) {
         // Idle for idle_buffer_release: most keep-alive connections stay so for long; they hold
         // no buffer while they do (in kIdle nothing is read ahead: in_ is empty).
         buffers_held_ = false;
-        stream_.release_buffers();
+        if (stream_.release_buffers()) buffers_charge_.reset();  // charged again on a new request
         if (in_.empty()) std::string().swap(in_);
         std::string().swap(spare_body_);
         return Wait{EPOLLIN, deadline_, false};
@@ -441,13 +442,26 @@ Wait Connection::on_deadline(Clock::time_point now) {
   return close();
 }
 
+std::size_t Connection::charge_ceiling() const {
+  // A connection never answered holds its buffers and head out of the budget's first half only:
+  // a client holding thousands of them cannot take the room the API server's bodies need. One
+  // answered before (kept alive, as the API server's are) may use all of it.
+  return requests_ > 0 ? env_.buffer_budget : env_.buffer_budget / 2;
+}
+
+bool Connection::charge_buffers() {
+  if (stream_.plain() || buffers_charge_.bytes() > 0) return true;
+  return buffers_charge_.grow(env_.held, charge_ceiling(), tls::Stream::kBufferBytes);
+}
+
 bool Connection::charge_head() {
   const std::size_t held = in_.capacity() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
-  if (held <= reservation_.bytes()) return true;
-  return reservation_.grow(env_.buffered, env_.buffer_budget, held - reservation_.bytes());
+  if (held <= head_charge_.bytes()) return true;
+  return head_charge_.grow(env_.held, charge_ceiling(), held - head_charge_.bytes());
 }
 
 bool Connection::reserve(std::size_t body_bytes) {
+  head_charge_.reset();  // the head is read: the body's share pays for the buffer from here
   reservation_.reset();  // nothing is left of a previous request's share
   return reservation_.grow(env_.buffered, env_.buffer_budget,
                            body_bytes * env_.limits.body_memory_factor);

@@ -116,13 +116,18 @@ struct ConnectionEnv {
   /// vscaler_<name>_tls_handshake_seconds: from accept to the handshake's end; null on a plain
   /// server.
   metrics::Histogram* handshake_seconds = nullptr;
-  /// Request body bytes (and HTTP/1.1 heads beyond their first 4 KiB, and HTTP/2's decoded
-  /// headers) held by all connections and by the
+  /// Request body bytes (and HTTP/2's decoded headers) held by all connections and by the
   /// worker jobs they handed requests to (read, queued or being served: see Reservation), and
   /// the most they may hold: a body that would pass it is refused with 503 before it is read, so
   /// many connections each sending a large body cannot exhaust memory.
   std::atomic<std::size_t>* buffered = nullptr;
   std::size_t buffer_budget = 512 * 1024 * 1024;
+  /// What connections hold before any body, counted apart from `buffered` with a budget of the
+  /// same size: the TLS buffers of every connection not idle (tls::Stream::kBufferBytes) and
+  /// HTTP/1.1 heads beyond their first 4 KiB. Thousands of connections in their handshake or
+  /// first bytes otherwise hold ~50 KiB each outside every budget. A connection never answered
+  /// may fill only half of it (see Connection::charge_ceiling). Null: nothing counted.
+  std::atomic<std::size_t>* held = nullptr;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 };
@@ -155,6 +160,11 @@ class Connection {
 
   /// False when no TLS state could be created (close it at once).
   bool ok() const { return stream_.ok(); }
+  /// Charges the TLS buffers a connection holds while it is not idle (tls::Stream::kBufferBytes)
+  /// to ConnectionEnv::held, unless charged already; false when its budget cannot take them
+  /// (charge_ceiling; the event loop then makes room or refuses the connection). Plain
+  /// connections hold none: always true.
+  bool charge_buffers();
   /// The socket.
   int fd() const { return fd_; }
   /// The loop's handle for it (never reused).
@@ -198,9 +208,12 @@ class Connection {
   Wait wait_idle(Clock::time_point now);
   Wait close(std::string_view reason = {});
   bool reserve(std::size_t bytes);
-  // Charges the head's read buffer beyond a few KiB to the shared budget (reservation_, which
-  // reserve() then replaces with the body's share); false when the budget cannot take it.
+  // Charges the head's read buffer beyond a few KiB to ConnectionEnv::held (head_charge_, given
+  // back once the head is read); false when its budget cannot take it (charge_ceiling).
   bool charge_head();
+  // How full ConnectionEnv::held may be with this connection's buffers and head: half of the
+  // budget until the connection was answered once, all of it after.
+  std::size_t charge_ceiling() const;
 
   // What to do once `out_` is written.
   enum class Then { kBody, kKeepAlive, kClose, kLinger };
@@ -234,6 +247,8 @@ class Connection {
   Then then_ = Then::kKeepAlive;
   std::size_t drained_ = 0;              // bytes discarded during a lingering close
   Reservation reservation_;              // the body being read; moves into the Request
+  Reservation buffers_charge_;           // OpenSSL's buffers while held (charge_buffers)
+  Reservation head_charge_;              // the head being read (charge_head)
   std::unique_ptr<Http2Session> http2_;  // set once ALPN chose h2
 };
 

@@ -52,6 +52,8 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
   env_.buffered =
       shared_.options.buffered != nullptr ? shared_.options.buffered : &shared_.buffered;
   env_.buffer_budget = shared_.options.max_buffered_body_bytes;
+  // Ports that take no bodies (health, metrics, dashboard: plain, heads of 16 KiB) count none.
+  if (env_.buffer_budget > 0) env_.held = &shared_.held;
   env_.dispatch = [this](std::uint64_t id, Request request) {
     return dispatch(id, std::move(request));
   };
@@ -268,6 +270,16 @@ void EventLoop::accept_all(Clock::time_point now) {
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     std::uint64_t id = next_id_++;
     auto connection = std::make_unique<Connection>(id, fd, shared_.ctx, env_, now);
+    // Its TLS buffers come out of the memory budget, as bodies do: thousands of connections in
+    // their handshake or first request otherwise hold ~50 KiB each outside it. A full budget
+    // makes room as a full connection cap does, else the newcomer is refused.
+    if (connection->ok() && !connection->charge_buffers() &&
+        !(evict_for_newcomer() && connection->charge_buffers())) {
+      shared_.rejected->with({"memory_budget"}).inc();
+      std::lock_guard lock(shared_.limiter_mutex);
+      shared_.limiter.release(key);
+      continue;  // the connection's destructor closes the socket
+    }
     Wait first = connection->start();
     if (!connection->ok() || !watch(fd, id, first.events)) {
       shared_.errors->with({connection->ok() ? "epoll_ctl" : "ssl_new"}).inc();

@@ -48,6 +48,8 @@ struct LoopShared {
   /// Request body bytes held by every connection of every loop (ConnectionEnv::buffered), when
   /// FrontEndOptions::buffered does not name a counter shared with other front ends.
   std::atomic<std::size_t> buffered{0};
+  /// What the connections of every loop hold before any body (ConnectionEnv::held).
+  std::atomic<std::size_t> held{0};
 
   /// The caps, taken at accept and given back at close, by any loop.
   std::mutex limiter_mutex;

@@ -13,6 +13,7 @@ namespace {
 // OpenSSL's read buffer with read-ahead: two full records and their overhead, so a 20 KB review
 // usually arrives in one read(2). Freed while idle (SSL_MODE_RELEASE_BUFFERS).
 constexpr std::size_t kReadBufferBytes = 2 * (16384 + 512);
+static_assert(Stream::kBufferBytes >= kReadBufferBytes);
 
 // Prefers h2 when the context offers it (`arg` non-null) and the client does, else http/1.1.
 int alpn_callback(SSL*, const unsigned char** out, unsigned char* out_length,
