@@ -6,7 +6,10 @@
 #     ports and reopened whenever vscaler cuts them, while /healthz is probed 10 times a second
 #     from 127.0.0.2 (as the kubelet probes): every answer 200 within 100 ms (p50/p99 printed).
 #     Before, 8 byte-a-second connections made 5 of 5 probes time out at 2 s.
-#  2. 100 concurrent 7 MiB POSTs on the webhook: the peak RSS of the process (VmHWM) stays under
+#  2. 3,000 TLS connections to the webhook each sending 60 KiB of a head never finished: their
+#     TLS buffers and heads count against a budget, so the peak RSS stays under 128 MiB (66 here;
+#     400 MiB before they were counted) and some are refused with 503.
+#  3. 100 concurrent 7 MiB POSTs on the webhook: the peak RSS of the process (VmHWM) stays under
 #     128 MiB (the pod's limit is 256Mi; before, 512 MiB of bodies could be held), the rest are
 #     refused with 503 before their bodies are read, and the webhook serves a review afterwards.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +32,13 @@ curl -fsS --max-time 2 "$DASHBOARD_URL/dashboard.json" >/dev/null || fail "/dash
 echo "vscaler: $(curl -fsS "$METRICS_URL" | awk '/^vscaler_(health|metrics|dashboard)_rejected_total/ { printf "%s ", $0 }')"
 echo "ok: every probe answered within 100 ms; metrics and dashboard answer afterwards"
 
-echo "--- 2. 100 concurrent 7 MiB POSTs on the webhook ($WEBHOOK_PORT)"
+echo "--- 2. 3,000 connections holding 60 KiB heads never finished on the webhook ($WEBHOOK_PORT)"
+out=$(python3 "$ROOT/test/tools/hostile_ports.py" heads "$WEBHOOK_PORT" "$OPERATOR_PID" --count 3000 \
+  --head-kib 60 --max-rss-mib 128) || fail "$out"
+echo "$out"
+grep -q "'503': " <<<"$out" || fail "no head was refused with 503: the budget did not hold"
+
+echo "--- 3. 100 concurrent 7 MiB POSTs on the webhook ($WEBHOOK_PORT)"
 out=$(python3 "$ROOT/test/tools/hostile_ports.py" bodies "$WEBHOOK_PORT" "$OPERATOR_PID" --count 100 \
   --body-mib 7 --max-rss-mib 128) || fail "$out"
 echo "$out"

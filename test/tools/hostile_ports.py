@@ -10,12 +10,16 @@ test/e2e/ports_hostile_test.sh (issue 29, DESIGN "Who may talk to vscaler").
   hostile_ports.py bodies WEBHOOK_PORT PID -- COUNT concurrent TLS POSTs of BODY_MIB MiB to the
       webhook; prints how many were answered with which status and the process' peak RSS
       (VmHWM) before and after; exits 1 when the peak passes --max-rss-mib.
+  hostile_ports.py heads WEBHOOK_PORT PID -- COUNT TLS connections to the webhook (100
+      handshakes at a time), each sending HEAD_KIB KiB of a request head never finished and
+      holding it for up to --hold s; prints how they ended and the peak RSS as `bodies` does.
 
 The probe connects from 127.0.0.2, the flood from 127.0.0.1: in a cluster the kubelet probes from
 the node's address and an attacker from its pod's, and the per-address cap is what keeps one
 client from taking every descriptor.
 """
 import argparse
+import asyncio
 import resource
 import selectors
 import socket
@@ -215,6 +219,50 @@ def cmd_bodies(args):
     return 0
 
 
+async def hold_heads(port, count, head_kib, hold_seconds, results):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    head = b"POST /mutate-deployments HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * (head_kib * 1024)
+    handshakes = asyncio.Semaphore(100)
+
+    async def one():
+        status = "held"
+        try:
+            async with handshakes:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection("127.0.0.1", port, ssl=context), timeout=10)
+            writer.write(head)  # never finished: no blank line
+            await writer.drain()
+            line = await asyncio.wait_for(reader.readline(), timeout=hold_seconds)
+            status = line.split(b" ", 2)[1].decode() if line.startswith(b"HTTP/1.1 ") else "closed"
+            writer.close()
+        except asyncio.TimeoutError:
+            pass  # still held when the test ends
+        except (OSError, ssl.SSLError) as error:
+            status = f"error:{type(error).__name__}"
+        results[status] = results.get(status, 0) + 1
+
+    await asyncio.gather(*(one() for _ in range(count)))
+
+
+def cmd_heads(args):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    before = peak_rss_mib(args.pid)
+    results = {}
+    asyncio.run(hold_heads(args.port, args.count, args.head_kib, args.hold, results))
+    after = peak_rss_mib(args.pid)
+    print(
+        f"{args.count} connections each sending a {args.head_kib} KiB head never finished: "
+        f"{dict(sorted(results.items()))}; peak RSS {before:.0f} MiB before, {after:.0f} MiB after"
+    )
+    if after > args.max_rss_mib:
+        print(f"FAIL: peak RSS {after:.0f} MiB > {args.max_rss_mib} MiB")
+        return 1
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -232,8 +280,16 @@ def main():
     bodies.add_argument("--count", type=int, default=100)
     bodies.add_argument("--body-mib", type=int, default=7)
     bodies.add_argument("--max-rss-mib", type=float, default=128)
+    heads = sub.add_parser("heads")
+    heads.add_argument("port", type=int)
+    heads.add_argument("pid", type=int)
+    heads.add_argument("--count", type=int, default=3000)
+    heads.add_argument("--head-kib", type=int, default=60)
+    heads.add_argument("--hold", type=float, default=5)
+    heads.add_argument("--max-rss-mib", type=float, default=128)
     args = parser.parse_args()
-    return cmd_probe(args) if args.command == "probe" else cmd_bodies(args)
+    commands = {"probe": cmd_probe, "bodies": cmd_bodies, "heads": cmd_heads}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":
