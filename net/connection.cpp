@@ -203,7 +203,8 @@ Wait Connection::read_request(Clock::time_point now) {
     if (phase_ == Phase::kHead) {
       if (!charge_buffers() || !charge_head()) {
         return refuse(503, "memory_budget",
-                      "the webhook holds too many request heads and bodies at once; retry\n", now);
+                      "the webhook holds too many connections and request heads at once; retry\n",
+                      now);
       }
       auto parsed = http::parse_head(in_, head_, head_scanned_);
       if (parsed.status == http::HeadStatus::kMalformed) {
