@@ -208,11 +208,15 @@ def cmd_bodies(args):
         thread.start()
     for thread in threads:
         thread.join()
+    return report_peak(
+        args, f"{args.count} concurrent {args.body_mib} MiB POSTs: answers", results, before)
+
+
+def report_peak(args, what, results, before):
+    """Prints how the clients ended and the peak RSS before and after; 1 when past the limit."""
     after = peak_rss_mib(args.pid)
-    print(
-        f"{args.count} concurrent {args.body_mib} MiB POSTs: answers {dict(sorted(results.items()))}; "
-        f"peak RSS {before:.0f} MiB before, {after:.0f} MiB after"
-    )
+    print(f"{what} {dict(sorted(results.items()))}; "
+          f"peak RSS {before:.0f} MiB before, {after:.0f} MiB after")
     if after > args.max_rss_mib:
         print(f"FAIL: peak RSS {after:.0f} MiB > {args.max_rss_mib} MiB")
         return 1
@@ -252,15 +256,9 @@ def cmd_heads(args):
     before = peak_rss_mib(args.pid)
     results = {}
     asyncio.run(hold_heads(args.port, args.count, args.head_kib, args.hold, results))
-    after = peak_rss_mib(args.pid)
-    print(
-        f"{args.count} connections each sending a {args.head_kib} KiB head never finished: "
-        f"{dict(sorted(results.items()))}; peak RSS {before:.0f} MiB before, {after:.0f} MiB after"
-    )
-    if after > args.max_rss_mib:
-        print(f"FAIL: peak RSS {after:.0f} MiB > {args.max_rss_mib} MiB")
-        return 1
-    return 0
+    return report_peak(
+        args, f"{args.count} connections each sending a {args.head_kib} KiB head never finished:",
+        results, before)
 
 
 def main():
@@ -274,19 +272,16 @@ def main():
     probe.add_argument("--seconds", type=float, default=10)
     probe.add_argument("--settle", type=float, default=2)
     probe.add_argument("--limit-ms", type=float, default=100)
-    bodies = sub.add_parser("bodies")
-    bodies.add_argument("port", type=int)
-    bodies.add_argument("pid", type=int)
-    bodies.add_argument("--count", type=int, default=100)
-    bodies.add_argument("--body-mib", type=int, default=7)
-    bodies.add_argument("--max-rss-mib", type=float, default=128)
-    heads = sub.add_parser("heads")
-    heads.add_argument("port", type=int)
-    heads.add_argument("pid", type=int)
-    heads.add_argument("--count", type=int, default=3000)
-    heads.add_argument("--head-kib", type=int, default=60)
-    heads.add_argument("--hold", type=float, default=5)
-    heads.add_argument("--max-rss-mib", type=float, default=128)
+    memory = {}  # the webhook's memory bounds: the same arguments, then each one's own
+    for name, count in (("bodies", 100), ("heads", 3000)):
+        memory[name] = sub.add_parser(name)
+        memory[name].add_argument("port", type=int)
+        memory[name].add_argument("pid", type=int)
+        memory[name].add_argument("--count", type=int, default=count)
+        memory[name].add_argument("--max-rss-mib", type=float, default=128)
+    memory["bodies"].add_argument("--body-mib", type=int, default=7)
+    memory["heads"].add_argument("--head-kib", type=int, default=60)
+    memory["heads"].add_argument("--hold", type=float, default=5)
     args = parser.parse_args()
     commands = {"probe": cmd_probe, "bodies": cmd_bodies, "heads": cmd_heads}
     return commands[args.command](args)

@@ -550,6 +550,18 @@ double upper_over_target(const json& recommendation) {
   return cores(recommendation["upperBound"]["cpu"]) / cores(recommendation["target"]["cpu"]);
 }
 
+// A leader that could not reach Prometheus: one pass over `inputs` for scaler web (added to `f`
+// before), then its checkpoints, which want the history asked again.
+void checkpoint_without_history(Fixture& f, const ScalerInputs& inputs) {
+  FakeHistory down;
+  down.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  loop.set_history_source(&down);
+  f.api.inputs["web"] = inputs;
+  loop.run_pass();
+  loop.save_checkpoints();
+}
+
 }  // namespace
 
 TEST_CASE("a scaler without a checkpoint starts from its history: narrow bounds at once") {
@@ -628,13 +640,7 @@ TEST_CASE("asked again at a leader start, a history that stops days ago keeps th
   // stays.
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
-  FakeHistory down;
-  down.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
-  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
-  loop.set_history_source(&down);
-  f.api.inputs["web"] = usage(3, 0);
-  loop.run_pass();
-  loop.save_checkpoints();
+  checkpoint_without_history(f, usage(3, 0));
   FakeHistory stale;
   stale.ends_before = std::chrono::hours(48);
   NewLeader restarted(f, {{"web", "u1"}}, 1, stale);
@@ -653,16 +659,10 @@ TEST_CASE("a history taking a checkpoint's place keeps the memory peaks OOM kill
   // 400Mi + 100MB) is above every peak Prometheus has, and stays, with its weight.
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
-  FakeHistory down;
-  down.error = HistoryError{"Prometheus at http://prometheus:9090: connection refused", true};
-  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
-  loop.set_history_source(&down);
   ScalerInputs killed = usage(3, 0);
   killed.owned_pods[0].oom_kills.push_back(
       {"uid-web-0", "app", 1, kT0 + std::chrono::seconds(10), 400 * kMi});
-  f.api.inputs["web"] = killed;
-  loop.run_pass();
-  loop.save_checkpoints();
+  checkpoint_without_history(f, killed);
   auto memory = [](const json& recommendation) {
     return vscaler::kube::Quantity::parse(recommendation["target"]["memory"].get<std::string>())
         ->to_double();
@@ -684,11 +684,7 @@ TEST_CASE("a history taking a checkpoint's place keeps the memory peaks OOM kill
   // the sidecar, which this Prometheus has no series of).
   Fixture calm;
   calm.add_scaler(scaler_object("web", "u1"));
-  RecommenderLoop calm_loop(calm.api, calm.hooks(), LoopOptions{}, calm.registry);
-  calm_loop.set_history_source(&down);
-  calm.api.inputs["web"] = usage(3, 0);
-  calm_loop.run_pass();
-  calm_loop.save_checkpoints();
+  checkpoint_without_history(calm, usage(3, 0));
   FakeHistory calm_back;
   NewLeader calm_restarted(calm, {{"web", "u1"}}, 1, calm_back);
   CAPTURE(calm_restarted.message("web"));
