@@ -163,6 +163,8 @@ Wait Connection::http2_step(Clock::time_point now) {
       stream_.shutdown();
       return close();
     }
+    // The read may allocate OpenSSL's buffers: charged first (given back below once freed).
+    if (!charge_buffers()) return close("memory_budget");
     tls::Io io = stream_.read(in_, 64 * 1024);
     if (io == tls::Io::kDone) {
       bool fine = http2_->receive(in_, now);
@@ -177,6 +179,9 @@ Wait Connection::http2_step(Clock::time_point now) {
       continue;
     }
     if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) {
+      // OpenSSL frees an h2 connection's buffers after each record (SSL_MODE_RELEASE_BUFFERS):
+      // free means uncharged; a record left half-sent keeps them, and the charge.
+      if (io == tls::Io::kWantRead && stream_.release_buffers()) buffers_charge_.reset();
       return wait_for(io, http2_->deadline());
     }
     return close();  // the peer closed or broke the connection
@@ -261,6 +266,9 @@ Wait Connection::read_request(Clock::time_point now) {
     std::size_t limit =
         phase_ == Phase::kBody ? head_bytes_ + body_bytes_ : limits.max_header_bytes + 1;
     if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
+    // An idle connection's read allocates OpenSSL's buffers again (the start of a record is
+    // enough, and a record never finished keeps them): charged before it, not after.
+    if (phase_ == Phase::kIdle && !charge_buffers()) return close("memory_budget");
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
     if (io == tls::Io::kWantRead && phase_ == Phase::kIdle) return wait_idle(now);
@@ -447,7 +455,12 @@ std::size_t Connection::charge_ceiling() const {
   // A connection never answered holds its buffers and head out of the budget's first half only:
   // a client holding thousands of them cannot take the room the API server's bodies need. One
   // answered before (kept alive, as the API server's are) may use all of it.
-  return requests_ > 0 ? env_.buffer_budget : env_.buffer_budget / 2;
+  const bool answered = requests_ > 0 || (http2_ && http2_->ever_used());
+  return answered ? env_.buffer_budget : env_.buffer_budget / 2;
+}
+
+std::size_t Connection::charged_bytes() const {
+  return buffers_charge_.bytes() + head_charge_.bytes();
 }
 
 bool Connection::charge_buffers() {
@@ -456,7 +469,9 @@ bool Connection::charge_buffers() {
 }
 
 bool Connection::charge_head() {
-  const std::size_t held = in_.capacity() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
+  // By the buffer's capacity (what it holds), once the head passes 4 KiB: a keep-alive
+  // connection's small head in the capacity a previous body left is not charged.
+  const std::size_t held = in_.size() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
   if (held <= head_charge_.bytes()) return true;
   return head_charge_.grow(env_.held, charge_ceiling(), held - head_charge_.bytes());
 }

@@ -165,6 +165,8 @@ class Connection {
   /// (charge_ceiling; the event loop then makes room or refuses the connection). Plain
   /// connections hold none: always true.
   bool charge_buffers();
+  /// What it holds charged to ConnectionEnv::held now (its TLS buffers and head).
+  std::size_t charged_bytes() const;
   /// The socket.
   int fd() const { return fd_; }
   /// The loop's handle for it (never reused).

@@ -211,12 +211,13 @@ void EventLoop::destroy(std::uint64_t id) {
 // newcomers instead let a few pods holding idle or byte-a-second connections shut out everyone
 // after them, the kubelet's probes and the API server's calls included. A client that was
 // answered is never closed for another; one at its per-address cap is refused, not let in.
-bool EventLoop::evict_for_newcomer() {
+bool EventLoop::evict_for_newcomer(bool charged_only) {
   constexpr int kLooked = 256;
   int looked = 0;
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
     if (found == connections_.end() || !found->second.connection->evictable()) continue;
+    if (charged_only && found->second.connection->charged_bytes() == 0) continue;
     shared_.rejected->with({"evicted_at_capacity"}).inc();
     destroy(it->second);
     return true;
@@ -274,7 +275,7 @@ void EventLoop::accept_all(Clock::time_point now) {
     // their handshake or first request otherwise hold ~50 KiB each outside it. A full budget
     // makes room as a full connection cap does, else the newcomer is refused.
     if (connection->ok() && !connection->charge_buffers() &&
-        !(evict_for_newcomer() && connection->charge_buffers())) {
+        !(evict_for_newcomer(/*charged_only=*/true) && connection->charge_buffers())) {
       shared_.rejected->with({"memory_budget"}).inc();
       std::lock_guard lock(shared_.limiter_mutex);
       shared_.limiter.release(key);

@@ -97,7 +97,10 @@ class EventLoop {
   http::Response internal_error(const Request& request, std::string_view what);
   void apply(std::uint64_t id, Entry& entry, const Wait& wait);
   void destroy(std::uint64_t id);
-  bool evict_for_newcomer();
+  // Closes the never-served connection due first (among the first 256 timers), to make room
+  // for a newcomer; with `charged_only`, only one holding a share of ConnectionEnv::held (the
+  // newcomer needs bytes, not a slot). False when none was found.
+  bool evict_for_newcomer(bool charged_only = false);
   void accept_all(Clock::time_point now);
   void set_accepting(bool on);
   void release_listener();

@@ -647,35 +647,36 @@ TEST_CASE("front end: bodies beyond the memory budget of all connections get 503
   CHECK(response.substr(0, response.find("\r\n")) == "HTTP/1.1 400 Bad Request");  // not JSON
 }
 
-TEST_CASE("front end: heads beyond their first KiB count against the memory budget") {
-  // Connections each sending most of max_header_bytes (64 KiB) of headers, never finished, hold
-  // their read buffers: charged with their TLS buffers to the budget's first half (256 KiB of
-  // 512), a few are held, and those beyond are refused (503) or make room (the oldest evicted).
+TEST_CASE("front end: heads beyond their first 4 KiB count against the memory budget") {
+  // Never-answered connections hold their TLS buffers (~50 KiB) in the budget's first half: four
+  // of them here. A head never finished adds its buffer beyond 4 KiB: with 60 KiB of headers
+  // one such connection fills most of the half, so the next one makes room by evicting it (or
+  // is refused, 503) and at most two stay open; with small heads all four do.
   Server s([](AdmissionServerOptions& options) {
-    options.max_buffered_body_bytes = 512 * 1024;
+    options.max_buffered_body_bytes = 8 * vscaler::net::tls::Stream::kBufferBytes;
     options.event_loops = 1;
   });
-  const std::string fat_head =
-      "POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(60 * 1024, 'a');
-  std::vector<std::unique_ptr<RawTlsClient>> holders;
-  for (int i = 0; i < 24; ++i) {
-    holders.push_back(s.connect());
-    REQUIRE(holders.back()->ok());
-    REQUIRE(holders.back()->send(fat_head));
-    std::this_thread::sleep_for(20ms);  // read by the server before the next one
-  }
-  auto refused = [&] {
-    return s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") +
-           s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
+  auto held_with = [&](const std::string& head) {
+    std::vector<std::unique_ptr<RawTlsClient>> holders;
+    for (int i = 0; i < 12; ++i) {
+      holders.push_back(s.connect());
+      REQUIRE(holders.back()->ok());
+      REQUIRE(holders.back()->send(head));
+      std::this_thread::sleep_for(20ms);  // read by the server before the next one
+    }
+    return holders;
   };
-  CHECK(refused() >= 18);
+  auto open = [&] { return s.metric("vscaler_webhook_open_connections"); };
+  auto small = held_with("POST /allow HTTP/1.1\r\nHost: x\r\n");
+  CHECK(vscaler::testing::eventually([&] { return open() == 4; }, 5s));
+  small.clear();
+  CHECK(vscaler::testing::eventually([&] { return open() == 0; }, 5s));
   // Those refused linger up to 2 s for their client to read the answer, then go.
-  CHECK(vscaler::testing::eventually(
-      [&] { return s.metric("vscaler_webhook_open_connections") <= 6; }, 5s));
+  auto fat = held_with("POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(60 * 1024, 'a'));
+  CHECK(vscaler::testing::eventually([&] { return open() <= 2; }, 5s));
   // Gone, they hold nothing: reviews are served again.
-  holders.clear();
-  CHECK(vscaler::testing::eventually(
-      [&] { return s.metric("vscaler_webhook_open_connections") == 0; }, 5s));
+  fat.clear();
+  CHECK(vscaler::testing::eventually([&] { return open() == 0; }, 5s));
   CHECK(s.review() == "HTTP/1.1 200 OK");
 }
 
@@ -688,17 +689,21 @@ TEST_CASE("front end: connections' TLS buffers count against the budget; a newco
   Server s([](AdmissionServerOptions& options) {
     options.max_buffered_body_bytes = 8 * vscaler::net::tls::Stream::kBufferBytes;
     options.event_loops = 1;
+    options.idle_buffer_release = 50ms;
   });
+  auto open = [&] { return s.metric("vscaler_webhook_open_connections"); };
+  auto evicted = [&] {
+    return s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
+  };
   std::vector<int> held;
   for (int i = 0; i < 4; ++i) {
     held.push_back(connect_from("127.0.0.2", s.server->port()));  // in their handshakes
     REQUIRE(held.back() >= 0);
     std::this_thread::sleep_for(20ms);
   }
-  CHECK(vscaler::testing::eventually(
-      [&] { return s.metric("vscaler_webhook_open_connections") == 4; }));
+  CHECK(vscaler::testing::eventually([&] { return open() == 4; }));
   CHECK(s.review() == "HTTP/1.1 200 OK");
-  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == 1);
+  CHECK(evicted() == 1);
   CHECK(closed_by_peer_within(held[0], 2s));           // the oldest went
   CHECK_FALSE(closed_by_peer_within(held[3], 200ms));  // the newest stays
   for (int fd : held) ::close(fd);
@@ -707,19 +712,61 @@ TEST_CASE("front end: connections' TLS buffers count against the budget; a newco
   REQUIRE(served->ok());
   served->send(review_request("/allow", "u1", 10));
   CHECK(served->read_response().rfind("HTTP/1.1 200", 0) == 0);
-  CHECK(vscaler::testing::eventually(
-      [&] { return s.metric("vscaler_webhook_open_connections") == 1; }));
-  std::this_thread::sleep_for(700ms);
-  const double evicted =
-      s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
+  CHECK(vscaler::testing::eventually([&] { return open() == 1; }));
+  std::this_thread::sleep_for(1s);  // 20 times idle_buffer_release
   std::vector<std::unique_ptr<RawTlsClient>> more;
   for (int i = 0; i < 4; ++i) {
     more.push_back(s.connect());
     REQUIRE(more.back()->ok());
+    REQUIRE(more.back()->send("P"));  // a request begun: charged until its deadline
   }
-  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == evicted);
-  served->send(review_request("/allow", "u2", 10));  // charged again, past the first half
+  CHECK(evicted() == 1);
+  // The first half is full of them; the answered connection is charged again past it, and
+  // nobody is evicted or refused for it.
+  served->send(review_request("/allow", "u2", 10));
   CHECK(served->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(evicted() == 1);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0);
+  CHECK(open() == 5);
+}
+
+TEST_CASE("front end: a record begun on a connection idle past its buffer release is charged") {
+  // Idle, a connection frees its TLS buffers and its share; the start of a record reallocates
+  // them (and a record never finished keeps them): it is charged before that read, so the
+  // stalled handshakes after it must each make room, evicting connections that hold a share,
+  // not the idle one due first that holds none (which would leave the newcomer refused).
+  Server s([](AdmissionServerOptions& options) {
+    options.max_buffered_body_bytes = 8 * vscaler::net::tls::Stream::kBufferBytes;
+    options.event_loops = 1;
+    options.idle_buffer_release = 50ms;
+    options.keep_alive_timeout = 5s;  // the idle ones are due before a handshake's 10 s
+  });
+  auto idle = s.connect();
+  REQUIRE(idle->ok());
+  std::this_thread::sleep_for(500ms);  // 10 times idle_buffer_release: released, uncharged
+  std::vector<std::unique_ptr<RawTlsClient>> begun;
+  for (int i = 0; i < 4; ++i) {
+    begun.push_back(s.connect());
+    REQUIRE(begun.back()->ok());
+  }
+  std::this_thread::sleep_for(1s);  // 20 times idle_buffer_release: all four released
+  // Application data, 16 KiB announced, 3 bytes sent.
+  const unsigned char record_start[] = {0x17, 0x03, 0x03, 0x40, 0x00, 'a', 'b', 'c'};
+  for (const auto& client : begun) {
+    REQUIRE(::write(client->fd(), record_start, sizeof record_start) ==
+            static_cast<ssize_t>(sizeof record_start));
+  }
+  std::this_thread::sleep_for(200ms);
+  std::vector<int> newcomers;
+  for (int i = 0; i < 4; ++i) {
+    newcomers.push_back(connect_from("127.0.0.2", s.server->port()));
+    REQUIRE(newcomers.back() >= 0);
+  }
+  CHECK(vscaler::testing::eventually([&] {
+    return s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == 4;
+  }));
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0);
+  for (int fd : newcomers) ::close(fd);
 }
 
 TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
