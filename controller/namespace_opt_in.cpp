@@ -43,7 +43,9 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
       } else if (!holder->second->made_for_namespace || holder->second->target.kind != kind ||
                  holder->second->target.name != workload) {
         // Not made for this workload: a person's scaler of that name targets another one.
-        plan.names_held.push_back({ns.name, kind, workload, std::move(name), holder->second->uid});
+        plan.names_held.push_back(
+            {ns.name, kind, workload, std::move(name), holder->second->uid,
+             holder->second->target.kind + "/" + holder->second->target.name});
       }  // else made already
     }
   }
@@ -72,8 +74,9 @@ OptInPlan plan_opt_in(const std::vector<OptInNamespace>& labelled, bool labels_c
   return plan;
 }
 
-void NamespaceOptIn::report_names_held(const std::vector<OptInPlan::NameHeld>& held) {
-  std::set<std::string> still;
+void NamespaceOptIn::report_names_held(const std::vector<OptInPlan::NameHeld>& held,
+                                       bool forget_others) {
+  std::set<std::string> still = forget_others ? std::set<std::string>{} : warned_;
   for (const auto& entry : held) {
     std::string key = entry.ns + "/" + entry.name + " " + entry.holder_uid;
     if (!warned_.count(key)) {
@@ -82,7 +85,9 @@ void NamespaceOptIn::report_names_held(const std::vector<OptInPlan::NameHeld>& h
                 "none until it is renamed",
                 {{"namespace", entry.ns},
                  {"name", entry.name},
-                 {"workload", entry.kind + "/" + entry.workload}});
+                 {"workload", entry.kind + "/" + entry.workload},
+                 {"holder_target", entry.holder_target},
+                 {"holder_uid", entry.holder_uid}});
     }
     still.insert(std::move(key));
   }
@@ -132,7 +137,10 @@ OptInStats NamespaceOptIn::run_once() {
   stats.namespaces = labelled.size();
   const OptInPlan plan = plan_opt_in(labelled, names.ok(), store_.snapshot());
   stats.names_held = plan.names_held.size();
-  if (names.ok()) report_names_held(plan.names_held);  // else none is known to be free again
+  // Forgotten only on a pass that read everything: a failed list proves no name free again.
+  bool complete = names.ok();
+  for (const auto& ns : labelled) complete = complete && ns.complete;
+  report_names_held(plan.names_held, /*forget_others=*/complete);
   for (const auto& create : plan.creates) {
     if (!may_write(stats)) return stats;
     auto created = api_.create_scaler(api::made_scaler(create.ns, create.kind, create.workload));

@@ -55,8 +55,9 @@ struct OptInPlan {
     std::string ns;
     std::string kind;
     std::string workload;
-    std::string name;        ///< the made name, held
-    std::string holder_uid;  ///< the uid of the scaler holding it
+    std::string name;           ///< the made name, held
+    std::string holder_uid;     ///< the uid of the scaler holding it
+    std::string holder_target;  ///< what that scaler targets, "Kind/name"
   };
   std::vector<NameHeld> names_held;
 };
@@ -114,8 +115,9 @@ class NamespaceOptIn {
 
  private:
   bool may_write(OptInStats& stats) const;
-  /// Warns of each held name once per holder (the pass runs every resync).
-  void report_names_held(const std::vector<OptInPlan::NameHeld>& held);
+  /// Warns of each held name once per holder (the pass runs every resync); with
+  /// `forget_others`, those no longer held may be warned of again if they come back.
+  void report_names_held(const std::vector<OptInPlan::NameHeld>& held, bool forget_others);
 
   ResyncApi& lists_;
   OptInApi& api_;

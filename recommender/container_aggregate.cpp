@@ -126,6 +126,13 @@ void ContainerAggregate::add_memory_peak(const AggregateOptions& options, PodSta
   (oom ? pod.oom_peak : pod.memory_peak) = peak;
 }
 
+std::size_t ContainerAggregate::add_memory_tail_of(const AggregateOptions& options,
+                                                   const ContainerAggregate& other) {
+  const std::size_t added = state_.memory.add_tail_of(options.memory_config(), other.state_.memory);
+  if (added > 0) restored_floor_ms_ = std::max(restored_floor_ms_, other.restored_floor_ms_);
+  return added;
+}
+
 kube::Result<kube::Unit> ContainerAggregate::record_oom(const AggregateOptions& options,
                                                         std::uint64_t pod, TimePoint time,
                                                         double memory_request_bytes) {

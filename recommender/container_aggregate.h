@@ -90,11 +90,11 @@ class ContainerAggregate {
   kube::Result<kube::Unit> record_oom(const AggregateOptions& options, std::uint64_t pod,
                                       TimePoint time, double memory_request_bytes);
 
-  /// Adds the memory peaks `other` saw above every one this aggregate holds
-  /// (DecayingHistogram::add_tail_of); returns the buckets added.
-  std::size_t add_memory_tail_of(const AggregateOptions& options, const ContainerAggregate& other) {
-    return state_.memory.add_tail_of(options.memory_config(), other.state_.memory);
-  }
+  /// Adds the memory peaks `other` (a restored checkpoint this aggregate replaces) saw above
+  /// every one this aggregate holds (DecayingHistogram::add_tail_of); returns the buckets added.
+  /// When it adds some, what `other` counted as seen is seen here too: an OOM kill from before
+  /// its restored last sample, still in a pod's status, raised them and is not counted again.
+  std::size_t add_memory_tail_of(const AggregateOptions& options, const ContainerAggregate& other);
   /// The current memory window of `pod`; nullopt when the pod has none (never seen, or gone).
   std::optional<PodMemoryWindow> memory_window(std::uint64_t pod) const;
 

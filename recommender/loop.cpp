@@ -492,7 +492,7 @@ void RecommenderLoop::retry_history(const api::Scaler& scaler, Tracked& tracked,
     tracked.history = std::move(fresh);  // not wanted any more: the next checkpoint says so
     tracked.history_note = note + ", asked again at this leader start, in place of the checkpoint";
     if (kept.memory_tails > 0) {
-      tracked.history_note += "; its memory peaks above Prometheus' kept (OOM kills) for " +
+      tracked.history_note += "; its memory peaks above all of Prometheus' kept for " +
                               std::to_string(kept.memory_tails) + " container(s)";
     }
     if (kept.containers > 0) {

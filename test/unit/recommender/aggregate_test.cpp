@@ -188,6 +188,31 @@ TEST_CASE("a restored aggregate treats samples up to its last one as counted") {
   CHECK_FALSE(restored.memory_window(kPodA));  // windows are not checkpointed (as VPA's)
 }
 
+TEST_CASE("a history keeping a checkpoint's memory tail counts its OOM kills as seen") {
+  // The checkpoint counted a kill (its peak raised to 500Mi) before its last sample; the history
+  // replacing it (Prometheus' peaks, 400Mi) keeps that peak, and the same kill, still in the
+  // pod's status at the next pass, is not counted a second time.
+  AggregateOptions options;
+  ContainerAggregate live;
+  (void)live.add_sample(options, kPodA, sample(kT0, 0.2, 400 * kMi));
+  REQUIRE(live.record_oom(options, kPodA, kT0 + seconds(30), 400 * kMi).ok());
+  (void)live.add_sample(options, kPodA, sample(kT0 + minutes(1), 0.2, 400 * kMi));
+  const ContainerAggregate checkpoint(live.state());
+  ContainerAggregate fresh;
+  (void)fresh.add_sample(options, kPodB, sample(kT0 + minutes(1), 0.2, 400 * kMi));
+  CHECK(fresh.add_memory_tail_of(options, checkpoint) == 1);
+  CHECK(memory_peaks(fresh) == std::vector<int>{bucket(400 * kMi), bucket(500 * kMi)});
+  CHECK_FALSE(fresh.record_oom(options, kPodA, kT0 + seconds(30), 400 * kMi).ok());
+  // A later kill counts.
+  CHECK(fresh.record_oom(options, kPodA, kT0 + minutes(2), 400 * kMi).ok());
+  // Nothing kept (no peak above the history's): a kill it already knew stays the history's to
+  // count, since the peak it raised is not here.
+  ContainerAggregate high;
+  (void)high.add_sample(options, kPodB, sample(kT0 + minutes(1), 0.2, 900 * kMi));
+  CHECK(high.add_memory_tail_of(options, checkpoint) == 0);
+  CHECK(high.record_oom(options, kPodA, kT0 + seconds(30), 400 * kMi).ok());
+}
+
 namespace {
 // A day at one sample a minute from two pods, usage given by `cpu(minute)` / `memory(minute)`.
 template <typename Cpu, typename Memory>

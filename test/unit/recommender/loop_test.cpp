@@ -671,7 +671,7 @@ TEST_CASE("a history taking a checkpoint's place keeps the memory peaks OOM kill
   NewLeader restarted(f, {{"web", "u1"}}, 1, back);
   CAPTURE(restarted.message("web"));
   CHECK(restarted.message("web").find(
-            "in place of the checkpoint; its memory peaks above Prometheus' kept (OOM kills) for 1 "
+            "in place of the checkpoint; its memory peaks above all of Prometheus' kept for 1 "
             "container(s); 1 container(s) Prometheus has no history of kept from it") !=
         std::string::npos);
   const json& app =
