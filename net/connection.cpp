@@ -46,11 +46,12 @@ Reservation& Reservation::operator=(Reservation&& other) noexcept {
 
 bool Reservation::grow(std::atomic<std::size_t>* counter, std::size_t budget, std::size_t bytes) {
   if (counter == nullptr || bytes == 0) return true;
-  std::size_t before = counter->fetch_add(bytes, std::memory_order_relaxed);
-  if (before + bytes > budget) {
-    counter->fetch_sub(bytes, std::memory_order_relaxed);
-    return false;
-  }
+  // Compare and swap, not add then take back: a charge that does not fit never shows in the
+  // counter, so it cannot make another loop's charge fail at the same moment.
+  std::size_t before = counter->load(std::memory_order_relaxed);
+  do {
+    if (bytes > budget || before > budget - bytes) return false;
+  } while (!counter->compare_exchange_weak(before, before + bytes, std::memory_order_relaxed));
   counter_ = counter;
   bytes_ += bytes;
   return true;
