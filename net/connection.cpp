@@ -207,17 +207,19 @@ Wait Connection::read_request(Clock::time_point now) {
       deadline_ = now + limits.request_timeout;
     }
     if (phase_ == Phase::kHead) {
-      if (!charge_buffers() || !charge_head()) {
-        return refuse(503, "memory_budget",
-                      "the webhook holds too many connections and request heads at once; retry\n",
-                      now);
-      }
       auto parsed = http::parse_head(in_, head_, head_scanned_);
       if (parsed.status == http::HeadStatus::kMalformed) {
         return refuse(400, "bad_request", "bad request: " + parsed.error + "\n", now);
       }
       if (parsed.status == http::HeadStatus::kIncomplete && in_.size() > limits.max_header_bytes) {
         return close("headers_too_large");
+      }
+      // A head not finished holds only its own bytes (a body follows a finished head: the API
+      // server's, sent with its head, is the body's to pay for, in start_request).
+      if (parsed.status == http::HeadStatus::kIncomplete && (!charge_buffers() || !charge_head())) {
+        return refuse(503, "memory_budget",
+                      "the webhook holds too many connections and request heads at once; retry\n",
+                      now);
       }
       if (parsed.status == http::HeadStatus::kComplete) {
         head_bytes_ = parsed.consumed;
@@ -457,7 +459,7 @@ std::size_t Connection::charge_ceiling() const {
   // a client holding thousands of them cannot take the room the API server's bodies need. One
   // answered before (kept alive, as the API server's are) may use all of it.
   const bool answered = requests_ > 0 || (http2_ && http2_->ever_used());
-  return answered ? env_.buffer_budget : env_.buffer_budget / 2;
+  return env_.held_budget(answered);
 }
 
 std::size_t Connection::charged_bytes() const {
@@ -480,7 +482,7 @@ bool Connection::charge_head() {
 bool Connection::reserve(std::size_t body_bytes) {
   head_charge_.reset();  // the head is read: the body's share pays for the buffer from here
   reservation_.reset();  // nothing is left of a previous request's share
-  return reservation_.grow(env_.buffered, env_.buffer_budget,
+  return reservation_.grow(env_.buffered, env_.body_budget(),
                            body_bytes * env_.limits.body_memory_factor);
 }
 

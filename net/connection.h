@@ -7,6 +7,7 @@
 // descriptor and a little memory, never a thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -122,12 +123,30 @@ struct ConnectionEnv {
   /// many connections each sending a large body cannot exhaust memory.
   std::atomic<std::size_t>* buffered = nullptr;
   std::size_t buffer_budget = 512 * 1024 * 1024;
-  /// What connections hold before any body, counted apart from `buffered` with a budget of the
-  /// same size: the TLS buffers of every connection not idle (tls::Stream::kBufferBytes) and
-  /// HTTP/1.1 heads beyond their first 4 KiB. Thousands of connections in their handshake or
-  /// first bytes otherwise hold ~50 KiB each outside every budget. A connection never answered
-  /// may fill only half of it (see Connection::charge_ceiling). Null: nothing counted.
+  /// What connections hold before any body, counted apart from `buffered` but within the same
+  /// budget (bodies and this together stay within buffer_budget): the TLS buffers of every
+  /// connection not idle (tls::Stream::kBufferBytes) and HTTP/1.1 heads beyond their first 4 KiB.
+  /// Thousands of connections in their handshake or first bytes otherwise hold ~50 KiB each
+  /// outside every budget. Connections never answered may fill only half of the budget (see
+  /// Connection::charge_ceiling), so that they cannot take the room the API server's bodies
+  /// need. Null: nothing counted.
   std::atomic<std::size_t>* held = nullptr;
+
+  /// The most `buffered` may reach now: the budget less what connections hold.
+  std::size_t body_budget() const { return buffer_budget - std::min(load(held), buffer_budget); }
+  /// The most `held` may reach now for a connection answered before (the API server's kept-alive
+  /// ones) or not: half the budget or all of it, less what bodies hold.
+  std::size_t held_budget(bool answered) const {
+    return std::min(answered ? buffer_budget : buffer_budget / 2,
+                    buffer_budget - std::min(load(buffered), buffer_budget));
+  }
+
+ private:
+  static std::size_t load(const std::atomic<std::size_t>* counter) {
+    return counter != nullptr ? counter->load(std::memory_order_relaxed) : 0;
+  }
+
+ public:
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 };

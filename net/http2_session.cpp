@@ -230,7 +230,7 @@ int Http2Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const 
   if (stream->over_budget) return 0;
   // Decoded headers are request bytes held like a body: charged to the shared budget (a full
   // budget is answered 503 once the header block ends).
-  if (!stream->reservation.grow(session.env_.buffered, session.env_.buffer_budget, bytes)) {
+  if (!stream->reservation.grow(session.env_.buffered, session.env_.body_budget(), bytes)) {
     stream->over_budget = true;
     return 0;
   }
@@ -259,7 +259,7 @@ int Http2Session::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t str
                        std::to_string(limits.max_body_bytes) + " bytes\n");
     return 0;
   }
-  if (!stream->reservation.grow(session.env_.buffered, session.env_.buffer_budget,
+  if (!stream->reservation.grow(session.env_.buffered, session.env_.body_budget(),
                                 length * limits.body_memory_factor)) {
     session.refuse(stream_id, *stream, 503, "memory_budget",
                    "the webhook holds too many request bodies at once; retry\n");

@@ -730,6 +730,37 @@ TEST_CASE("front end: connections' TLS buffers count against the budget; a newco
   CHECK(open() == 5);
 }
 
+TEST_CASE("front end: bodies and connections' buffers together stay within one budget") {
+  // Never-answered connections hold half of it (four TLS buffers of eight); a body charged more
+  // than the other half is refused, one charged less is read, though the new connection it
+  // comes on was never answered either and its head arrived with the body.
+  constexpr std::size_t kUnit = vscaler::net::tls::Stream::kBufferBytes;
+  Server s([](AdmissionServerOptions& options) {
+    options.max_buffered_body_bytes = 8 * kUnit;
+    options.event_loops = 1;
+  });
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(connect_from("127.0.0.2", s.server->port()));  // in their handshakes
+    REQUIRE(held.back() >= 0);
+  }
+  CHECK(vscaler::testing::eventually(
+      [&] { return s.metric("vscaler_webhook_open_connections") == 4; }));
+  // A webhook body is charged 6 times its size.
+  auto post = [&](std::size_t charged) {
+    auto client = s.connect();  // makes room for itself: the half stays full
+    REQUIRE(client->ok());
+    const std::size_t length = charged / 6;
+    client->send("POST /allow HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) +
+                 "\r\n\r\n" + std::string(length, ' '));
+    auto answer = client->read_response();
+    return answer.substr(0, answer.find("\r\n"));
+  };
+  CHECK(post(5 * kUnit) == "HTTP/1.1 503 Service Unavailable");
+  CHECK(post(3 * kUnit) == "HTTP/1.1 400 Bad Request");  // read, and not JSON
+  for (int fd : held) ::close(fd);
+}
+
 TEST_CASE("front end: a record begun on a connection idle past its buffer release is charged") {
   // Idle, a connection frees its TLS buffers and its share; the start of a record reallocates
   // them (and a record never finished keeps them): it is charged before that read, so the
