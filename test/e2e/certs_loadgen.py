@@ -64,7 +64,10 @@ def main():
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.minimum_version = ssl.TLSVersion.TLSv1_2
         found = False
-        for name in ("ca.crt", "ca-next.crt", "ca-old.crt"):
+        # In the order rotate.sh promotes them (ca.crt copied to ca-old.crt, then ca-next.crt
+        # moved to ca.crt): read in another order, a promotion between two reads left this client
+        # trusting the old CA alone while the server already served a certificate of the next.
+        for name in ("ca-next.crt", "ca.crt", "ca-old.crt"):
             path = os.path.join(args.ca_dir, name)
             try:
                 ctx.load_verify_locations(path)
