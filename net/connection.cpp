@@ -182,7 +182,12 @@ Wait Connection::http2_step(Clock::time_point now) {
     if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) {
       // OpenSSL frees an h2 connection's buffers after each record (SSL_MODE_RELEASE_BUFFERS):
       // free means uncharged; a record left half-sent keeps them, and the charge.
-      if (io == tls::Io::kWantRead && stream_.release_buffers()) buffers_charge_.reset();
+      // Kept while streams are open (a body under way must not lose its room to another
+      // loop) and until the session carried one (a new connection keeps the room it made).
+      if (io == tls::Io::kWantRead && http2_->ever_used() && http2_->idle() &&
+          stream_.release_buffers()) {
+        buffers_charge_.reset();
+      }
       return wait_for(io, http2_->deadline());
     }
     return close();  // the peer closed or broke the connection
@@ -242,6 +247,7 @@ Wait Connection::read_request(Clock::time_point now) {
                       std::move(reservation_)};
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
       in_.erase(0, head_bytes_ + body_bytes_);
+      head_charge_.reset();  // the head left the buffer (charged while unfinished)
       // A large body's read buffer is not kept for the next request (it would outlive the
       // budget's charge); what was pipelined after it, if anything, moves to a small one.
       if (in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
@@ -271,7 +277,11 @@ Wait Connection::read_request(Clock::time_point now) {
     if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
     // An idle connection's read allocates OpenSSL's buffers again (the start of a record is
     // enough, and a record never finished keeps them): charged before it, not after.
-    if (phase_ == Phase::kIdle && !charge_buffers()) return close("memory_budget");
+    if (phase_ == Phase::kIdle && !charge_buffers()) {
+      // Answered, not closed: a client sees why (the API server does not resend a POST).
+      return refuse(503, "memory_budget", "the webhook holds too many connections at once; retry\n",
+                    now);
+    }
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
     if (io == tls::Io::kWantRead && phase_ == Phase::kIdle) return wait_idle(now);
@@ -472,15 +482,16 @@ bool Connection::charge_buffers() {
 }
 
 bool Connection::charge_head() {
-  // By the buffer's capacity (what it holds), once the head passes 4 KiB: a keep-alive
-  // connection's small head in the capacity a previous body left is not charged.
-  const std::size_t held = in_.size() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
+  // Called while the head is unfinished only (a head sent whole, as the API server's, is never
+  // charged): what the buffer holds beyond 4 KiB, however large a previous body left it, until
+  // the request leaves it; the spare body storage is not kept for a request this slow.
+  std::string().swap(spare_body_);
+  const std::size_t held = in_.capacity() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
   if (held <= head_charge_.bytes()) return true;
   return head_charge_.grow(env_.held, charge_ceiling(), held - head_charge_.bytes());
 }
 
 bool Connection::reserve(std::size_t body_bytes) {
-  head_charge_.reset();  // the head is read: the body's share pays for the buffer from here
   reservation_.reset();  // nothing is left of a previous request's share
   return reservation_.grow(env_.buffered, env_.body_budget(),
                            body_bytes * env_.limits.body_memory_factor);

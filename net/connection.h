@@ -229,8 +229,9 @@ class Connection {
   Wait wait_idle(Clock::time_point now);
   Wait close(std::string_view reason = {});
   bool reserve(std::size_t bytes);
-  // Charges the head's read buffer beyond a few KiB to ConnectionEnv::held (head_charge_, given
-  // back once the head is read); false when its budget cannot take it (charge_ceiling).
+  // Charges an unfinished head's read buffer beyond a few KiB to ConnectionEnv::held
+  // (head_charge_, given back once the request leaves the buffer); false when its budget cannot
+  // take it (charge_ceiling).
   bool charge_head();
   // How full ConnectionEnv::held may be with this connection's buffers and head: half of the
   // budget until the connection was answered once, all of it after.

@@ -217,7 +217,12 @@ bool EventLoop::evict_for_newcomer(bool charged_only) {
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
     if (found == connections_.end() || !found->second.connection->evictable()) continue;
-    if (charged_only && found->second.connection->charged_bytes() == 0) continue;
+    // For memory: a connection holding a share, and not one reading a body (likely the API
+    // server's first request on a new connection, and its body holds no share to give).
+    if (charged_only && (found->second.connection->charged_bytes() == 0 ||
+                         found->second.connection->phase() == Connection::Phase::kBody)) {
+      continue;
+    }
     shared_.rejected->with({"evicted_at_capacity"}).inc();
     destroy(it->second);
     return true;

@@ -672,7 +672,9 @@ TEST_CASE("front end: heads beyond their first 4 KiB count against the memory bu
   small.clear();
   CHECK(vscaler::testing::eventually([&] { return open() == 0; }, 5s));
   // Those refused linger up to 2 s for their client to read the answer, then go.
-  auto fat = held_with("POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(60 * 1024, 'a'));
+  const std::string fat_head =
+      "POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(60 * 1024, 'a') + "\r\n";
+  auto fat = held_with(fat_head);
   CHECK(vscaler::testing::eventually([&] { return open() <= 2; }, 5s));
   // Gone, they hold nothing: reviews are served again.
   fat.clear();
