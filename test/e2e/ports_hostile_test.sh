@@ -26,7 +26,9 @@ echo "--- 1. hostile connections on the health ($health_port), metrics ($metrics
 python3 "$ROOT/test/tools/hostile_ports.py" probe "$HEALTH_URL/healthz" \
   "$health_port" "$metrics_port" "$dashboard_port" --idle 2000 --slow 200 --seconds 10 ||
   fail "a /healthz probe failed or took over 100 ms under hostile connections"
-curl -fsS --max-time 2 "$METRICS_URL" | grep -q '^vscaler_health_open_connections' ||
+# Read whole, then searched: `curl | grep -q` under pipefail failed when grep stopped reading
+# at its match before curl had written the rest (curl: (23)).
+metrics=$(curl -fsS --max-time 2 "$METRICS_URL") && grep -q '^vscaler_health_open_connections' <<<"$metrics" ||
   fail "/metrics does not answer after the flood"
 curl -fsS --max-time 2 "$DASHBOARD_URL/dashboard.json" >/dev/null || fail "/dashboard.json does not answer after the flood"
 echo "vscaler: $(curl -fsS "$METRICS_URL" | awk '/^vscaler_(health|metrics|dashboard)_rejected_total/ { printf "%s ", $0 }')"
