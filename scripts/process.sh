@@ -144,3 +144,23 @@ process_await() {
     sleep 0.2
   done
 }
+
+# free_ports N [TAKEN...]: N distinct free TCP ports on 127.0.0.1, on one line, none of them one
+# of TAKEN. The sockets are held together until all are picked, so the N differ; TAKEN names ports
+# the caller holds for a process that is not running now (an operator's webhook port across a
+# restart): the kernel would hand them out again, and the two servers would clash at start.
+free_ports() {
+  python3 - "$@" <<'PY'
+import socket, sys
+want, taken = int(sys.argv[1]), {int(p) for p in sys.argv[2:] if p}
+socks, ports = [], []
+while len(ports) < want:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+    port = s.getsockname()[1]
+    if port not in taken:
+        ports.append(port)
+print(" ".join(str(p) for p in ports))
+PY
+}

@@ -111,19 +111,6 @@ wait_for() {
 # another process before NAME bound it): the caller retries on other ports.
 port_clash() { grep -q 'address already in use' "$CLUSTER_DIR/$1.log" 2>/dev/null; }
 
-# free_ports N: N distinct free TCP ports on 127.0.0.1, on one line.
-free_ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
-
 # issue_cert DIR NAME SUBJECT EXTENSIONS [CA]: NAME.key and NAME.crt signed by CA (default ca)
 # in DIR, with the given openssl extension lines (e.g. "extendedKeyUsage=clientAuth").
 issue_cert() {

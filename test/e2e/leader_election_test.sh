@@ -43,14 +43,13 @@ trap cleanup EXIT
 
 # start_replica NAME: one vscaler process on fresh ports, with a log of its own; waits for /readyz.
 start_replica() {
-  local name=$1 metrics_port health_port deadline
-  metrics_port=$(free_port)
-  health_port=$(free_port)
+  local name=$1 metrics_port health_port webhook_port deadline
+  read -r metrics_port health_port webhook_port < <(free_ports 3)
   METRICS[$name]=http://127.0.0.1:$metrics_port/metrics
   HEALTH[$name]=http://127.0.0.1:$health_port
   starts=$((starts + 1))
   LOG[$name]=$WORK_DIR/$name-$starts.log
-  WEBHOOK[$name]=$(free_port)
+  WEBHOOK[$name]=$webhook_port
   process_spawn "${LOG[$name]}" "$VSCALER_BIN" --kubeconfig "$KUBECONFIG" --webhook-port "${WEBHOOK[$name]}" \
     --cert-dir "$CERT_DIR" --metrics-addr "127.0.0.1:$metrics_port" --health-addr "127.0.0.1:$health_port" --dashboard-addr "" \
     --namespace "$ns" --resync-period 1s --leader-elect --leader-election-namespace "$lease_ns"

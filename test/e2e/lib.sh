@@ -47,10 +47,8 @@ install_crd() {
   k wait --for condition=established --timeout=60s crd/verticalscalers.scaling.vscaler.dev >/dev/null
 }
 
-# free_port: one free TCP port on 127.0.0.1.
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# free_port: one free TCP port on 127.0.0.1 (scripts/process.sh's free_ports).
+free_port() { free_ports 1; }
 
 # self_signed_certs DIR: a throwaway serving certificate for 127.0.0.1 in DIR/tls.{crt,key}.
 self_signed_certs() {
@@ -88,9 +86,7 @@ start_operator() {
   [ -f "$CERT_DIR/tls.crt" ] || self_signed_certs "$CERT_DIR"
   WEBHOOK_PORT=${WEBHOOK_PORT:-$(free_port)}
   local metrics_port health_port dashboard_port
-  metrics_port=$(free_port)
-  health_port=$(free_port)
-  dashboard_port=$(free_port)
+  read -r metrics_port health_port dashboard_port < <(free_ports 3 "$WEBHOOK_PORT")
   METRICS_URL=http://127.0.0.1:$metrics_port/metrics
   HEALTH_URL=http://127.0.0.1:$health_port
   DASHBOARD_URL=http://127.0.0.1:$dashboard_port

@@ -152,8 +152,10 @@ rel_start_operator() {
   [ -f "$CERT_DIR/tls.crt" ] || self_signed_certs "$CERT_DIR"
   WEBHOOK_PORT=${WEBHOOK_PORT:-$(free_port)}
   local metrics_port health_port deadline
-  metrics_port=$(free_port)
-  health_port=$(free_port)
+  # Not the webhook's port: it was free while the operator was down, and the kernel hands a
+  # port just released out again (a SIGKILLed operator's metrics server once took it, and the
+  # restart failed with "Address already in use").
+  read -r metrics_port health_port < <(free_ports 2 "$WEBHOOK_PORT")
   METRICS_URL=http://127.0.0.1:$metrics_port/metrics
   HEALTH_URL=http://127.0.0.1:$health_port
   OPERATOR_LOG=$WORK_DIR/operator.log
