@@ -93,6 +93,14 @@ bool Connection::evictable() const {
          phase_ == Phase::kBody || phase_ == Phase::kLinger;
 }
 
+bool Connection::stalled() const {
+  // Past the buffer release (buffers_held_ false) an idle connection holds a charge only when
+  // OpenSSL kept its buffers for a record begun (release_buffers failed) or it was charged
+  // again for a read that is under way.
+  return (phase_ == Phase::kIdle && !buffers_held_ && buffers_charge_.bytes() > 0) ||
+         (phase_ == Phase::kHead && head_charge_.bytes() > 0);
+}
+
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
   served_here_ = false;  // a new turn of the loop
   if (events & EPOLLERR) return close();
@@ -478,7 +486,12 @@ std::size_t Connection::charged_bytes() const {
 
 bool Connection::charge_buffers() {
   if (stream_.plain() || buffers_charge_.bytes() > 0) return true;
-  return buffers_charge_.grow(env_.held, charge_ceiling(), tls::Stream::kBufferBytes);
+  while (!buffers_charge_.grow(env_.held, charge_ceiling(), tls::Stream::kBufferBytes)) {
+    // Full: connections holding room they do not use give it up, as at the connection cap;
+    // each closed frees at least a connection's buffers, and none is closed twice.
+    if (!env_.make_room || !env_.make_room(id_)) return false;
+  }
+  return true;
 }
 
 bool Connection::charge_head() {
@@ -493,8 +506,16 @@ bool Connection::charge_head() {
 
 bool Connection::reserve(std::size_t body_bytes) {
   reservation_.reset();  // nothing is left of a previous request's share
-  return reservation_.grow(env_.buffered, env_.body_budget(),
-                           body_bytes * env_.limits.body_memory_factor);
+  const std::size_t bytes = body_bytes * env_.limits.body_memory_factor;
+  while (!reservation_.grow(env_.buffered, env_.body_budget(), bytes)) {
+    // The body budget is what connections leave: for a client answered before (the API
+    // server's kept-alive connections), those holding room they do not use give it up.
+    if (requests_ == 0 || !env_.make_room || bytes > env_.buffer_budget ||
+        !env_.make_room(id_)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {

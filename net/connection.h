@@ -147,6 +147,10 @@ struct ConnectionEnv {
   }
 
  public:
+  /// Closes a connection of the loop, other than the one named, that holds a share of `held`
+  /// it can give up (Connection::evictable or Connection::stalled); false when there is none.
+  /// Unset: nothing is closed to make room.
+  std::function<bool(std::uint64_t except)> make_room;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 };
@@ -180,9 +184,10 @@ class Connection {
   /// False when no TLS state could be created (close it at once).
   bool ok() const { return stream_.ok(); }
   /// Charges the TLS buffers a connection holds while it is not idle (tls::Stream::kBufferBytes)
-  /// to ConnectionEnv::held, unless charged already; false when its budget cannot take them
-  /// (charge_ceiling; the event loop then makes room or refuses the connection). Plain
-  /// connections hold none: always true.
+  /// to ConnectionEnv::held, unless charged already. When its budget cannot take them
+  /// (charge_ceiling), connections that can give up their share are closed for it
+  /// (ConnectionEnv::make_room) until it fits; false when none is left (the event loop then
+  /// refuses a newcomer; a request gets 503). Plain connections hold none: always true.
   bool charge_buffers();
   /// What it holds charged to ConnectionEnv::held now (its TLS buffers and head).
   std::size_t charged_bytes() const;
@@ -210,6 +215,14 @@ class Connection {
   /// connection may be closed to make room for a new one when the connection cap is reached; a
   /// client that was served (the API server's keep-alive connections) never is.
   bool evictable() const;
+  /// It holds a share of ConnectionEnv::held for a request that does not come, though it was
+  /// answered before: idle past its buffer release with a TLS record begun and never finished
+  /// (OpenSSL could not free its buffers), or reading a head beyond its free 4 KiB. The API
+  /// server sends each request whole, so its connections never are. Such a connection may be
+  /// closed to make room, as one never answered may: a client answered once (a 404 will do)
+  /// would otherwise hold its share for the 30 s keep-alive, and a thousand such connections
+  /// the whole budget.
+  bool stalled() const;
 
  private:
   Wait advance(Clock::time_point now);

@@ -58,6 +58,9 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
     return dispatch(id, std::move(request));
   };
   if (shared_.quick) env_.serve_here = [this](Request& request) { return serve_here(request); };
+  env_.make_room = [this](std::uint64_t except) {
+    return evict_for_newcomer(/*charged_only=*/true, except);
+  };
 }
 
 EventLoop::~EventLoop() {
@@ -211,18 +214,23 @@ void EventLoop::destroy(std::uint64_t id) {
 // newcomers instead let a few pods holding idle or byte-a-second connections shut out everyone
 // after them, the kubelet's probes and the API server's calls included. A client that was
 // answered is never closed for another; one at its per-address cap is refused, not let in.
-bool EventLoop::evict_for_newcomer(bool charged_only) {
+bool EventLoop::evict_for_newcomer(bool charged_only, std::uint64_t except) {
   constexpr int kLooked = 256;
   int looked = 0;
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
-    if (found == connections_.end() || !found->second.connection->evictable()) continue;
+    if (found == connections_.end() || it->second == except) continue;
+    const Connection& connection = *found->second.connection;
     // For memory: a connection holding a share, and not one reading a body (likely the API
-    // server's first request on a new connection, and its body holds no share to give).
-    if (charged_only && (found->second.connection->charged_bytes() == 0 ||
-                         found->second.connection->phase() == Connection::Phase::kBody)) {
-      continue;
-    }
+    // server's first request on a new connection, and its body holds no share to give); or a
+    // stalled one, answered before but holding its share for a request that does not come.
+    bool candidate =
+        charged_only
+            ? connection.charged_bytes() > 0 &&
+                  ((connection.evictable() && connection.phase() != Connection::Phase::kBody) ||
+                   connection.stalled())
+            : connection.evictable();
+    if (!candidate) continue;
     shared_.rejected->with({"evicted_at_capacity"}).inc();
     destroy(it->second);
     return true;
@@ -278,9 +286,8 @@ void EventLoop::accept_all(Clock::time_point now) {
     auto connection = std::make_unique<Connection>(id, fd, shared_.ctx, env_, now);
     // Its TLS buffers come out of the memory budget, as bodies do: thousands of connections in
     // their handshake or first request otherwise hold ~50 KiB each outside it. A full budget
-    // makes room as a full connection cap does, else the newcomer is refused.
-    if (connection->ok() && !connection->charge_buffers() &&
-        !(evict_for_newcomer(/*charged_only=*/true) && connection->charge_buffers())) {
+    // makes room as a full connection cap does (charge_buffers), else the newcomer is refused.
+    if (connection->ok() && !connection->charge_buffers()) {
       shared_.rejected->with({"memory_budget"}).inc();
       std::lock_guard lock(shared_.limiter_mutex);
       shared_.limiter.release(key);

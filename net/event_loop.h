@@ -98,9 +98,10 @@ class EventLoop {
   void apply(std::uint64_t id, Entry& entry, const Wait& wait);
   void destroy(std::uint64_t id);
   // Closes the never-served connection due first (among the first 256 timers), to make room
-  // for a newcomer; with `charged_only`, only one holding a share of ConnectionEnv::held (the
-  // newcomer needs bytes, not a slot). False when none was found.
-  bool evict_for_newcomer(bool charged_only = false);
+  // for a newcomer; with `charged_only`, one holding a share of ConnectionEnv::held that it can
+  // give up (the newcomer needs bytes, not a slot): never served, or stalled (Connection::
+  // stalled). Never `except` (the connection asking for room). False when none was found.
+  bool evict_for_newcomer(bool charged_only = false, std::uint64_t except = 0);
   void accept_all(Clock::time_point now);
   void set_accepting(bool on);
   void release_listener();

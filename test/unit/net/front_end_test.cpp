@@ -802,6 +802,54 @@ TEST_CASE("front end: a record begun on a connection idle past its buffer releas
   for (int fd : newcomers) ::close(fd);
 }
 
+TEST_CASE("front end: connections answered once and stalled mid-record give up their share") {
+  // A client answered once (a 404 will do) may charge the whole budget, and one holding half a
+  // TLS record keeps its buffers past the idle release: four such connections fill a budget of
+  // four. They are closed to make room: for the next request of a connection answered before
+  // (the API server's kept-alive one, charged again after its idle release: one for its
+  // buffers, one for its body), and for a newcomer, which may use only the budget's first half
+  // (the two left, with the kept-alive connection's buffers, hold three quarters).
+  constexpr std::size_t kUnit = vscaler::net::tls::Stream::kBufferBytes;
+  Server s([](AdmissionServerOptions& options) {
+    options.max_buffered_body_bytes = 4 * kUnit;
+    options.event_loops = 1;
+    options.idle_buffer_release = 50ms;
+  });
+  auto answered = [&](const std::string& uid) {
+    auto client = s.connect();
+    REQUIRE(client->ok());
+    REQUIRE(client->send(review_request("/allow", uid, 10)));
+    REQUIRE(client->read_response().rfind("HTTP/1.1 200", 0) == 0);
+    std::this_thread::sleep_for(200ms);  // 4 times idle_buffer_release: released, uncharged
+    return client;
+  };
+  auto api_server = answered("api");
+  std::vector<std::unique_ptr<RawTlsClient>> stalled;
+  for (int i = 0; i < 4; ++i) stalled.push_back(answered("s" + std::to_string(i)));
+  // Application data, 16 KiB announced, 3 bytes sent: charged again before the read, and kept
+  // past the next release, since OpenSSL cannot free buffers holding a record begun.
+  const unsigned char record_start[] = {0x17, 0x03, 0x03, 0x40, 0x00, 'a', 'b', 'c'};
+  for (const auto& client : stalled) {
+    REQUIRE(::write(client->fd(), record_start, sizeof record_start) ==
+            static_cast<ssize_t>(sizeof record_start));
+  }
+  std::this_thread::sleep_for(500ms);
+  auto evicted = [&] {
+    return s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
+  };
+  CHECK(evicted() == 0);
+  CHECK(s.metric("vscaler_webhook_open_connections") == 5);
+  // The kept-alive connection's next request: stalled connections make room for it.
+  REQUIRE(api_server->send(review_request("/allow", "api-2", 10)));
+  CHECK(api_server->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(evicted() == 2);
+  // A newcomer, never answered, fits once the budget's first half has room: the other two go.
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  CHECK(evicted() == 4);
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0);
+  for (const auto& client : stalled) CHECK(closed_by_peer_within(client->fd(), 1s));
+}
+
 TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
   Server s([](AdmissionServerOptions&) {});
   auto client = s.connect();
