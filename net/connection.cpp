@@ -93,12 +93,15 @@ bool Connection::evictable() const {
          phase_ == Phase::kBody || phase_ == Phase::kLinger;
 }
 
-bool Connection::stalled() const {
-  // Past the buffer release (buffers_held_ false) an idle connection holds a charge only when
-  // OpenSSL kept its buffers for a record begun (release_buffers failed) or it was charged
-  // again for a read that is under way.
-  return (phase_ == Phase::kIdle && !buffers_held_ && buffers_charge_.bytes() > 0) ||
-         (phase_ == Phase::kHead && head_charge_.bytes() > 0);
+bool Connection::stalled(Clock::time_point now) const {
+  const bool answered = requests_ > 0 || (http2_ && http2_->ever_used());
+  if (!answered || charged_bytes() == 0 || waiting_since_ == Clock::time_point{}) return false;
+  const bool waiting = phase_ == Phase::kIdle || phase_ == Phase::kHead ||
+                       (phase_ == Phase::kHttp2 && http2_->idle());
+  // Twice the release: a kept-alive connection frees its buffers after one, and a request of
+  // the API server's arrives whole within milliseconds of its first byte. Bytes that finish
+  // no record do not count: a client sending one every so often stalls all the same.
+  return waiting && now - waiting_since_ >= 2 * env_.limits.idle_buffer_release;
 }
 
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
@@ -176,6 +179,7 @@ Wait Connection::http2_step(Clock::time_point now) {
     if (!charge_buffers()) return close("memory_budget");
     tls::Io io = stream_.read(in_, 64 * 1024);
     if (io == tls::Io::kDone) {
+      waiting_since_ = {};  // a whole record: the client is not holding one half-sent
       bool fine = http2_->receive(in_, now);
       in_.clear();
       if (!fine) {
@@ -192,9 +196,12 @@ Wait Connection::http2_step(Clock::time_point now) {
       // free means uncharged; a record left half-sent keeps them, and the charge.
       // Kept while streams are open (a body under way must not lose its room to another
       // loop) and until the session carried one (a new connection keeps the room it made).
-      if (io == tls::Io::kWantRead && http2_->ever_used() && http2_->idle() &&
-          stream_.release_buffers()) {
-        buffers_charge_.reset();
+      if (io == tls::Io::kWantRead && http2_->ever_used() && http2_->idle()) {
+        if (stream_.release_buffers()) {
+          buffers_charge_.reset();
+        } else if (waiting_since_ == Clock::time_point{}) {
+          waiting_since_ = now;  // idle, holding a record begun (Connection::stalled)
+        }
       }
       return wait_for(io, http2_->deadline());
     }
@@ -285,10 +292,13 @@ Wait Connection::read_request(Clock::time_point now) {
     if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
     // An idle connection's read allocates OpenSSL's buffers again (the start of a record is
     // enough, and a record never finished keeps them): charged before it, not after.
-    if (phase_ == Phase::kIdle && !charge_buffers()) {
-      // Answered, not closed: a client sees why (the API server does not resend a POST).
-      return refuse(503, "memory_budget", "the webhook holds too many connections at once; retry\n",
-                    now);
+    if (phase_ == Phase::kIdle && buffers_charge_.bytes() == 0) {
+      if (!charge_buffers()) {
+        // Answered, not closed: a client sees why (the API server does not resend a POST).
+        return refuse(503, "memory_budget",
+                      "the webhook holds too many connections at once; retry\n", now);
+      }
+      waiting_since_ = now;  // a request begins to arrive: waited for from here (stalled)
     }
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
@@ -399,6 +409,7 @@ Wait Connection::after_write(Clock::time_point now) {
       ++requests_;
       phase_ = Phase::kIdle;
       deadline_ = now + env_.limits.keep_alive_timeout;
+      waiting_since_ = now;  // for its next request, holding its buffers (stalled)
       release_if_large(in_);
       // Nothing read ahead (the usual case: the client waited for this answer): wait for the
       // socket instead of a read(2) that finds it empty.
@@ -488,8 +499,12 @@ bool Connection::charge_buffers() {
   if (stream_.plain() || buffers_charge_.bytes() > 0) return true;
   while (!buffers_charge_.grow(env_.held, charge_ceiling(), tls::Stream::kBufferBytes)) {
     // Full: connections holding room they do not use give it up, as at the connection cap;
-    // each closed frees at least a connection's buffers, and none is closed twice.
-    if (!env_.make_room || !env_.make_room(id_)) return false;
+    // each closed frees at least a connection's buffers, and none is closed twice. Closing
+    // lowers what connections hold, not what bodies do: when bodies alone leave too little,
+    // none is closed in vain.
+    if (charge_ceiling() < tls::Stream::kBufferBytes || !env_.make_room || !env_.make_room(id_)) {
+      return false;
+    }
   }
   return true;
 }
@@ -509,8 +524,13 @@ bool Connection::reserve(std::size_t body_bytes) {
   const std::size_t bytes = body_bytes * env_.limits.body_memory_factor;
   while (!reservation_.grow(env_.buffered, env_.body_budget(), bytes)) {
     // The body budget is what connections leave: for a client answered before (the API
-    // server's kept-alive connections), those holding room they do not use give it up.
-    if (requests_ == 0 || !env_.make_room || bytes > env_.buffer_budget ||
+    // server's kept-alive connections), those holding room they do not use give it up; not
+    // when other bodies alone leave too little, which no closing changes.
+    const std::size_t bodies =
+        env_.buffered != nullptr
+            ? std::min(env_.buffered->load(std::memory_order_relaxed), env_.buffer_budget)
+            : 0;
+    if (requests_ == 0 || !env_.make_room || bytes > env_.buffer_budget - bodies ||
         !env_.make_room(id_)) {
       return false;
     }

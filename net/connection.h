@@ -213,16 +213,18 @@ class Connection {
   /// It never had a request answered and none is at a worker or being written: in its
   /// handshake, idle after it, receiving its first request, or lingering after a refusal. Such a
   /// connection may be closed to make room for a new one when the connection cap is reached; a
-  /// client that was served (the API server's keep-alive connections) never is.
+  /// client that was served (the API server's keep-alive connections) never is (for memory,
+  /// only when stalled).
   bool evictable() const;
-  /// It holds a share of ConnectionEnv::held for a request that does not come, though it was
-  /// answered before: idle past its buffer release with a TLS record begun and never finished
-  /// (OpenSSL could not free its buffers), or reading a head beyond its free 4 KiB. The API
-  /// server sends each request whole, so its connections never are. Such a connection may be
-  /// closed to make room, as one never answered may: a client answered once (a 404 will do)
-  /// would otherwise hold its share for the 30 s keep-alive, and a thousand such connections
+  /// It was answered before and has held a share of ConnectionEnv::held, waiting for a request
+  /// that does not come whole, for twice idle_buffer_release: idle or in a head (a TLS record
+  /// or a head begun and never finished; bytes that finish no record do not count), or an
+  /// HTTP/2 session without streams that could not free its buffers. The API server sends each
+  /// request whole, so its connections never are. Such a connection may be closed to make room,
+  /// as one never answered may: a client answered once (a 404 will do) would otherwise hold its
+  /// share for the keep-alive (30 s; an HTTP/2 session 300 s), and a thousand such connections
   /// the whole budget.
-  bool stalled() const;
+  bool stalled(Clock::time_point now) const;
 
  private:
   Wait advance(Clock::time_point now);
@@ -269,6 +271,9 @@ class Connection {
   // What the response asked to be freed once written (http::Response::free_after_write).
   std::shared_ptr<void> free_after_write_;
   bool buffers_held_ = false;  // kIdle: buffers not yet freed (wait_idle set a wake-up)
+  // Since when it holds a charge waiting for a request (kIdle, kHead, an idle HTTP/2 session
+  // holding a record begun): see stalled(). {}: not waiting.
+  Clock::time_point waiting_since_{};
   http::RequestHead head_;
   std::size_t head_bytes_ = 0;
   std::size_t head_scanned_ = 0;  ///< http::parse_head's resume point in `in_` for this head

@@ -213,10 +213,12 @@ void EventLoop::destroy(std::uint64_t id) {
 // request, or holding a connection without ever asking) is closed for the newcomer. Refusing
 // newcomers instead let a few pods holding idle or byte-a-second connections shut out everyone
 // after them, the kubelet's probes and the API server's calls included. A client that was
-// answered is never closed for another; one at its per-address cap is refused, not let in.
+// answered is never closed for another's slot (for memory only when stalled: Connection::
+// stalled); one at its per-address cap is refused, not let in.
 bool EventLoop::evict_for_newcomer(bool charged_only, std::uint64_t except) {
   constexpr int kLooked = 256;
   int looked = 0;
+  const Clock::time_point now = Clock::now();
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
     if (found == connections_.end() || it->second == except) continue;
@@ -228,7 +230,7 @@ bool EventLoop::evict_for_newcomer(bool charged_only, std::uint64_t except) {
         charged_only
             ? connection.charged_bytes() > 0 &&
                   ((connection.evictable() && connection.phase() != Connection::Phase::kBody) ||
-                   connection.stalled())
+                   connection.stalled(now))
             : connection.evictable();
     if (!candidate) continue;
     shared_.rejected->with({"evicted_at_capacity"}).inc();
