@@ -63,6 +63,21 @@ void Reservation::reset() {
   bytes_ = 0;
 }
 
+bool ConnectionEnv::reserve_body(Reservation& reservation, std::size_t bytes,
+                                 std::optional<std::uint64_t> making_room_for) {
+  while (!reservation.grow(buffered, body_budget(), bytes)) {
+    // The body budget is what connections leave: for a client answered before (the API
+    // server's kept-alive connections), those holding room they do not use give it up; not
+    // when other bodies alone leave too little, which no closing changes.
+    const std::size_t bodies = std::min(load(buffered), buffer_budget);
+    if (!making_room_for || !make_room || bytes > buffer_budget - bodies ||
+        !make_room(*making_room_for)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 Connection::Connection(std::uint64_t id, int fd, SSL_CTX* ctx, ConnectionEnv& env,
                        Clock::time_point now)
     : id_(id),
@@ -521,21 +536,8 @@ bool Connection::charge_head() {
 
 bool Connection::reserve(std::size_t body_bytes) {
   reservation_.reset();  // nothing is left of a previous request's share
-  const std::size_t bytes = body_bytes * env_.limits.body_memory_factor;
-  while (!reservation_.grow(env_.buffered, env_.body_budget(), bytes)) {
-    // The body budget is what connections leave: for a client answered before (the API
-    // server's kept-alive connections), those holding room they do not use give it up; not
-    // when other bodies alone leave too little, which no closing changes.
-    const std::size_t bodies =
-        env_.buffered != nullptr
-            ? std::min(env_.buffered->load(std::memory_order_relaxed), env_.buffer_budget)
-            : 0;
-    if (requests_ == 0 || !env_.make_room || bytes > env_.buffer_budget - bodies ||
-        !env_.make_room(id_)) {
-      return false;
-    }
-  }
-  return true;
+  return env_.reserve_body(reservation_, body_bytes * env_.limits.body_memory_factor,
+                           requests_ > 0 ? std::optional<std::uint64_t>(id_) : std::nullopt);
 }
 
 Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {

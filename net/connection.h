@@ -128,31 +128,34 @@ struct ConnectionEnv {
   /// connection not idle (tls::Stream::kBufferBytes) and HTTP/1.1 heads beyond their first 4 KiB.
   /// Thousands of connections in their handshake or first bytes otherwise hold ~50 KiB each
   /// outside every budget. Connections never answered may fill only half of the budget (see
-  /// Connection::charge_ceiling), so that they cannot take the room the API server's bodies
-  /// need. Null: nothing counted.
+  /// held_budget), so that they cannot take the room the API server's bodies need. Null:
+  /// nothing counted.
   std::atomic<std::size_t>* held = nullptr;
 
   /// The most `buffered` may reach now: the budget less what connections hold.
   std::size_t body_budget() const { return buffer_budget - std::min(load(held), buffer_budget); }
+  /// Charges `bytes` of a request body to `buffered` within body_budget(). When they do not
+  /// fit and `making_room_for` names a connection answered before, connections that can give up
+  /// their share of `held` are closed for it (make_room) while that can help.
+  bool reserve_body(Reservation& reservation, std::size_t bytes,
+                    std::optional<std::uint64_t> making_room_for);
   /// The most `held` may reach now for a connection answered before (the API server's kept-alive
   /// ones) or not: half the budget or all of it, less what bodies hold.
   std::size_t held_budget(bool answered) const {
     return std::min(answered ? buffer_budget : buffer_budget / 2,
                     buffer_budget - std::min(load(buffered), buffer_budget));
   }
-
- private:
-  static std::size_t load(const std::atomic<std::size_t>* counter) {
-    return counter != nullptr ? counter->load(std::memory_order_relaxed) : 0;
-  }
-
- public:
   /// Closes a connection of the loop, other than the one named, that holds a share of `held`
   /// it can give up (Connection::evictable or Connection::stalled); false when there is none.
   /// Unset: nothing is closed to make room.
   std::function<bool(std::uint64_t except)> make_room;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
+
+ private:
+  static std::size_t load(const std::atomic<std::size_t>* counter) {
+    return counter != nullptr ? counter->load(std::memory_order_relaxed) : 0;
+  }
 };
 
 /// The events a connection waits for (a subset of EPOLLIN | EPOLLOUT), its deadline, or that it

@@ -229,8 +229,8 @@ int Http2Session::on_header(nghttp2_session*, const nghttp2_frame* frame, const 
   session.header_bytes_ += bytes;
   if (stream->over_budget) return 0;
   // Decoded headers are request bytes held like a body: charged to the shared budget (a full
-  // budget is answered 503 once the header block ends).
-  if (!stream->reservation.grow(session.env_.buffered, session.env_.body_budget(), bytes)) {
+  // budget is answered 503 once the header block ends), room made as for a body.
+  if (!session.env_.reserve_body(stream->reservation, bytes, session.connection_id_)) {
     stream->over_budget = true;
     return 0;
   }
@@ -259,8 +259,9 @@ int Http2Session::on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t str
                        std::to_string(limits.max_body_bytes) + " bytes\n");
     return 0;
   }
-  if (!stream->reservation.grow(session.env_.buffered, session.env_.body_budget(),
-                                length * limits.body_memory_factor)) {
+  // A session that carried a stream counts as answered (Connection::stalled): room is made.
+  if (!session.env_.reserve_body(stream->reservation, length * limits.body_memory_factor,
+                                 session.connection_id_)) {
     session.refuse(stream_id, *stream, 503, "memory_budget",
                    "the webhook holds too many request bodies at once; retry\n");
     return 0;

@@ -1,12 +1,15 @@
 // HTTP/2 on the admission front end, driven by a real HTTP/2 client (curl, built with nghttp2):
 // ALPN picks h2, many requests share one connection as concurrent streams, every one is
 // answered with the handler's review, a declared body over the limit gets 413 on its stream,
-// and HTTP/1.1 clients are served as before. Then the session alone, fed by an nghttp2 client
+// and HTTP/1.1 clients are served as before; sessions that carried a stream and then hold half a
+// TLS record give up their share of the memory budget. Then the session alone, fed by an nghttp2 client
 // through memory with the clock in the test's hands: streams answered before their request is
 // complete are reset and freed, deadlines do not slide with traffic, and the decoded headers of
 // one connection have a budget.
 #include <doctest/doctest.h>
 #include <nghttp2/nghttp2.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -16,6 +19,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -396,4 +400,83 @@ TEST_CASE("http2 session: the decoded headers of one connection have a budget") 
   link.pump(client, link.t0 + link.env.limits.request_timeout);
   CHECK(link.server->idle());
   CHECK(link.buffered.load() == 0);
+}
+
+namespace {
+
+// An HTTP/2 connection over TLS to a started server: the nghttp2 client and its link.
+struct TlsSession {
+  TlsSession(const vscaler::testing::StartedServer& s)
+      : link(s.server->port(), TLS1_2_VERSION, TLS1_3_VERSION, s.ca.cert_pem(), "h2") {}
+
+  // One POST without a body (answered 400: not a review), carried to its answer; its status,
+  // 0 when the connection ended first.
+  int request() {
+    auto id = client.post({{"content-type", "application/json"}}, /*end=*/true);
+    if (!link.send(client.take())) return 0;
+    char buffer[16384];
+    while (client.seen[id].status == 0) {
+      int n = SSL_read(link.ssl(), buffer, sizeof buffer);
+      if (n <= 0) return 0;
+      client.give(std::string(buffer, static_cast<std::size_t>(n)));
+      if (std::string up = client.take(); !up.empty() && !link.send(up)) return 0;
+    }
+    return client.seen[id].status;
+  }
+
+  vscaler::testing::RawTlsClient link;
+  H2Client client;
+};
+
+}  // namespace
+
+TEST_CASE("http2: sessions answered once and stalled mid-record give up their share") {
+  // OpenSSL frees an HTTP/2 session's buffers after each record, but not while a record is
+  // half-read: four sessions that carried a stream, then began a record and trickle its bytes,
+  // fill a budget of four for the session's 300 s idle timeout. Waiting so for twice the
+  // release, they are closed to make room for a session that asks again.
+  constexpr std::size_t kUnit = vscaler::net::tls::Stream::kBufferBytes;
+  vscaler::testing::StartedServer s(
+      [](AdmissionServerOptions& options) {
+        options.max_buffered_body_bytes = 4 * kUnit;
+        options.event_loops = 1;
+        options.idle_buffer_release = std::chrono::milliseconds(50);
+      },
+      {"/mutate-deployments"});
+  auto answered = [&] {
+    auto session = std::make_unique<TlsSession>(s);
+    REQUIRE(session->link.ok());
+    REQUIRE(session->request() == 400);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return session;
+  };
+  auto api_server = answered();
+  std::vector<std::unique_ptr<TlsSession>> stalled;
+  for (int i = 0; i < 4; ++i) stalled.push_back(answered());
+  // Application data, 16 KiB announced, 3 bytes sent; then a byte every 20 ms.
+  const unsigned char record_start[] = {0x17, 0x03, 0x03, 0x40, 0x00, 'a', 'b', 'c'};
+  for (const auto& session : stalled) {
+    REQUIRE(::write(session->link.fd(), record_start, sizeof record_start) ==
+            static_cast<ssize_t>(sizeof record_start));
+  }
+  std::atomic<bool> trickling{true};
+  std::thread trickle([&] {
+    while (trickling.load()) {
+      for (const auto& session : stalled) ::send(session->link.fd(), "d", 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto metric = [&](const std::string& sample) {
+    auto text = s.registry.render();
+    auto at = text.find("\n" + sample + " ");
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + sample.size() + 2));
+  };
+  const std::string evicted = R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})";
+  CHECK(metric(evicted) == 0);
+  CHECK(api_server->request() == 400);  // read and answered, not refused 503
+  CHECK(metric(evicted) >= 1);
+  CHECK(metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0);
+  trickling.store(false);
+  trickle.join();
 }

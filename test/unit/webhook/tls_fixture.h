@@ -179,8 +179,10 @@ inline bool closed_by_peer_within(int fd, std::chrono::milliseconds timeout) {
 class RawTlsClient {
  public:
   /// Connects and handshakes with TLS versions in [min_version, max_version]; `ca_pem` empty
-  /// skips verification. Check ok() / error() afterwards.
-  RawTlsClient(int port, int min_version, int max_version, const std::string& ca_pem = {}) {
+  /// skips verification; `alpn` names the one protocol offered ("h2"), empty none. Check ok() /
+  /// error() afterwards.
+  RawTlsClient(int port, int min_version, int max_version, const std::string& ca_pem = {},
+               std::string_view alpn = {}) {
     ctx_ = SSL_CTX_new(TLS_client_method());
     // Security level 0 lets this client offer TLS 1.0/1.1, so a refusal is the server's doing.
     SSL_CTX_set_security_level(ctx_, 0);
@@ -205,6 +207,11 @@ class RawTlsClient {
     ssl_ = SSL_new(ctx_);
     SSL_set_fd(ssl_, fd_);
     SSL_set1_host(ssl_, "127.0.0.1");
+    if (!alpn.empty()) {
+      std::string protocols = std::string(1, static_cast<char>(alpn.size())) + std::string(alpn);
+      SSL_set_alpn_protos(ssl_, reinterpret_cast<const unsigned char*>(protocols.data()),
+                          static_cast<unsigned>(protocols.size()));
+    }
     if (SSL_connect(ssl_) != 1) {
       char buffer[256];
       ERR_error_string_n(ERR_get_error(), buffer, sizeof buffer);
