@@ -1,5 +1,6 @@
 #include "net/tls.h"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <sys/socket.h>
 
@@ -214,13 +215,25 @@ void Stream::shutdown() {
   ERR_clear_error();
 }
 
+namespace {
+
+// Before 3.0.14 freeing a connection's buffers could leave OpenSSL reading freed memory
+// (CVE-2024-4741). vscaler is built against 3.0.14 or later (CMakeLists.txt), but the library
+// loaded at run time may be older: then the buffers are kept, and stay charged to the budget.
+bool buffers_safe_to_free() {
+  static const bool safe = OpenSSL_version_num() >= 0x300000e0UL;  // 3.0.14
+  return safe;
+}
+
+}  // namespace
+
 bool Stream::release_buffers() {
   if (plain_) return true;
-  return SSL_free_buffers(ssl_) == 1;
+  return buffers_safe_to_free() && SSL_free_buffers(ssl_) == 1;
 }
 
 void Stream::release_buffers_after_each_record() {
-  if (plain_) return;
+  if (plain_ || !buffers_safe_to_free()) return;
   SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 
