@@ -58,9 +58,7 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
     return dispatch(id, std::move(request));
   };
   if (shared_.quick) env_.serve_here = [this](Request& request) { return serve_here(request); };
-  env_.make_room = [this](std::uint64_t except) {
-    return evict_for_newcomer(/*charged_only=*/true, except);
-  };
+  env_.make_room = [this](std::uint64_t except) { return make_room(except); };
 }
 
 EventLoop::~EventLoop() {
@@ -194,12 +192,14 @@ void EventLoop::apply(std::uint64_t id, Entry& entry, const Wait& wait) {
       timers_.insert(std::move(node));
     }
   }
+  note_charge(id, *entry.connection);
 }
 
 void EventLoop::destroy(std::uint64_t id) {
   auto found = connections_.find(id);
   if (found == connections_.end()) return;
   timers_.erase({found->second.deadline, id});
+  charged_.erase(id);
   {
     std::lock_guard lock(shared_.limiter_mutex);
     shared_.limiter.release(found->second.address);
@@ -213,31 +213,51 @@ void EventLoop::destroy(std::uint64_t id) {
 // request, or holding a connection without ever asking) is closed for the newcomer. Refusing
 // newcomers instead let a few pods holding idle or byte-a-second connections shut out everyone
 // after them, the kubelet's probes and the API server's calls included. A client that was
-// answered is never closed for another's slot (for memory only when stalled: Connection::
-// stalled); one at its per-address cap is refused, not let in.
-bool EventLoop::evict_for_newcomer(bool charged_only, std::uint64_t except) {
+// answered is never closed for another's slot; one at its per-address cap is refused, not let
+// in.
+bool EventLoop::evict_for_newcomer() {
   constexpr int kLooked = 256;
   int looked = 0;
-  const Clock::time_point now = Clock::now();
   for (auto it = timers_.begin(); it != timers_.end() && looked < kLooked; ++it, ++looked) {
     auto found = connections_.find(it->second);
-    if (found == connections_.end() || it->second == except) continue;
-    const Connection& connection = *found->second.connection;
-    // For memory: a connection holding a share, and not one reading a body (likely the API
-    // server's first request on a new connection, and its body holds no share to give); or a
-    // stalled one, answered before but holding its share for a request that does not come.
-    bool candidate =
-        charged_only
-            ? connection.charged_bytes() > 0 &&
-                  ((connection.evictable() && connection.phase() != Connection::Phase::kBody) ||
-                   connection.stalled(now))
-            : connection.evictable();
-    if (!candidate) continue;
+    if (found == connections_.end() || !found->second.connection->evictable()) continue;
     shared_.rejected->with({"evicted_at_capacity"}).inc();
     destroy(it->second);
     return true;
   }
   return false;
+}
+
+// Among the connections holding a share of ConnectionEnv::held (charged_, a few hundred at
+// most: the budget over a connection's buffers), the one due first that can give it up: never
+// served and not reading a body (likely the API server's first request on a new connection,
+// whose body holds no share to give), or stalled (answered, holding its share for a request that
+// does not come). Looking only at the first timers, as evict_for_newcomer does, would let a client
+// hide stalled connections behind a few hundred idle ones due earlier.
+bool EventLoop::make_room(std::uint64_t except) {
+  const Clock::time_point now = Clock::now();
+  std::optional<std::pair<Clock::time_point, std::uint64_t>> first;
+  for (std::uint64_t id : charged_) {
+    auto found = connections_.find(id);
+    if (found == connections_.end() || id == except) continue;
+    const Connection& connection = *found->second.connection;
+    bool gives_up = (connection.evictable() && connection.phase() != Connection::Phase::kBody) ||
+                    connection.stalled(now);
+    std::pair<Clock::time_point, std::uint64_t> due{found->second.deadline, id};
+    if (gives_up && (!first || due < *first)) first = due;
+  }
+  if (!first) return false;
+  shared_.rejected->with({"evicted_at_capacity"}).inc();
+  destroy(first->second);
+  return true;
+}
+
+void EventLoop::note_charge(std::uint64_t id, const Connection& connection) {
+  if (connection.charged_bytes() > 0) {
+    charged_.insert(id);
+  } else {
+    charged_.erase(id);
+  }
 }
 
 void EventLoop::accept_all(Clock::time_point now) {
@@ -309,6 +329,7 @@ void EventLoop::accept_all(Clock::time_point now) {
     entry.events = first.events;
     entry.deadline = first.deadline;
     timers_.insert({entry.deadline, id});
+    note_charge(id, *entry.connection);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -98,10 +99,14 @@ class EventLoop {
   void apply(std::uint64_t id, Entry& entry, const Wait& wait);
   void destroy(std::uint64_t id);
   // Closes the never-served connection due first (among the first 256 timers), to make room
-  // for a newcomer; with `charged_only`, one holding a share of ConnectionEnv::held that it can
-  // give up (the newcomer needs bytes, not a slot): never served, or stalled (Connection::
-  // stalled). Never `except` (the connection asking for room). False when none was found.
-  bool evict_for_newcomer(bool charged_only = false, std::uint64_t except = 0);
+  // for a newcomer at the connection cap. False when none was found.
+  bool evict_for_newcomer();
+  // ConnectionEnv::make_room: closes the connection due first among those holding a share of
+  // ConnectionEnv::held that can give it up (never served, or stalled: Connection::stalled),
+  // never `except` (the one asking for room). False when none was found.
+  bool make_room(std::uint64_t except);
+  // Keeps charged_ current after a call on the connection (its charge may have changed).
+  void note_charge(std::uint64_t id, const Connection& connection);
   void accept_all(Clock::time_point now);
   void set_accepting(bool on);
   void release_listener();
@@ -120,6 +125,8 @@ class EventLoop {
   // Loop thread only.
   std::unordered_map<std::uint64_t, Entry> connections_;
   std::set<std::pair<Clock::time_point, std::uint64_t>> timers_;
+  // The connections holding a share of ConnectionEnv::held (see make_room).
+  std::unordered_set<std::uint64_t> charged_;
   std::vector<std::uint64_t> again_;  // connections to call again next turn (Wait::again)
   std::uint64_t next_id_ = 2;
   std::optional<Clock::time_point> accept_resume_;

@@ -804,61 +804,88 @@ TEST_CASE("front end: a record begun on a connection idle past its buffer releas
 
 TEST_CASE("front end: connections answered once and stalled mid-record give up their share") {
   // A client answered once (a 404 will do) may charge the whole budget, and one holding half a
-  // TLS record keeps its buffers past the idle release: four such connections fill a budget of
-  // four, though each sends another byte of its record more often than the release. Waiting so
+  // TLS record keeps its buffers past the idle release: 40 such connections fill a budget of
+  // 40, though each sends another byte of its record more often than the release. Waiting so
   // for twice the release, they are closed to make room: for the next request of a connection
   // answered before (the API server's kept-alive one, charged again after its release: one for
   // its buffers, one for its body), then for a newcomer, which may use only the budget's first
-  // half (two more; a third when the kept-alive connection has not freed its buffers yet).
-  constexpr std::size_t kUnit = vscaler::net::tls::Stream::kBufferBytes;
+  // half (19 more; 20 when the kept-alive connection has not freed its buffers yet). Then 40
+  // quiet ones, behind 260 idle connections due before them that hold nothing, are found too.
+  constexpr std::size_t kUnits = 40;
+  constexpr std::size_t kIdle = 260;
   Server s([](AdmissionServerOptions& options) {
-    options.max_buffered_body_bytes = 4 * kUnit;
+    options.max_buffered_body_bytes = kUnits * vscaler::net::tls::Stream::kBufferBytes;
     options.event_loops = 1;
     options.idle_buffer_release = 50ms;
   });
-  auto answered = [&](const std::string& uid) {
-    auto client = s.connect();
-    REQUIRE(client->ok());
-    REQUIRE(client->send(review_request("/allow", uid, 10)));
-    REQUIRE(client->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  // `count` connections answered once, 15 at a time (a newcomer may use only the first half of
+  // the budget, and an answered connection holds its buffers until its release).
+  auto answered = [&](std::size_t count) {
+    std::vector<std::unique_ptr<RawTlsClient>> clients;
+    for (std::size_t i = 0; i < count; ++i) {
+      clients.push_back(s.connect());
+      REQUIRE(clients.back()->ok());
+      REQUIRE(clients.back()->send(review_request("/allow", "u" + std::to_string(i), 10)));
+      REQUIRE(clients.back()->read_response().rfind("HTTP/1.1 200", 0) == 0);
+      if (i % 15 == 14) std::this_thread::sleep_for(60ms);
+    }
     std::this_thread::sleep_for(200ms);  // 4 times idle_buffer_release: released, uncharged
-    return client;
+    return clients;
   };
-  auto api_server = answered("api");
-  std::vector<std::unique_ptr<RawTlsClient>> stalled;
-  for (int i = 0; i < 4; ++i) stalled.push_back(answered("s" + std::to_string(i)));
   // Application data, 16 KiB announced, 3 bytes sent: charged again before the read, and kept,
-  // since OpenSSL cannot free buffers holding a record begun; then a byte every 20 ms.
-  const unsigned char record_start[] = {0x17, 0x03, 0x03, 0x40, 0x00, 'a', 'b', 'c'};
-  for (const auto& client : stalled) {
-    REQUIRE(::write(client->fd(), record_start, sizeof record_start) ==
-            static_cast<ssize_t>(sizeof record_start));
-  }
-  std::atomic<bool> trickling{true};
-  std::thread trickle([&] {
-    while (trickling.load()) {
-      for (const auto& client : stalled) ::send(client->fd(), "d", 1, MSG_NOSIGNAL);
+  // since OpenSSL cannot free buffers holding a record begun.
+  auto begin_records = [](const std::vector<std::unique_ptr<RawTlsClient>>& clients) {
+    const unsigned char record_start[] = {0x17, 0x03, 0x03, 0x40, 0x00, 'a', 'b', 'c'};
+    for (const auto& client : clients) {
+      REQUIRE(::write(client->fd(), record_start, sizeof record_start) ==
+              static_cast<ssize_t>(sizeof record_start));
+    }
+  };
+  auto evicted = [&] {
+    return s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
+  };
+  auto open = [&] { return s.metric("vscaler_webhook_open_connections"); };
+  auto api_server = answered(1);
+  auto idle = answered(kIdle);
+
+  auto trickling = answered(kUnits);
+  begin_records(trickling);
+  std::atomic<bool> more{true};
+  std::thread trickle([&] {  // a byte every 20 ms
+    while (more.load()) {
+      for (const auto& client : trickling) ::send(client->fd(), "d", 1, MSG_NOSIGNAL);
       std::this_thread::sleep_for(20ms);
     }
   });
   std::this_thread::sleep_for(500ms);  // 5 times the 100 ms they may wait
-  auto evicted = [&] {
-    return s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})");
-  };
   CHECK(evicted() == 0);
-  CHECK(s.metric("vscaler_webhook_open_connections") == 5);
+  CHECK(open() == 1 + kIdle + kUnits);
   // The kept-alive connection's next request: stalled connections make room for it.
-  REQUIRE(api_server->send(review_request("/allow", "api-2", 10)));
-  CHECK(api_server->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  REQUIRE(api_server[0]->send(review_request("/allow", "api-2", 10)));
+  CHECK(api_server[0]->read_response().rfind("HTTP/1.1 200", 0) == 0);
   CHECK(evicted() == 2);
   CHECK(s.review() == "HTTP/1.1 200 OK");
-  CHECK(evicted() >= 3);
+  CHECK(evicted() >= 2 + 19);
   CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="memory_budget"})") == 0);
-  trickling.store(false);
+  more.store(false);
   trickle.join();
-  int closed = 0;
-  for (const auto& client : stalled) closed += closed_by_peer_within(client->fd(), 1s) ? 1 : 0;
+  // Only stalled connections went: the idle ones and the kept-alive one are all open.
+  CHECK(vscaler::testing::eventually([&] { return open() == 1 + kIdle + kUnits - evicted(); }));
+  int closed = 0;  // closed by the server already: their end of file is there
+  for (const auto& client : trickling) closed += closed_by_peer_within(client->fd(), 10ms) ? 1 : 0;
   CHECK(closed == evicted());
+  trickling.clear();
+  REQUIRE(vscaler::testing::eventually([&] { return open() == 1 + kIdle; }));
+
+  // Quiet ones, due after the idle connections: the kept-alive one's next request finds them.
+  const double before = evicted();
+  auto quiet = answered(kUnits);
+  begin_records(quiet);
+  std::this_thread::sleep_for(500ms);
+  REQUIRE(api_server[0]->send(review_request("/allow", "api-3", 10)));
+  CHECK(api_server[0]->read_response().rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(evicted() == before + 2);
+  CHECK(open() == 1 + kIdle + kUnits - 2);
 }
 
 TEST_CASE("front end: a malformed head is answered 400 and the connection closed") {
