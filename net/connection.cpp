@@ -71,7 +71,7 @@ bool ConnectionEnv::reserve_body(Reservation& reservation, std::size_t bytes,
     // when other bodies alone leave too little, which no closing changes.
     const std::size_t bodies = std::min(load(buffered), buffer_budget);
     if (!making_room_for || !make_room || bytes > buffer_budget - bodies ||
-        !make_room(*making_room_for)) {
+        !make_room(*making_room_for, buffer_budget - bodies - bytes)) {
       return false;
     }
   }
@@ -109,14 +109,26 @@ bool Connection::evictable() const {
 }
 
 bool Connection::stalled(Clock::time_point now) const {
-  const bool answered = requests_ > 0 || (http2_ && http2_->ever_used());
-  if (!answered || charged_bytes() == 0 || waiting_since_ == Clock::time_point{}) return false;
-  const bool waiting = phase_ == Phase::kIdle || phase_ == Phase::kHead ||
-                       (phase_ == Phase::kHttp2 && http2_->idle());
+  if (charged_bytes() == 0) return false;
   // Twice the release: a kept-alive connection frees its buffers after one, and a request of
   // the API server's arrives whole within milliseconds of its first byte. Bytes that finish
-  // no record do not count: a client sending one every so often stalls all the same.
-  return waiting && now - waiting_since_ >= 2 * env_.limits.idle_buffer_release;
+  // no request do not count: a client sending one every so often stalls all the same.
+  const auto patience = 2 * env_.limits.idle_buffer_release;
+  switch (phase_) {
+    case Phase::kIdle:
+      // Charged after a release that could not free its buffers (a record begun): a
+      // connection whose release is only late (a busy loop) is not taken for one.
+      return requests_ > 0 && kept_through_release_ && now - waiting_since_ >= patience;
+    case Phase::kHead:
+      return requests_ > 0 && now - request_start_ >= patience;
+    case Phase::kHttp2:
+      // No stream at a worker or being answered: waiting since its charge was taken or its
+      // last request went to a worker, whatever records it sends (PINGs, half a HEADERS).
+      return http2_->ever_used() && !http2_->serving() &&
+             now - std::max(waiting_since_, http2_->last_dispatch()) >= patience;
+    default:
+      return false;
+  }
 }
 
 Wait Connection::on_ready(std::uint32_t events, Clock::time_point now) {
@@ -191,10 +203,11 @@ Wait Connection::http2_step(Clock::time_point now) {
       return close();
     }
     // The read may allocate OpenSSL's buffers: charged first (given back below once freed).
+    const bool fresh_charge = buffers_charge_.bytes() == 0;
     if (!charge_buffers()) return close("memory_budget");
+    if (fresh_charge) waiting_since_ = now;  // see stalled()
     tls::Io io = stream_.read(in_, 64 * 1024);
     if (io == tls::Io::kDone) {
-      waiting_since_ = {};  // a whole record: the client is not holding one half-sent
       bool fine = http2_->receive(in_, now);
       in_.clear();
       if (!fine) {
@@ -211,12 +224,9 @@ Wait Connection::http2_step(Clock::time_point now) {
       // free means uncharged; a record left half-sent keeps them, and the charge.
       // Kept while streams are open (a body under way must not lose its room to another
       // loop) and until the session carried one (a new connection keeps the room it made).
-      if (io == tls::Io::kWantRead && http2_->ever_used() && http2_->idle()) {
-        if (stream_.release_buffers()) {
-          buffers_charge_.reset();
-        } else if (waiting_since_ == Clock::time_point{}) {
-          waiting_since_ = now;  // idle, holding a record begun (Connection::stalled)
-        }
+      if (io == tls::Io::kWantRead && http2_->ever_used() && http2_->idle() &&
+          stream_.release_buffers()) {
+        buffers_charge_.reset();
       }
       return wait_for(io, http2_->deadline());
     }
@@ -313,7 +323,7 @@ Wait Connection::read_request(Clock::time_point now) {
         return refuse(503, "memory_budget",
                       "the webhook holds too many connections at once; retry\n", now);
       }
-      waiting_since_ = now;  // a request begins to arrive: waited for from here (stalled)
+      waiting_since_ = now;  // a request begins to arrive: waited for from here (stalled())
     }
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
@@ -424,7 +434,9 @@ Wait Connection::after_write(Clock::time_point now) {
       ++requests_;
       phase_ = Phase::kIdle;
       deadline_ = now + env_.limits.keep_alive_timeout;
-      waiting_since_ = now;  // for its next request, holding its buffers (stalled)
+      waiting_since_ = now;  // for its next request, holding its buffers (stalled())
+      kept_through_release_ = false;
+      buffers_held_ = false;  // a new idle spell: wait_idle sets its release
       release_if_large(in_);
       // Nothing read ahead (the usual case: the client waited for this answer): wait for the
       // socket instead of a read(2) that finds it empty.
@@ -486,7 +498,11 @@ Wait Connection::on_deadline(Clock::time_point now) {
         // Idle for idle_buffer_release: most keep-alive connections stay so for long; they hold
         // no buffer while they do (in kIdle nothing is read ahead: in_ is empty).
         buffers_held_ = false;
-        if (stream_.release_buffers()) buffers_charge_.reset();  // charged again on a new request
+        if (stream_.release_buffers()) {
+          buffers_charge_.reset();  // charged again on a new request
+        } else {
+          kept_through_release_ = buffers_charge_.bytes() > 0;  // a record begun (stalled())
+        }
         if (in_.empty()) std::string().swap(in_);
         std::string().swap(spare_body_);
         return Wait{EPOLLIN, deadline_, false};
@@ -517,7 +533,9 @@ bool Connection::charge_buffers() {
     // each closed frees at least a connection's buffers, and none is closed twice. Closing
     // lowers what connections hold, not what bodies do: when bodies alone leave too little,
     // none is closed in vain.
-    if (charge_ceiling() < tls::Stream::kBufferBytes || !env_.make_room || !env_.make_room(id_)) {
+    const std::size_t ceiling = charge_ceiling();
+    if (ceiling < tls::Stream::kBufferBytes || !env_.make_room ||
+        !env_.make_room(id_, ceiling - tls::Stream::kBufferBytes)) {
       return false;
     }
   }
@@ -547,8 +565,11 @@ Wait Connection::wait_for(tls::Io io, Clock::time_point deadline) {
 }
 
 Wait Connection::wait_idle(Clock::time_point now) {
+  // The wake-up is set once: bytes of a record that do not finish it (a byte every few ms) do
+  // not put the release off.
+  if (!buffers_held_) release_at_ = now + env_.limits.idle_buffer_release;
   buffers_held_ = true;
-  return Wait{EPOLLIN, std::min(deadline_, now + env_.limits.idle_buffer_release), false};
+  return Wait{EPOLLIN, std::min(deadline_, release_at_), false};
 }
 
 Wait Connection::close(std::string_view reason) {

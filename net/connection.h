@@ -146,9 +146,10 @@ struct ConnectionEnv {
                     buffer_budget - std::min(load(buffered), buffer_budget));
   }
   /// Closes a connection of the loop, other than the one named, that holds a share of `held`
-  /// it can give up (Connection::evictable or Connection::stalled); false when there is none.
+  /// it can give up (Connection::evictable or Connection::stalled), when closing all such could
+  /// bring `held` to at most the second argument; false when it could not, or none is left.
   /// Unset: nothing is closed to make room.
-  std::function<bool(std::uint64_t except)> make_room;
+  std::function<bool(std::uint64_t except, std::size_t held_at_most)> make_room;
   /// True once the server is stopping: responses close their connections.
   bool stopping = false;
 
@@ -220,13 +221,14 @@ class Connection {
   /// only when stalled).
   bool evictable() const;
   /// It was answered before and has held a share of ConnectionEnv::held, waiting for a request
-  /// that does not come whole, for twice idle_buffer_release: idle or in a head (a TLS record
-  /// or a head begun and never finished; bytes that finish no record do not count), or an
-  /// HTTP/2 session without streams that could not free its buffers. The API server sends each
-  /// request whole, so its connections never are. Such a connection may be closed to make room,
-  /// as one never answered may: a client answered once (a 404 will do) would otherwise hold its
-  /// share for the keep-alive (30 s; an HTTP/2 session 300 s), and a thousand such connections
-  /// the whole budget.
+  /// that does not come whole, for twice idle_buffer_release: idle past a release that could
+  /// not free its buffers (a TLS record begun and never finished), in a head, or an HTTP/2
+  /// session with no stream at a worker or being answered (PINGs or half a HEADERS do not
+  /// count). Bytes that finish no request do not count. The API server sends each request
+  /// whole, so its connections never are. Such a connection may be closed to make room, as one
+  /// never answered may: a client answered once (a 404 will do) would otherwise hold its share
+  /// for the keep-alive (30 s; an HTTP/2 session 300 s, or for good), and a thousand such
+  /// connections the whole budget.
   bool stalled(Clock::time_point now) const;
 
  private:
@@ -273,10 +275,12 @@ class Connection {
   std::string spare_body_;
   // What the response asked to be freed once written (http::Response::free_after_write).
   std::shared_ptr<void> free_after_write_;
-  bool buffers_held_ = false;  // kIdle: buffers not yet freed (wait_idle set a wake-up)
-  // Since when it holds a charge waiting for a request (kIdle, kHead, an idle HTTP/2 session
-  // holding a record begun): see stalled(). {}: not waiting.
+  bool buffers_held_ = false;       // kIdle: buffers not yet freed (wait_idle set a wake-up)
+  Clock::time_point release_at_{};  // kIdle: when the buffers are freed (wait_idle)
+  // Since when it waits for a request holding a charge: kIdle, from its last answer or the
+  // charge taken again after a release; HTTP/2, from the charge taken (see stalled()).
   Clock::time_point waiting_since_{};
+  bool kept_through_release_ = false;  // kIdle: a release could not free its buffers
   http::RequestHead head_;
   std::size_t head_bytes_ = 0;
   std::size_t head_scanned_ = 0;  ///< http::parse_head's resume point in `in_` for this head

@@ -58,7 +58,9 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
     return dispatch(id, std::move(request));
   };
   if (shared_.quick) env_.serve_here = [this](Request& request) { return serve_here(request); };
-  env_.make_room = [this](std::uint64_t except) { return make_room(except); };
+  env_.make_room = [this](std::uint64_t except, std::size_t held_at_most) {
+    return make_room(except, held_at_most);
+  };
 }
 
 EventLoop::~EventLoop() {
@@ -233,20 +235,26 @@ bool EventLoop::evict_for_newcomer() {
 // served and not reading a body (likely the API server's first request on a new connection,
 // whose body holds no share to give), or stalled (answered, holding its share for a request that
 // does not come). Looking only at the first timers, as evict_for_newcomer does, would let a client
-// hide stalled connections behind a few hundred idle ones due earlier.
-bool EventLoop::make_room(std::uint64_t except) {
+// hide stalled connections behind a few hundred idle ones due earlier. None is closed when
+// closing all of them would not bring `held` down to `held_at_most`: the asker is refused
+// anyway, and the API server's handshakes under way would have gone for nothing.
+bool EventLoop::make_room(std::uint64_t except, std::size_t held_at_most) {
   const Clock::time_point now = Clock::now();
   std::optional<std::pair<Clock::time_point, std::uint64_t>> first;
+  std::size_t can_give = 0;
   for (std::uint64_t id : charged_) {
     auto found = connections_.find(id);
     if (found == connections_.end() || id == except) continue;
     const Connection& connection = *found->second.connection;
     bool gives_up = (connection.evictable() && connection.phase() != Connection::Phase::kBody) ||
                     connection.stalled(now);
+    if (!gives_up) continue;
+    can_give += connection.charged_bytes();
     std::pair<Clock::time_point, std::uint64_t> due{found->second.deadline, id};
-    if (gives_up && (!first || due < *first)) first = due;
+    if (!first || due < *first) first = due;
   }
-  if (!first) return false;
+  const std::size_t held = env_.held != nullptr ? env_.held->load(std::memory_order_relaxed) : 0;
+  if (!first || held > held_at_most + can_give) return false;
   shared_.rejected->with({"evicted_at_capacity"}).inc();
   destroy(first->second);
   return true;

@@ -103,8 +103,9 @@ class EventLoop {
   bool evict_for_newcomer();
   // ConnectionEnv::make_room: closes the connection due first among those holding a share of
   // ConnectionEnv::held that can give it up (never served, or stalled: Connection::stalled),
-  // never `except` (the one asking for room). False when none was found.
-  bool make_room(std::uint64_t except);
+  // never `except` (the one asking for room), when closing all of them could bring `held` to
+  // `held_at_most`. False when none was closed.
+  bool make_room(std::uint64_t except, std::size_t held_at_most);
   // Keeps charged_ current after a call on the connection (its charge may have changed).
   void note_charge(std::uint64_t id, const Connection& connection);
   void accept_all(Clock::time_point now);

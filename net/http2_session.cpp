@@ -155,6 +155,11 @@ void Http2Session::stop(Clock::time_point now) {
   nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
 }
 
+bool Http2Session::serving() const {
+  return std::any_of(streams_.begin(), streams_.end(),
+                     [](const auto& entry) { return entry.second.dispatched; });
+}
+
 Clock::time_point Http2Session::deadline() const {
   Clock::time_point earliest = Clock::time_point::max();
   for (const auto& [id, stream] : streams_) earliest = std::min(earliest, deadline_of(stream));
@@ -316,6 +321,7 @@ void Http2Session::complete(std::int32_t stream_id, Stream& stream) {
   stream.head = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
   stream.body = std::string();
   stream.dispatched = true;
+  last_dispatch_ = now_;
   if (!env_.dispatch(connection_id_, std::move(request))) {
     env_.rejected->with({"overloaded"}).inc();
     submit(

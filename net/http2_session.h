@@ -82,6 +82,10 @@ class Http2Session {
   /// True when the client has opened a stream on this connection (it is a client that sends
   /// requests, not one that only holds a connection).
   bool ever_used() const { return streams_started_ > 0; }
+  /// True while some stream's request is at a worker or its answer is being sent.
+  bool serving() const;
+  /// When a request last went to a worker ({} before the first).
+  Clock::time_point last_dispatch() const { return last_dispatch_; }
 
  private:
   struct Stream {
@@ -143,6 +147,7 @@ class Http2Session {
   nghttp2_session* session_ = nullptr;
   std::map<std::int32_t, Stream> streams_;
   std::size_t streams_started_ = 0;
+  Clock::time_point last_dispatch_{};
   std::size_t header_bytes_ = 0;  // decoded header bytes of the streams in streams_
   Clock::time_point now_;         // the time of the latest call from the connection
   Clock::time_point last_activity_;
