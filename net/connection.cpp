@@ -116,9 +116,14 @@ bool Connection::stalled(Clock::time_point now) const {
   const auto patience = 2 * env_.limits.idle_buffer_release;
   switch (phase_) {
     case Phase::kIdle:
-      // Charged after a release that could not free its buffers (a record begun): a
-      // connection whose release is only late (a busy loop) is not taken for one.
-      return requests_ > 0 && kept_through_release_ && now - waiting_since_ >= patience;
+      // Idle since its last answer, and charged through a release that could not free its
+      // buffers (a record begun), or charged again in that spell at least a release ago: a
+      // client sending a whole record with no request in it (an empty one, a KeyUpdate) before
+      // each release holds its share as surely. Neither a connection whose release is only late
+      // (a busy loop) nor one whose request is arriving (it does within milliseconds) is.
+      return requests_ > 0 && now - waiting_since_ >= patience &&
+             (kept_through_release_ || (recharged_at_ != Clock::time_point{} &&
+                                        now - recharged_at_ >= env_.limits.idle_buffer_release));
     case Phase::kHead:
       return requests_ > 0 && now - request_start_ >= patience;
     case Phase::kHttp2:
@@ -156,6 +161,7 @@ Wait Connection::advance(Clock::time_point now) {
           http2_ = std::make_unique<Http2Session>(id_, env_, now);
           if (!http2_->ok()) return close("http2_session");
           phase_ = Phase::kHttp2;
+          waiting_since_ = now;  // charged since accept (see stalled())
           return http2_step(now);
         }
         phase_ = Phase::kIdle;
@@ -323,7 +329,7 @@ Wait Connection::read_request(Clock::time_point now) {
         return refuse(503, "memory_budget",
                       "the webhook holds too many connections at once; retry\n", now);
       }
-      waiting_since_ = now;  // a request begins to arrive: waited for from here (stalled())
+      if (recharged_at_ == Clock::time_point{}) recharged_at_ = now;  // see stalled()
     }
     tls::Io io = stream_.read(in_, limit - in_.size());
     if (io == tls::Io::kDone) continue;
@@ -436,6 +442,7 @@ Wait Connection::after_write(Clock::time_point now) {
       deadline_ = now + env_.limits.keep_alive_timeout;
       waiting_since_ = now;  // for its next request, holding its buffers (stalled())
       kept_through_release_ = false;
+      recharged_at_ = {};
       buffers_held_ = false;  // a new idle spell: wait_idle sets its release
       release_if_large(in_);
       // Nothing read ahead (the usual case: the client waited for this answer): wait for the
@@ -498,11 +505,11 @@ Wait Connection::on_deadline(Clock::time_point now) {
         // Idle for idle_buffer_release: most keep-alive connections stay so for long; they hold
         // no buffer while they do (in kIdle nothing is read ahead: in_ is empty).
         buffers_held_ = false;
-        if (stream_.release_buffers()) {
-          buffers_charge_.reset();  // charged again on a new request
-        } else {
-          kept_through_release_ = buffers_charge_.bytes() > 0;  // a record begun (stalled())
-        }
+        const bool released = stream_.release_buffers();
+        if (released) buffers_charge_.reset();  // charged again on a new request
+        // A record begun keeps them (stalled()); not an OpenSSL that may not free them at all.
+        kept_through_release_ =
+            !released && tls::Stream::buffers_freeable() && buffers_charge_.bytes() > 0;
         if (in_.empty()) std::string().swap(in_);
         std::string().swap(spare_body_);
         return Wait{EPOLLIN, deadline_, false};

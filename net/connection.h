@@ -135,7 +135,8 @@ struct ConnectionEnv {
   /// The most `buffered` may reach now: the budget less what connections hold.
   std::size_t body_budget() const { return buffer_budget - std::min(load(held), buffer_budget); }
   /// Charges `bytes` of a request body to `buffered` within body_budget(). When they do not
-  /// fit and `making_room_for` names a connection answered before, connections that can give up
+  /// fit and `making_room_for` names a connection answered before (an HTTP/2 session once it
+  /// carried a stream, this one included), connections that can give up
   /// their share of `held` are closed for it (make_room) while that can help.
   bool reserve_body(Reservation& reservation, std::size_t bytes,
                     std::optional<std::uint64_t> making_room_for);
@@ -146,7 +147,8 @@ struct ConnectionEnv {
                     buffer_budget - std::min(load(buffered), buffer_budget));
   }
   /// Closes a connection of the loop, other than the one named, that holds a share of `held`
-  /// it can give up (Connection::evictable or Connection::stalled), when closing all such could
+  /// it can give up (Connection::evictable but not reading a body, or Connection::stalled),
+  /// when closing all such could
   /// bring `held` to at most the second argument; false when it could not, or none is left.
   /// Unset: nothing is closed to make room.
   std::function<bool(std::uint64_t except, std::size_t held_at_most)> make_room;
@@ -222,10 +224,12 @@ class Connection {
   bool evictable() const;
   /// It was answered before and has held a share of ConnectionEnv::held, waiting for a request
   /// that does not come whole, for twice idle_buffer_release: idle past a release that could
-  /// not free its buffers (a TLS record begun and never finished), in a head, or an HTTP/2
-  /// session with no stream at a worker or being answered (PINGs or half a HEADERS do not
-  /// count). Bytes that finish no request do not count. The API server sends each request
-  /// whole, so its connections never are. Such a connection may be closed to make room, as one
+  /// not free its buffers (a TLS record begun and never finished) or charged again without a
+  /// request for a release, in a head, or an HTTP/2 session with no stream at a worker or being
+  /// answered (PINGs or half a HEADERS do not count). Bytes that finish no request do not count.
+  /// The API server sends each request whole, so its connections never are (but for an HTTP/2
+  /// upload of over a second with nothing else at a worker). A connection reading a body never
+  /// is: it is cut at request_timeout. Such a connection may be closed to make room, as one
   /// never answered may: a client answered once (a 404 will do) would otherwise hold its share
   /// for the keep-alive (30 s; an HTTP/2 session 300 s, or for good), and a thousand such
   /// connections the whole budget.
@@ -277,10 +281,11 @@ class Connection {
   std::shared_ptr<void> free_after_write_;
   bool buffers_held_ = false;       // kIdle: buffers not yet freed (wait_idle set a wake-up)
   Clock::time_point release_at_{};  // kIdle: when the buffers are freed (wait_idle)
-  // Since when it waits for a request holding a charge: kIdle, from its last answer or the
-  // charge taken again after a release; HTTP/2, from the charge taken (see stalled()).
+  // Since when it waits for a request holding a charge: kIdle, from its last answer; HTTP/2,
+  // from the handshake or the charge taken again after a release (see stalled()).
   Clock::time_point waiting_since_{};
   bool kept_through_release_ = false;  // kIdle: a release could not free its buffers
+  Clock::time_point recharged_at_{};   // kIdle: first charged again after a release, this spell
   http::RequestHead head_;
   std::size_t head_bytes_ = 0;
   std::size_t head_scanned_ = 0;  ///< http::parse_head's resume point in `in_` for this head

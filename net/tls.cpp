@@ -215,25 +215,30 @@ void Stream::shutdown() {
   ERR_clear_error();
 }
 
-namespace {
-
-// Before 3.0.14 freeing a connection's buffers could leave OpenSSL reading freed memory
-// (CVE-2024-4741). vscaler is built against 3.0.14 or later (CMakeLists.txt), but the library
-// loaded at run time may be older: then the buffers are kept, and stay charged to the budget.
-bool buffers_safe_to_free() {
-  static const bool safe = OpenSSL_version_num() >= 0x300000e0UL;  // 3.0.14
-  return safe;
+bool Stream::buffers_freeable() {
+  // Freeing a connection's buffers could leave OpenSSL reading freed memory (CVE-2024-4741)
+  // before 3.0.14, 3.1.6, 3.2.2 and 3.3.1: under those the buffers are kept, and stay charged
+  // to the budget. (A distribution that backported the fix to an older version is not told
+  // apart.) OpenSSL 3's version number is 0xMNN00PP0.
+  static const bool freeable = [] {
+    const unsigned long version = OpenSSL_version_num();
+    const unsigned long major = version >> 28;
+    const unsigned long minor = (version >> 20) & 0xff;
+    const unsigned long patch = (version >> 4) & 0xff;
+    if (major != 3) return major > 3;
+    static constexpr unsigned long kFixedPatch[] = {14, 6, 2, 1};  // 3.0 .. 3.3
+    return minor >= 4 || patch >= kFixedPatch[minor];
+  }();
+  return freeable;
 }
-
-}  // namespace
 
 bool Stream::release_buffers() {
   if (plain_) return true;
-  return buffers_safe_to_free() && SSL_free_buffers(ssl_) == 1;
+  return buffers_freeable() && SSL_free_buffers(ssl_) == 1;
 }
 
 void Stream::release_buffers_after_each_record() {
-  if (plain_ || !buffers_safe_to_free()) return;
+  if (plain_ || !buffers_freeable()) return;
   SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
 }
 

@@ -78,6 +78,9 @@ class Stream {
   /// Buffers are kept between records otherwise: allocating and freeing them for every request
   /// was 5 % of the server's CPU (see make_server_context).
   bool release_buffers();
+  /// False when the OpenSSL loaded at run time must not free buffers (CVE-2024-4741): then
+  /// release_buffers() never frees them.
+  static bool buffers_freeable();
   /// Makes OpenSSL free the buffers after every record again (SSL_MODE_RELEASE_BUFFERS), for a
   /// connection the caller does not release itself (HTTP/2, whose sessions idle on their own).
   void release_buffers_after_each_record();
