@@ -102,7 +102,8 @@ class EventLoop {
   // for a newcomer at the connection cap. False when none was found.
   bool evict_for_newcomer();
   // ConnectionEnv::make_room: closes the connection due first among those holding a share of
-  // ConnectionEnv::held that can give it up (never served, or stalled: Connection::stalled),
+  // ConnectionEnv::held that can give it up (never served and not reading a body, or stalled:
+  // Connection::stalled),
   // never `except` (the one asking for room), when closing all of them could bring `held` to
   // `held_at_most`. False when none was closed.
   bool make_room(std::uint64_t except, std::size_t held_at_most);
