@@ -9,7 +9,11 @@
 #                       and (rows "front end alone") its front end answering the nginx peer's
 #                       fixed body without parsing or handling the review (--answer fixed): the
 #                       same event loops, TLS and HTTP/1.1 reading the whole body, so the gap to
-#                       nginx splits between the network layer and the review's own work;
+#                       nginx splits between the network layer and the review's own work; and
+#                       (rows "review parsed, no handler work") the whole server path with a hook
+#                       that allows everything (--answer allow): the review parsed and validated
+#                       whole (DESIGN: malformed JSON gets 400), its uid echoed, so the review's
+#                       work splits between that parse and the Deployment hook's work after it;
 #   nginx               the Debian package, a foreground process configured in a temp dir, taking
 #                       the same POST bodies (read and discarded) and returning a small fixed body:
 #                       the physical-limit reference for TLS + HTTP on this machine;
@@ -86,6 +90,10 @@ echo $! >"$tmp/vscaler-recommended.pid"
   2>"$tmp/vscaler-front-end.log" &
 pids+=($!)
 echo $! >"$tmp/vscaler-front-end.pid"
+"$server" --cert-dir "$tmp/certs" --port-file "$tmp/vscaler-parsed.port" --answer allow \
+  2>"$tmp/vscaler-parsed.log" &
+pids+=($!)
+echo $! >"$tmp/vscaler-parsed.pid"
 "$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
   2>"$tmp/controller-runtime.log" &
 pids+=($!)
@@ -127,6 +135,7 @@ echo $! >"$tmp/nginx.pid"
 wait_port "$tmp/vscaler.port"
 wait_port "$tmp/vscaler-recommended.port"
 wait_port "$tmp/vscaler-front-end.port"
+wait_port "$tmp/vscaler-parsed.port"
 wait_port "$tmp/controller-runtime.port"
 for i in $(seq 100); do
   (exec 3<>"/dev/tcp/127.0.0.1/$nginx_port") 2>/dev/null && break
@@ -173,7 +182,7 @@ measure() {
       {
         for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
         conns = c == 1 ? "1 conn" : c " conns"
-        goal = name == "vscaler-front-end" ? "" : "; goal >= 0.75x nginx"
+        goal = name == "vscaler-front-end" || name == "vscaler-parsed" ? "" : "; goal >= 0.75x nginx"
         printf "rate%s\t20 KB UPDATE review over TLS, %s (reviews/s, client and server share 2 cores%s)\t%s\n", c, conns, goal, v["reviews_per_second"]
         printf "p50_%s\t20 KB UPDATE review over TLS, %s, p50 (us)\t%.1f\n", c, conns, v["p50_ms"] * 1000
         printf "p99_%s\t20 KB UPDATE review over TLS, %s, p99 (us)\t%.1f\n", c, conns, v["p99_ms"] * 1000
@@ -182,8 +191,10 @@ measure() {
   done
   # A steady rate, open loop (latency from when each request was due): what an API server
   # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out, and the
-  # recommended scaler's and the front end's rows stop at the closed-loop rates.
-  case "$name" in controller-runtime | vscaler-recommended | vscaler-front-end) return 0 ;; esac
+  # recommended scaler's, the front end's and the parse's rows stop at the closed-loop rates.
+  case "$name" in
+  controller-runtime | vscaler-recommended | vscaler-front-end | vscaler-parsed) return 0 ;;
+  esac
   if ! out=$("$load" --port "$port" --body "$review" --ca "$tmp/certs/ca.crt" --connections 1 \
     --rate "$rate" --seconds "$rate_seconds" $check 2>>"$tmp/load.err"); then
     echo "webhook.sh: paced requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
@@ -201,7 +212,7 @@ measure() {
 }
 
 # Alternate the servers within each run so that load from elsewhere hits all alike.
-servers=(vscaler vscaler-recommended vscaler-front-end nginx controller-runtime)
+servers=(vscaler vscaler-recommended vscaler-front-end vscaler-parsed nginx controller-runtime)
 for run in $(seq "$runs"); do
   for name in "${servers[@]}"; do measure "$name" "$run"; done
 done
@@ -221,3 +232,4 @@ rows_vs_nginx() {
 }
 rows_vs_nginx vscaler-recommended "recommended scaler"
 rows_vs_nginx vscaler-front-end "front end alone (fixed answer, review not parsed)"
+rows_vs_nginx vscaler-parsed "review parsed, no handler work (simdjson, uid echoed)"
