@@ -278,23 +278,17 @@ Wait Connection::read_request(Clock::time_point now) {
         if (auto refused = start_request(now)) return *refused;
       }
     }
-    if (phase_ == Phase::kBody && in_.size() >= head_bytes_ + body_bytes_) {
+    if (phase_ == Phase::kBody && body_.size() >= body_bytes_) {
       // One request served here per turn: the next waits for the loop's next turn.
       if (served_here_) return Wait{EPOLLIN, deadline_, false, true};
-      // The body with room for the JSON parser's padding, so it parses in place (no copy), in
-      // the storage of the last one served here when there is one.
-      std::string body = std::move(spare_body_);
-      spare_body_ = std::string();
-      body.reserve(body_bytes_ + env_.limits.body_padding);
-      body.assign(in_, head_bytes_, body_bytes_);
       // The body's share of the budget goes with it: to the worker that serves it, however
       // soon this connection is closed.
-      Request request{std::move(head_), std::move(body), request_start_, 0,
+      Request request{std::move(head_), std::move(body_), request_start_, 0,
                       std::move(reservation_)};
+      body_ = std::string();
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
-      in_.erase(0, head_bytes_ + body_bytes_);
-      head_charge_.reset();  // the head left the buffer (charged while unfinished)
-      // A large body's read buffer is not kept for the next request (it would outlive the
+      head_charge_.reset();  // the head is done with (its buffer was charged while unfinished)
+      // A large head's read buffer is not kept for the next request (it would outlive the
       // budget's charge); what was pipelined after it, if anything, moves to a small one.
       if (in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
       phase_ = Phase::kServing;
@@ -317,10 +311,13 @@ Wait Connection::read_request(Clock::time_point now) {
       return Wait{0, deadline_, false};
     }
     // Read no more than the phase may hold: the head's budget (one byte over proves it too
-    // long), or exactly the rest of the body; pipelined bytes wait in OpenSSL and the kernel.
-    std::size_t limit =
-        phase_ == Phase::kBody ? head_bytes_ + body_bytes_ : limits.max_header_bytes + 1;
-    if (in_.size() >= limit) return close("headers_too_large");  // not reached: checked above
+    // long), or exactly the rest of the body, into its own storage; pipelined bytes wait in
+    // OpenSSL and the kernel. A head is read a few KiB at a time (OpenSSL keeps the rest of the
+    // record, at no cost), so the body that follows it in the same record is copied once, into
+    // its storage, not into `in_` and then again.
+    const bool body = phase_ == Phase::kBody;
+    const std::size_t limit = limits.max_header_bytes + 1;
+    if (!body && in_.size() >= limit) return close("headers_too_large");  // not reached: above
     // An idle connection's read allocates OpenSSL's buffers again (the start of a record is
     // enough, and a record never finished keeps them): charged before it, not after.
     if (phase_ == Phase::kIdle && buffers_charge_.bytes() == 0) {
@@ -331,7 +328,8 @@ Wait Connection::read_request(Clock::time_point now) {
       }
       if (recharged_at_ == Clock::time_point{}) recharged_at_ = now;  // see stalled()
     }
-    tls::Io io = stream_.read(in_, limit - in_.size());
+    tls::Io io = body ? stream_.read(body_, body_bytes_ - body_.size())
+                      : stream_.read(in_, std::min(limit - in_.size(), kFreeHeadBytes));
     if (io == tls::Io::kDone) continue;
     if (io == tls::Io::kWantRead && phase_ == Phase::kIdle) return wait_idle(now);
     if (io == tls::Io::kWantRead || io == tls::Io::kWantWrite) return wait_for(io, deadline_);
@@ -380,11 +378,20 @@ std::optional<Wait> Connection::start_request(Clock::time_point now) {
     return refuse(503, "memory_budget",
                   "the webhook holds too many request bodies at once; retry\n", now);
   }
-  // The budget holds the body now: read it in place, no growing and copying chunk by chunk.
-  in_.reserve(head_bytes_ + body_bytes_);
+  // The budget holds the body now: it is read straight into storage of its own (the last body
+  // served here's when there is one), sized once with room for the JSON parser's padding so that
+  // it parses in place: no growing, and no copy through `in_`, which keeps the head only. What
+  // arrived with the head moves there; what follows the body stays, the next request's.
+  body_ = std::move(spare_body_);
+  spare_body_ = std::string();
+  body_.clear();
+  body_.reserve(body_bytes_ + env_.limits.body_padding);
+  const std::size_t early = std::min<std::size_t>(in_.size() - head_bytes_, body_bytes_);
+  body_.assign(in_, head_bytes_, early);
+  in_.erase(0, head_bytes_ + early);
   phase_ = Phase::kBody;
   auto expect = head_.header("Expect");
-  if (expect && http::iequals(*expect, "100-continue") && in_.size() < head_bytes_ + body_bytes_) {
+  if (expect && http::iequals(*expect, "100-continue") && body_.size() < body_bytes_) {
     out_ = "HTTP/1.1 100 Continue\r\n\r\n";
     out_offset_ = 0;
     then_ = Then::kBody;
@@ -460,6 +467,7 @@ Wait Connection::after_write(Clock::time_point now) {
       ::shutdown(fd_, SHUT_WR);
       in_.clear();
       release_if_large(in_);
+      std::string().swap(body_);
       phase_ = Phase::kLinger;
       deadline_ = now + env_.limits.linger_timeout;
       drained_ = 0;

@@ -273,7 +273,8 @@ class Connection {
   const Clock::time_point accepted_;
   Clock::time_point request_start_{};
 
-  std::string in_;  // plaintext read and not yet consumed
+  std::string in_;    // plaintext read and not yet consumed: heads, and what is pipelined after
+  std::string body_;  // kBody: the request's body so far, read straight into it (start_request)
   // The storage of the last body served on the loop thread, handed to the next request: a
   // 20 KB body no longer costs an allocation (and glibc's consolidation of its free lists).
   std::string spare_body_;
