@@ -16,12 +16,8 @@
 #include "test/unit/net/front_end_fixture.h"
 #include "test/unit/support/eventually.h"
 
-using namespace std::chrono_literals;
-using vscaler::testing::closed_by_peer_within;
-using vscaler::testing::RawTlsClient;
-using vscaler::webhook::AdmissionServerOptions;
+// The fixture's namespace brings its helpers and the names they use (RawTlsClient, http, ...).
 using namespace vscaler::testing::front_end;
-namespace http = vscaler::net::http;
 
 TEST_CASE("front end: bodies beyond the memory budget of all connections get 503 unread") {
   Server s([](AdmissionServerOptions& options) { options.max_buffered_body_bytes = 1024 * 1024; });

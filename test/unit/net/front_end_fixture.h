@@ -16,6 +16,7 @@
 #include <string>
 
 #include "net/front_end.h"
+#include "net/http.h"
 #include "test/unit/webhook/started_server.h"
 #include "test/unit/webhook/tls_fixture.h"
 #include "webhook/server.h"
@@ -24,9 +25,13 @@ namespace vscaler::testing::front_end {
 
 using namespace std::chrono_literals;
 using vscaler::metrics::Registry;
+using vscaler::testing::closed_by_peer_within;
+using vscaler::testing::RawTlsClient;
 using vscaler::webhook::AdmissionRequest;
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::AdmissionServer;
+using vscaler::webhook::AdmissionServerOptions;
+namespace http = vscaler::net::http;
 
 // A front end on a free loopback port with one worker and one event loop, counting into
 // `registry`.

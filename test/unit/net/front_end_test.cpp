@@ -23,12 +23,8 @@
 
 using vscaler::net::Admit;
 using vscaler::net::ConnectionLimiter;
-using namespace std::chrono_literals;
-using vscaler::testing::closed_by_peer_within;
-using vscaler::testing::RawTlsClient;
-using vscaler::webhook::AdmissionServerOptions;
+// The fixture's namespace brings its helpers and the names they use (RawTlsClient, http, ...).
 using namespace vscaler::testing::front_end;
-namespace http = vscaler::net::http;
 
 TEST_CASE("connection limiter: a cap in total and per address, slots given back") {
   ConnectionLimiter limiter(3, 2);
