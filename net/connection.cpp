@@ -266,8 +266,11 @@ Wait Connection::read_request(Clock::time_point now) {
         return close("headers_too_large");
       }
       // A head not finished holds only its own bytes (a body follows a finished head: the API
-      // server's, sent with its head, is the body's to pay for, in start_request).
-      if (parsed.status == http::HeadStatus::kIncomplete && (!charge_buffers() || !charge_head())) {
+      // server's, sent with its head, is the body's to pay for, in start_request). Heads are read
+      // 4 KiB at a time: one whose record holds more is read on first, so a head that arrived
+      // whole is never charged.
+      if (parsed.status == http::HeadStatus::kIncomplete && !stream_.readable_now() &&
+          (!charge_buffers() || !charge_head())) {
         return refuse(503, "memory_budget",
                       "the webhook holds too many connections and request heads at once; retry\n",
                       now);
@@ -287,10 +290,10 @@ Wait Connection::read_request(Clock::time_point now) {
                       std::move(reservation_)};
       body_ = std::string();
       head_ = http::RequestHead{request.head.method, {}, {}, 1, {}};  // HEAD-ness for the answer
-      head_charge_.reset();  // the head is done with (its buffer was charged while unfinished)
       // A large head's read buffer is not kept for the next request (it would outlive the
       // budget's charge); what was pipelined after it, if anything, moves to a small one.
-      if (in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
+      if (head_charge_.bytes() > 0 || in_.capacity() > kKeptBufferBytes) in_.shrink_to_fit();
+      head_charge_.reset();  // the head is done with (its buffer was charged while unfinished)
       phase_ = Phase::kServing;
       if (env_.serve_here) {
         if (auto response = env_.serve_here(request)) {
@@ -312,9 +315,10 @@ Wait Connection::read_request(Clock::time_point now) {
     }
     // Read no more than the phase may hold: the head's budget (one byte over proves it too
     // long), or exactly the rest of the body, into its own storage; pipelined bytes wait in
-    // OpenSSL and the kernel. A head is read a few KiB at a time (OpenSSL keeps the rest of the
-    // record, at no cost), so the body that follows it in the same record is copied once, into
-    // its storage, not into `in_` and then again.
+    // OpenSSL and the kernel. A head is read 4 KiB at a time (OpenSSL keeps the rest of the
+    // record for the next read, which costs no system call), so of a body that shares the head's
+    // record only what came in the head's last read passes through `in_`; the rest is copied
+    // once, into its storage.
     const bool body = phase_ == Phase::kBody;
     const std::size_t limit = limits.max_header_bytes + 1;
     if (!body && in_.size() >= limit) return close("headers_too_large");  // not reached: above
@@ -380,8 +384,8 @@ std::optional<Wait> Connection::start_request(Clock::time_point now) {
   }
   // The budget holds the body now: it is read straight into storage of its own (the last body
   // served here's when there is one), sized once with room for the JSON parser's padding so that
-  // it parses in place: no growing, and no copy through `in_`, which keeps the head only. What
-  // arrived with the head moves there; what follows the body stays, the next request's.
+  // it parses in place, with no growing. The head leaves `in_`, and what of the body came in the
+  // head's last read moves to that storage; what follows the body stays, the next request's.
   body_ = std::move(spare_body_);
   spare_body_ = std::string();
   body_.clear();
@@ -558,9 +562,9 @@ bool Connection::charge_buffers() {
 }
 
 bool Connection::charge_head() {
-  // Called while the head is unfinished only (a head sent whole, as the API server's, is never
-  // charged): what the buffer holds beyond 4 KiB, however large a previous body left it, until
-  // the request leaves it; the spare body storage is not kept for a request this slow.
+  // Called while the head is unfinished and its record read to the end only (a head sent whole,
+  // as the API server's, is never charged): what the buffer holds beyond 4 KiB, until the request
+  // is handed over; the spare body storage is not kept for a request this slow.
   std::string().swap(spare_body_);
   const std::size_t held = in_.capacity() > kFreeHeadBytes ? in_.capacity() - kFreeHeadBytes : 0;
   if (held <= head_charge_.bytes()) return true;

@@ -46,10 +46,10 @@ struct ConnectionLimits {
   /// (simdjson: webhook::kParsePadding) parses it in place instead of copying it.
   std::size_t body_padding = 0;
   /// What serving a body costs in memory, as a multiple of its size, charged to the shared
-  /// budget (ConnectionEnv::buffered) from its first byte until the response: the webhook reads
-  /// a body into a buffer, copies it out and parses it (simdjson's structural index alone is 4
-  /// bytes per byte of input), about 6 times its size, and 100 concurrent 7 MiB POSTs must stay
-  /// within the budget rather than within the budget times 6.
+  /// budget (ConnectionEnv::buffered) from its first byte until the response: the webhook holds
+  /// a body, parses it (simdjson's structural index alone is 4 bytes per byte of input, its tape
+  /// and strings more) and the handler builds from it, about 6 times its size, and 100
+  /// concurrent 7 MiB POSTs must stay within the budget rather than within the budget times 6.
   std::size_t body_memory_factor = 1;
 };
 

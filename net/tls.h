@@ -71,6 +71,10 @@ class Stream {
   /// True when OpenSSL holds bytes read from the socket and not yet returned by read()
   /// (read-ahead): the socket's readiness says nothing about them.
   bool pending() const { return !plain_ && SSL_has_pending(ssl_) == 1; }
+  /// True when OpenSSL holds decrypted bytes of a record already read in part, which read()
+  /// returns at once without the socket (unlike pending(), not the start of a record still
+  /// arriving).
+  bool readable_now() const { return !plain_ && SSL_pending(ssl_) > 0; }
   /// Sends close_notify (best effort, never waits for the peer's).
   void shutdown();
   /// Frees OpenSSL's read and write buffers (about 50 KiB) if no record is in them; the next

@@ -61,7 +61,7 @@ net::FrontEndOptions front_end_options(const AdmissionServerOptions& options) {
   limits.linger_bytes = 2 * (options.max_body_bytes + options.max_header_bytes);
   limits.keep_alive_max_requests = std::max<std::size_t>(1, options.keep_alive_max_requests);
   limits.body_padding = kParsePadding;
-  // Read buffer, the body handed to the handler, and the parse (see ConnectionLimits).
+  // The body, its parse and what the handler builds from it (see ConnectionLimits).
   limits.body_memory_factor = 6;
   return out;
 }

@@ -84,6 +84,36 @@ TEST_CASE("front end: heads beyond their first 4 KiB count against the memory bu
   CHECK(s.review() == "HTTP/1.1 200 OK");
 }
 
+TEST_CASE("front end: a head sent whole is never charged, though it is read 4 KiB at a time") {
+  // A new connection may fill half the budget: its TLS buffers and 4 KiB of head more. A 12 KiB
+  // head in one record is read in three pieces, and only a head whose record has been read to
+  // its end is charged (what the buffer holds beyond 4 KiB): the whole one is served, the same
+  // head sent in two records waits charged between them and is refused.
+  Server s([](AdmissionServerOptions& options) {
+    options.max_buffered_body_bytes = 2 * vscaler::net::tls::Stream::kBufferBytes + 8 * 1024;
+    options.event_loops = 1;
+  });
+  const std::string body =
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE"}})";
+  const std::string head =
+      "POST /allow HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(12 * 1024, 'a') +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n";
+  auto whole = s.connect();
+  REQUIRE(whole->ok());
+  REQUIRE(whole->send(head + body));
+  auto answer = whole->read_response();
+  CHECK(answer.substr(0, answer.find("\r\n")) == "HTTP/1.1 200 OK");
+  whole.reset();
+  auto split = s.connect();
+  REQUIRE(split->ok());
+  REQUIRE(split->send(head.substr(0, 12 * 1024)));
+  std::this_thread::sleep_for(50ms);  // read and charged before the rest arrives
+  split->send(head.substr(12 * 1024) + body);
+  answer = split->read_response();
+  CHECK(answer.substr(0, answer.find("\r\n")) == "HTTP/1.1 503 Service Unavailable");
+}
+
 TEST_CASE("front end: connections' TLS buffers count against the budget; a newcomer makes room") {
   // Each connection in its handshake or a request holds OpenSSL's buffers (~50 KiB), charged to
   // the budget's first half until it was answered once: a budget of eight holds four never
