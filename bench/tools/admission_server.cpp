@@ -282,21 +282,16 @@ int main(int argc, char** argv) {
   webhook::AdmissionServer server(certs, server_options);
   webhook::HandlerOptions deployment_options;
   deployment_options.quick = true;  // in memory only: served on the event loop
-  if (answer == "allow") {
-    deployment_options.projection = *webhook::Projection::parse({"/metadata/name"});
-    server.handle(
-        "/mutate-deployments",
-        [](const webhook::AdmissionRequest&) { return webhook::AdmissionResponse::allow(); },
-        deployment_options);
-  } else {
-    deployment_options.projection = webhook::DeploymentHandler::projection();
-    server.handle(
-        "/mutate-deployments",
-        [&deployments](const webhook::AdmissionRequest& request) {
-          return deployments.handle(request);
-        },
-        deployment_options);
-  }
+  // --answer allow: every review allowed, only the object's name projected (see the header).
+  const bool allow_all = answer == "allow";
+  deployment_options.projection = allow_all ? *webhook::Projection::parse({"/metadata/name"})
+                                            : webhook::DeploymentHandler::projection();
+  server.handle(
+      "/mutate-deployments",
+      [&deployments, allow_all](const webhook::AdmissionRequest& request) {
+        return allow_all ? webhook::AdmissionResponse::allow() : deployments.handle(request);
+      },
+      deployment_options);
   if (auto started = server.start(); !started.ok()) {
     std::cerr << "admission_server: " << started.error() << "\n";
     return 1;
