@@ -424,24 +424,42 @@ json status_containers_now(const ResourcePlan& plan, const json& object) {
   return result;
 }
 
-DesiredResources controlled_values_of(const Scaler& scaler, const json& workload) {
-  DesiredResources out;
-  for (const json& container : pod_containers_of(workload)) {
-    if (!container.is_object() || !container.contains("name") || !container["name"].is_string()) {
-      continue;
-    }
-    const std::string& name = container["name"].get_ref<const std::string&>();
-    const ContainerResources* entry = scaler.entry_for(name);
-    if (entry == nullptr || entry->off) continue;
-    DesiredValues& values = out[name];
+std::vector<StoredContainer> stored_containers_of(const json& object) {
+  std::vector<StoredContainer> out;
+  for (const json& container : pod_containers_of(object)) {
+    if (!container.is_object()) continue;
+    auto name = container.find("name");
+    if (name == container.end() || !name->is_string()) continue;
+    StoredContainer& stored = out.emplace_back();
+    stored.name = name->get<std::string>();
     auto resources = container.find("resources");
     if (resources == container.end() || !resources->is_object()) continue;
-    auto take = [&](const char* section, ResourceMap& into, auto controlled) {
-      auto stored = resources->find(section);
-      if (stored == resources->end() || !stored->is_object()) return;
-      for (const auto& [resource, value] : stored->items()) {
+    for (auto [section, into] :
+         {std::pair{"requests", &stored.requests}, std::pair{"limits", &stored.limits}}) {
+      auto values = resources->find(section);
+      if (values == resources->end() || !values->is_object()) continue;
+      for (const auto& [resource, value] : values->items()) {
+        into->insert_or_assign(resource,
+                               value.is_string() ? value.get<std::string>() : value.dump());
+      }
+    }
+  }
+  return out;
+}
+
+DesiredResources controlled_values_of(const Scaler& scaler,
+                                      const std::vector<StoredContainer>& containers) {
+  DesiredResources out;
+  for (const StoredContainer& container : containers) {
+    const ContainerResources* entry = scaler.entry_for(container.name);
+    if (entry == nullptr || entry->off) continue;
+    DesiredValues& values = out[container.name];
+    auto take = [](const auto& stored, ResourceMap& into, auto controlled) {
+      for (const auto& [resource, text] : stored) {
         if (!controlled(resource)) continue;
-        if (auto quantity = stored_quantity(value)) into.emplace(resource, *quantity);
+        if (auto quantity = kube::Quantity::parse(text); quantity.ok()) {
+          into.emplace(resource, *quantity);
+        }
       }
     };
     auto recommended = [entry](const std::string& resource) {
@@ -449,18 +467,22 @@ DesiredResources controlled_values_of(const Scaler& scaler, const json& workload
              (resource == "memory" && entry->controls_memory);
     };
     if (entry->fixed()) {
-      take("requests", values.requests,
+      take(container.requests, values.requests,
            [entry](const std::string& r) { return entry->requests.contains(r); });
-      take("limits", values.limits,
+      take(container.limits, values.limits,
            [entry](const std::string& r) { return entry->limits.contains(r); });
     } else {
-      take("requests", values.requests, recommended);
+      take(container.requests, values.requests, recommended);
       if (entry->controlled_values == ControlledValues::kRequestsAndLimits) {
-        take("limits", values.limits, recommended);
+        take(container.limits, values.limits, recommended);
       }
     }
   }
   return out;
+}
+
+DesiredResources controlled_values_of(const Scaler& scaler, const json& workload) {
+  return controlled_values_of(scaler, stored_containers_of(workload));
 }
 
 namespace {

@@ -118,9 +118,29 @@ ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
 /// them. Never removes a key. Call only when plan.changed() and plan.invalid is empty.
 nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
 
-/// The template's resources of every matched container of `workload`, by container name, for
-/// the keys the scaler controls in it (declared keys for fixed entries, cpu/memory requests and
-/// limits it controls for recommended ones): what a write that only resets them gets back.
+/// The requests and limits one container of a pod spec stores, each key's value as its text (a
+/// string as it is, anything else as its JSON text): the typed form of a pod spec that is only
+/// compared against, read without a JSON tree of it (the admission codec reads an UPDATE's
+/// oldObject so: webhook::StoredOldObject).
+struct StoredContainer {
+  std::string name;
+  base::FlatMap<std::string, std::string, std::less<>> requests;  ///< resources.requests
+  base::FlatMap<std::string, std::string, std::less<>> limits;    ///< resources.limits
+};
+
+/// The containers of pod_containers_of(object) with a string name, in order, as stored (a
+/// member named twice: the last one, as a parsed tree keeps it).
+std::vector<StoredContainer> stored_containers_of(const nlohmann::json& object);
+
+/// The resources stored in every matched container of `containers` (a pod spec's, see
+/// stored_containers_of), by container name, for the keys the scaler controls in it (declared
+/// keys for fixed entries, cpu/memory requests and limits it controls for recommended ones):
+/// what a write that only resets them gets back. Every matched container has an entry, empty
+/// when it stores none of them; values that are not quantities are left out.
+DesiredResources controlled_values_of(const Scaler& scaler,
+                                      const std::vector<StoredContainer>& containers);
+
+/// controlled_values_of the containers of `workload`'s pod spec.
 DesiredResources controlled_values_of(const Scaler& scaler, const nlohmann::json& workload);
 
 /// True when the two pod templates (spec.template of `before` and `after`) are equal once the

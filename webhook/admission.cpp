@@ -263,6 +263,90 @@ nlohmann::json convert(Element element, const ParseOptions& options) {
   return kube::project_element(element, options.projection->paths().root());
 }
 
+// ---- oldObject as a StoredOldObject (Projection::old_object_stored) ----
+
+// Member `key` of `object` when it is an object (a key given twice: the last, as the trees
+// convert keeps it); nullopt when absent.
+std::optional<Element> last_member(Element object, std::string_view key) {
+  std::optional<Element> found;
+  if (object.type() != ElementType::OBJECT) return found;
+  simdjson::dom::object members = object.get_object().value_unsafe();
+  for (auto [name, value] : members) {
+    if (name == key) found = value;
+  }
+  return found;
+}
+
+// A stored value as api::stored_containers_of gives it: a string as it is, anything else as
+// its JSON text.
+std::string stored_text(Element value) {
+  if (value.type() == ElementType::STRING) return std::string(value.get_string().value_unsafe());
+  return simdjson::to_string(value);
+}
+
+// The requests or limits of a container's resources.
+void read_stored_section(Element resources, std::string_view section,
+                         base::FlatMap<std::string, std::string, std::less<>>& into) {
+  std::optional<Element> values = last_member(resources, section);
+  if (!values || values->type() != ElementType::OBJECT) return;
+  simdjson::dom::object members = values->get_object().value_unsafe();
+  for (auto [resource, value] : members) {
+    into.insert_or_assign(std::string(resource), stored_text(value));
+  }
+}
+
+// api::pod_spec_of and api::stored_containers_of, on the parsed element.
+std::vector<api::StoredContainer> stored_containers(Element object) {
+  std::vector<api::StoredContainer> out;
+  std::optional<Element> spec = last_member(object, "spec");
+  if (!spec || spec->type() != ElementType::OBJECT) return out;
+  if (std::optional<Element> pod_template = last_member(*spec, "template")) {
+    spec = last_member(*pod_template, "spec");  // a workload's; else a Pod's own spec
+    if (!spec || spec->type() != ElementType::OBJECT) return out;
+  }
+  std::optional<Element> containers = last_member(*spec, "containers");
+  if (!containers || containers->type() != ElementType::ARRAY) return out;
+  simdjson::dom::array items = containers->get_array().value_unsafe();
+  for (Element container : items) {
+    std::optional<Element> name = last_member(container, "name");
+    if (!name || name->type() != ElementType::STRING) continue;
+    api::StoredContainer& stored = out.emplace_back();
+    stored.name = std::string(name->get_string().value_unsafe());
+    std::optional<Element> resources = last_member(container, "resources");
+    if (!resources) continue;
+    read_stored_section(*resources, "requests", stored.requests);
+    read_stored_section(*resources, "limits", stored.limits);
+  }
+  return out;
+}
+
+// oldObject as a StoredOldObject; nullopt when it is not an object (null on CREATE).
+std::optional<StoredOldObject> read_stored(Element object) {
+  if (object.type() != ElementType::OBJECT) return std::nullopt;
+  StoredOldObject out;
+  if (std::optional<Element> metadata = last_member(object, "metadata")) {
+    auto text = [&metadata](std::string_view key, std::string& into) {
+      std::optional<Element> value = last_member(*metadata, key);
+      if (value && value->type() == ElementType::STRING) {
+        into = std::string(value->get_string().value_unsafe());
+      }
+    };
+    text("name", out.name);
+    text("namespace", out.namespace_name);
+    text("uid", out.uid);
+    // As kube::meta_generation reads a tree: an integer, unsigned ones cast.
+    if (std::optional<Element> generation = last_member(*metadata, "generation")) {
+      if (generation->type() == ElementType::INT64) {
+        out.generation = generation->get_int64().value_unsafe();
+      } else if (generation->type() == ElementType::UINT64) {
+        out.generation = static_cast<std::int64_t>(generation->get_uint64().value_unsafe());
+      }
+    }
+  }
+  out.containers = stored_containers(object);
+  return out;
+}
+
 // Reads an optional string field; null counts as absent.
 Result<kube::Unit> read_string(Element value, std::string_view field, std::string& out) {
   if (value.type() == ElementType::NULL_VALUE) return kube::Unit{};
@@ -387,7 +471,11 @@ Result<AdmissionRequest> read_request(Element request, const ParseOptions& optio
       object = value;
     } else if (key == "oldObject") {
       if (!(step = once(kOldObject, key))) return fail(std::move(step).error());
-      out.old_object = convert(value, options);
+      if (options.projection != nullptr && options.projection->reads_old_object_stored()) {
+        out.old_stored = read_stored(value);
+      } else {
+        out.old_object = convert(value, options);
+      }
       old_object = value;
     }
     if (!step) return fail(std::move(step).error());

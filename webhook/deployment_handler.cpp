@@ -24,9 +24,15 @@ struct AdmissionValues {
   bool recommended = false;       ///< some container's values come from a recommendation
 };
 
+/// What oldObject held (the projection reads it as stored); empty without one (CREATE).
+const StoredOldObject& old_of(const AdmissionRequest& request) {
+  static const StoredOldObject kNone;
+  return request.old_stored ? *request.old_stored : kNone;
+}
+
 /// True when an UPDATE changes nothing of the template but cpu/memory requests and limits: by the
-/// parser's comparison of the templates (the projection's) when it made one, else by comparing
-/// the projected templates.
+/// parser's comparison of the templates (the projection's) when it made one, else (a request
+/// parsed without it) by comparing the trees.
 bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& request) {
   if (request.operation != Operation::kUpdate) return false;
   if (request.subtree_unchanged) return *request.subtree_unchanged;
@@ -43,7 +49,7 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
     // declared values (which is what vscaler made the template carry); a recommended container
     // with no recommendation yet is not vscaler's to hold: the write stands.
-    values.desired = api::controlled_values_of(scaler, request.old_object);
+    values.desired = api::controlled_values_of(scaler, old_of(request).containers);
     std::erase_if(values.desired, [&](const auto& item) {
       const api::ContainerResources* entry = scaler.entry_for(item.first);
       if (entry == nullptr) return true;
@@ -69,28 +75,20 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
 /// carried: the writer did not set it, it only kept it (an image change, say), so overriding it
 /// is no news to warn about.
 bool carried_over(const AdmissionRequest& request, const std::string& name,
-                  const std::string& overridden) {
+                  std::string_view overridden) {
   if (request.operation != Operation::kUpdate) return false;
   auto dot = overridden.find('.');
   auto equals = overridden.find('=');
   if (dot == std::string::npos || equals == std::string::npos || equals < dot) return false;
-  std::string section = overridden.substr(0, dot);
-  std::string resource = overridden.substr(dot + 1, equals - dot - 1);
-  std::string value = overridden.substr(equals + 1);
-  const json* containers = &request.old_object;
-  for (const char* key : {"spec", "template", "spec", "containers"}) {
-    if (!containers->is_object() || !containers->contains(key)) return false;
-    containers = &(*containers)[key];
-  }
-  if (!containers->is_array()) return false;
-  for (const json& container : *containers) {
-    if (!container.is_object() || container.value("name", "") != name) continue;
-    const json* at = &container;
-    for (const std::string& key : {std::string("resources"), section, resource}) {
-      if (!at->is_object() || !at->contains(key)) return false;
-      at = &(*at)[key];
-    }
-    return (at->is_string() ? at->get<std::string>() : at->dump()) == value;
+  std::string_view section = overridden.substr(0, dot);
+  std::string_view resource = overridden.substr(dot + 1, equals - dot - 1);
+  std::string_view value = overridden.substr(equals + 1);
+  for (const api::StoredContainer& container : old_of(request).containers) {
+    if (container.name != name) continue;
+    if (section != "requests" && section != "limits") return false;
+    const auto& stored = section == "requests" ? container.requests : container.limits;
+    auto found = stored.find(resource);
+    return found != stored.end() && found->second == value;
   }
   return false;
 }
@@ -131,6 +129,8 @@ const Projection& DeploymentHandler::projection() {
       }
     }
     paths.compare_subtree({"spec", "template"}, std::move(controlled));
+    // oldObject is only compared against (its generation, uid, and what its containers stored).
+    paths.old_object_stored();
     return paths;
   }();
   return projection;
@@ -146,12 +146,13 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   }
   // Nothing is trusted from the review beyond naming the workload: the worker reads it live.
   // On DELETE (also in a deletecollection, where request.name is empty) only oldObject has it.
-  const json& named = request.operation == Operation::kDelete ? request.old_object : request.object;
-  std::string name = kube::meta_string(named, "name");
+  const bool deleted = request.operation == Operation::kDelete;
+  std::string name = deleted ? old_of(request).name : kube::meta_string(request.object, "name");
   if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
   // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
   if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
-  std::string ns = kube::meta_string(named, "namespace");
+  std::string ns =
+      deleted ? old_of(request).namespace_name : kube::meta_string(request.object, "namespace");
   // The API server sends both equal; a review where they differ is forged (anyone in the cluster
   // reaches the port): no patch, no hint for another namespace's scaler.
   if (!ns.empty() && !request.namespace_name.empty() && ns != request.namespace_name) {
@@ -175,10 +176,10 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       hint.must_exist = true;
       break;
     case Operation::kUpdate:
-      hint.min_generation_exclusive = kube::meta_generation(request.old_object);
+      hint.min_generation_exclusive = old_of(request).generation;
       break;
     case Operation::kDelete:
-      hint.gone_uid = kube::meta_string(request.old_object, "uid");
+      hint.gone_uid = old_of(request).uid;
       break;
     case Operation::kConnect:
       return AdmissionResponse::allow();

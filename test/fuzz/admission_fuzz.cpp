@@ -6,7 +6,8 @@
 // changes whether a body is accepted; a rejected body says why; the Deployment hook never denies
 // and never patches a DELETE; every patch it emits passes validate_json_patch, applies to the
 // whole admitted object, and is a fixpoint (the patched object needs no further patch); every
-// response encodes to JSON that parses back with the request's uid.
+// response encodes to JSON that parses back with the request's uid; oldObject read as stored holds
+// what its whole tree holds.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -14,11 +15,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "api/resources.h"
 #include "api/scaler.h"
 #include "controller/expectations.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
+#include "kube/object_meta.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
 #include "webhook/deployment_handler.h"
@@ -90,6 +94,30 @@ void check_encoding(const std::string& uid, const webhook::AdmissionResponse& re
   if (parsed["response"]["uid"] != uid) failed("encode_review lost the uid");
 }
 
+// The hook's projection reads oldObject as stored: what it holds is what the whole tree holds.
+void check_old_stored(const webhook::AdmissionRequest& whole,
+                      const webhook::AdmissionRequest& reduced) {
+  if (!reduced.old_stored) {
+    if (whole.old_object.is_object()) failed("an oldObject was not read as stored");
+    return;
+  }
+  const webhook::StoredOldObject& old = *reduced.old_stored;
+  if (old.name != kube::meta_string(whole.old_object, "name") ||
+      old.namespace_name != kube::meta_string(whole.old_object, "namespace") ||
+      old.uid != kube::meta_string(whole.old_object, "uid") ||
+      old.generation != kube::meta_generation(whole.old_object)) {
+    failed("oldObject's metadata read as stored differs from its tree");
+  }
+  std::vector<api::StoredContainer> expected = api::stored_containers_of(whole.old_object);
+  bool same = old.containers.size() == expected.size();
+  for (std::size_t i = 0; same && i < expected.size(); ++i) {
+    same = old.containers[i].name == expected[i].name &&
+           old.containers[i].requests == expected[i].requests &&
+           old.containers[i].limits == expected[i].limits;
+  }
+  if (!same) failed("oldObject's containers read as stored differ from its tree");
+}
+
 void run(std::string_view body) {
   webhook::ParseOptions projected;
   projected.projection = &webhook::DeploymentHandler::projection();
@@ -102,6 +130,7 @@ void run(std::string_view body) {
     }
     return;
   }
+  check_old_stored(*whole, *reduced);
   World& w = world();
 
   webhook::AdmissionResponse response = w.deployments.handle(*reduced);

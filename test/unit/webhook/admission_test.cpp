@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 
+#include "kube/object_meta.h"
+
 using vscaler::webhook::AdmissionResponse;
 using vscaler::webhook::base64_encode;
 using vscaler::webhook::encode_review;
@@ -303,6 +305,72 @@ TEST_CASE("codec: projection edge cases: wrong kinds, wildcard members, escapes,
   REQUIRE(everything.ok());
   options.projection = &*everything;
   CHECK(parse_review(review.dump(), options)->object == review["request"]["object"]);
+}
+
+TEST_CASE("codec: oldObject read as stored holds what the tree of it holds") {
+  // The reference: the whole oldObject as a tree (duplicate keys: the last wins), read by
+  // api::stored_containers_of and kube's metadata readers.
+  auto stored_projection = Projection::parse({"/metadata/name"});
+  REQUIRE(stored_projection.ok());
+  stored_projection->old_object_stored();
+  auto check = [&](const std::string& old_object_text) {
+    CAPTURE(old_object_text);
+    std::string review = minimal_review().dump();
+    review.insert(review.rfind("}}"), R"(,"oldObject":)" + old_object_text);
+    auto whole = parse_review(review);
+    REQUIRE(whole.ok());
+    ParseOptions options;
+    options.projection = &*stored_projection;
+    auto parsed = parse_review(review, options);
+    REQUIRE(parsed.ok());
+    CHECK(parsed->old_object.is_null());
+    REQUIRE(parsed->old_stored.has_value());
+    const auto& old = *parsed->old_stored;
+    CHECK(old.name == vscaler::kube::meta_string(whole->old_object, "name"));
+    CHECK(old.namespace_name == vscaler::kube::meta_string(whole->old_object, "namespace"));
+    CHECK(old.uid == vscaler::kube::meta_string(whole->old_object, "uid"));
+    CHECK(old.generation == vscaler::kube::meta_generation(whole->old_object));
+    auto expected = vscaler::api::stored_containers_of(whole->old_object);
+    REQUIRE(old.containers.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      CHECK(old.containers[i].name == expected[i].name);
+      CHECK(old.containers[i].requests == expected[i].requests);
+      CHECK(old.containers[i].limits == expected[i].limits);
+    }
+    return old;
+  };
+  // A recorded Deployment: its containers and what they store.
+  auto recorded = json::parse(read_data("deployment-update-review.json"))["request"]["oldObject"];
+  auto deployment = check(recorded.dump());
+  CHECK(deployment.generation > 0);
+  CHECK_FALSE(deployment.uid.empty());
+  REQUIRE_FALSE(deployment.containers.empty());
+  // A Pod (its own spec), quantities written as numbers, duplicate keys.
+  auto pod = check(R"({"metadata": {"name": "p", "uid": "first", "uid": "last", "generation": 3},
+    "spec": {"containers": [{"name": "a", "resources": {
+      "requests": {"cpu": "1", "cpu": "2", "memory": 2048}, "limits": {"cpu": 0.5}}}]}})");
+  CHECK(pod.uid == "last");
+  REQUIRE(pod.containers.size() == 1);
+  CHECK(pod.containers[0].requests.at("cpu") == "2");
+  CHECK(pod.containers[0].requests.at("memory") == "2048");
+  CHECK(pod.containers[0].limits.at("cpu") == "0.5");
+  // Shapes a real object never has: read as the tree reads them, nothing thrown.
+  auto odd = check(R"({"metadata": {"generation": "7", "namespace": 1},
+    "spec": {"template": {"spec": {"containers": [1, {"resources": {}}, {"name": 2},
+      {"name": "b", "resources": []}, {"name": "c", "resources": {"requests": "1"}},
+      {"name": "d", "resources": {"limits": {"memory": {"x": 1}}}}]}}}})");
+  CHECK(odd.generation == 0);
+  CHECK(odd.containers.size() == 3);
+  check(R"({"metadata": {"generation": 18446744073709551615}, "spec": {"template": 1}})");
+  check(R"({"spec": {"template": {"spec": {"containers": {"name": "a"}}}}})");
+  check(R"({"metadata": [], "spec": []})");
+  // No oldObject, or a null one: nothing stored.
+  ParseOptions options;
+  options.projection = &*stored_projection;
+  CHECK_FALSE(parse_review(minimal_review().dump(), options)->old_stored.has_value());
+  auto null_old = minimal_review();
+  null_old["request"]["oldObject"] = nullptr;
+  CHECK_FALSE(parse_review(null_old.dump(), options)->old_stored.has_value());
 }
 
 TEST_CASE("codec: reviews above the reused-parser size parse too") {
