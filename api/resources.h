@@ -119,9 +119,10 @@ ResourcePlan plan_resources(const Scaler& scaler, const nlohmann::json& object,
 nlohmann::json strategic_merge_patch(const Scaler& scaler, const ResourcePlan& plan);
 
 /// The requests and limits one container of a pod spec stores, each key's value as its text (a
-/// string as it is, anything else as its JSON text): the typed form of a pod spec that is only
-/// compared against, read without a JSON tree of it (the admission codec reads an UPDATE's
-/// oldObject so: webhook::StoredOldObject).
+/// string as it is, anything else as nlohmann dumps it): the typed form of a pod spec that is
+/// only compared against, read without a JSON tree of it (the admission codec reads an UPDATE's
+/// or DELETE's oldObject so: webhook::StoredOldObject). The maps are filled in key order (a
+/// FlatMap's insert out of order is linear).
 struct StoredContainer {
   std::string name;
   base::FlatMap<std::string, std::string, std::less<>> requests;  ///< resources.requests

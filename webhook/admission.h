@@ -53,7 +53,8 @@ struct GroupVersionResource {
 
 /// What a workload hook reads of an UPDATE's or DELETE's oldObject, read from the parsed review
 /// without a JSON tree of it (Projection::old_object_stored): the old object is only compared
-/// against, and converting it cost about a tenth of a 20 KB review's server CPU.
+/// against, and converting it cost about a tenth of a 20 KB review's server CPU. Holds what
+/// stored_old_object_of reads from the tree of the same oldObject.
 struct StoredOldObject {
   std::string name;             ///< metadata.name ("" when absent or not a string)
   std::string namespace_name;   ///< metadata.namespace
@@ -63,6 +64,11 @@ struct StoredOldObject {
   /// with their stored requests and limits, as api::stored_containers_of reads a tree.
   std::vector<api::StoredContainer> containers;
 };
+
+/// `object` (an oldObject's tree) read as parse_review reads oldObject into
+/// AdmissionRequest::old_stored: for a request parsed without Projection::old_object_stored. An
+/// empty StoredOldObject when `object` is not an object.
+StoredOldObject stored_old_object_of(const nlohmann::json& object);
 
 /// The parts of an AdmissionReview request vscaler's handlers read. Deliberately absent:
 /// userInfo, which nothing in vscaler may trust; of options only the field manager.

@@ -2,6 +2,8 @@
 #include "webhook/deployment_handler.h"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "api/resources.h"
@@ -24,11 +26,35 @@ struct AdmissionValues {
   bool recommended = false;       ///< some container's values come from a recommendation
 };
 
-/// What oldObject held (the projection reads it as stored); empty without one (CREATE).
-const StoredOldObject& old_of(const AdmissionRequest& request) {
-  static const StoredOldObject kNone;
-  return request.old_stored ? *request.old_stored : kNone;
+/// What oldObject held: as the codec read it (projection() asks for that), else (a request
+/// parsed without it) read from its tree into `from_tree`; empty without one (CREATE).
+const StoredOldObject& old_of(const AdmissionRequest& request, StoredOldObject& from_tree) {
+  if (request.old_stored) return *request.old_stored;
+  from_tree = stored_old_object_of(request.old_object);
+  return from_tree;
 }
+
+/// oldObject's containers by name, the first of each name as its template lists them (the one
+/// the API server keeps): a lookup per warning, without a scan of every container for each.
+class OldContainers {
+ public:
+  explicit OldContainers(const std::vector<api::StoredContainer>& containers) {
+    by_name_.reserve(containers.size());
+    for (const auto& container : containers) by_name_.push_back(&container);
+    std::stable_sort(by_name_.begin(), by_name_.end(),
+                     [](const auto* a, const auto* b) { return a->name < b->name; });
+  }
+  /// The first container named `name`, or nullptr.
+  const api::StoredContainer* find(std::string_view name) const {
+    auto it = std::lower_bound(
+        by_name_.begin(), by_name_.end(), name,
+        [](const auto* container, std::string_view key) { return container->name < key; });
+    return it != by_name_.end() && (*it)->name == name ? *it : nullptr;
+  }
+
+ private:
+  std::vector<const api::StoredContainer*> by_name_;
+};
 
 /// True when an UPDATE changes nothing of the template but cpu/memory requests and limits: by the
 /// parser's comparison of the templates (the projection's) when it made one, else (a request
@@ -40,6 +66,7 @@ bool resets_resources_only(const api::Scaler& scaler, const AdmissionRequest& re
 }
 
 AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionRequest& request,
+                                 const StoredOldObject& old,
                                  const recommender::LimitRangeItem* limit_range) {
   AdmissionValues values;
   const auto kept = recommender::recommendations_of(scaler);
@@ -49,7 +76,7 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
     // declared values (which is what vscaler made the template carry); a recommended container
     // with no recommendation yet is not vscaler's to hold: the write stands.
-    values.desired = api::controlled_values_of(scaler, old_of(request).containers);
+    values.desired = api::controlled_values_of(scaler, old.containers);
     std::erase_if(values.desired, [&](const auto& item) {
       const api::ContainerResources* entry = scaler.entry_for(item.first);
       if (entry == nullptr) return true;
@@ -72,25 +99,20 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
 }
 
 /// True when `overridden` ("requests.cpu=100m", of container `name`) is what oldObject already
-/// carried: the writer did not set it, it only kept it (an image change, say), so overriding it
-/// is no news to warn about.
-bool carried_over(const AdmissionRequest& request, const std::string& name,
-                  std::string_view overridden) {
-  if (request.operation != Operation::kUpdate) return false;
+/// carried (an UPDATE's): the writer did not set it, it only kept it (an image change, say), so
+/// overriding it is no news to warn about.
+bool carried_over(const OldContainers& old, const std::string& name, std::string_view overridden) {
   auto dot = overridden.find('.');
   auto equals = overridden.find('=');
   if (dot == std::string::npos || equals == std::string::npos || equals < dot) return false;
   std::string_view section = overridden.substr(0, dot);
   std::string_view resource = overridden.substr(dot + 1, equals - dot - 1);
   std::string_view value = overridden.substr(equals + 1);
-  for (const api::StoredContainer& container : old_of(request).containers) {
-    if (container.name != name) continue;
-    if (section != "requests" && section != "limits") return false;
-    const auto& stored = section == "requests" ? container.requests : container.limits;
-    auto found = stored.find(resource);
-    return found != stored.end() && found->second == value;
-  }
-  return false;
+  const api::StoredContainer* container = old.find(name);
+  if (container == nullptr || (section != "requests" && section != "limits")) return false;
+  const auto& stored = section == "requests" ? container->requests : container->limits;
+  auto found = stored.find(resource);
+  return found != stored.end() && found->second == value;
 }
 
 }  // namespace
@@ -146,13 +168,14 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   }
   // Nothing is trusted from the review beyond naming the workload: the worker reads it live.
   // On DELETE (also in a deletecollection, where request.name is empty) only oldObject has it.
+  StoredOldObject from_tree;
+  const StoredOldObject& old = old_of(request, from_tree);
   const bool deleted = request.operation == Operation::kDelete;
-  std::string name = deleted ? old_of(request).name : kube::meta_string(request.object, "name");
+  std::string name = deleted ? old.name : kube::meta_string(request.object, "name");
   if (name.empty()) return AdmissionResponse::allow();  // a generateName CREATE: no scaler yet
   // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
   if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
-  std::string ns =
-      deleted ? old_of(request).namespace_name : kube::meta_string(request.object, "namespace");
+  std::string ns = deleted ? old.namespace_name : kube::meta_string(request.object, "namespace");
   // The API server sends both equal; a review where they differ is forged (anyone in the cluster
   // reaches the port): no patch, no hint for another namespace's scaler.
   if (!ns.empty() && !request.namespace_name.empty() && ns != request.namespace_name) {
@@ -176,10 +199,10 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       hint.must_exist = true;
       break;
     case Operation::kUpdate:
-      hint.min_generation_exclusive = old_of(request).generation;
+      hint.min_generation_exclusive = old.generation;
       break;
     case Operation::kDelete:
-      hint.gone_uid = old_of(request).uid;
+      hint.gone_uid = old.uid;
       break;
     case Operation::kConnect:
       return AdmissionResponse::allow();
@@ -191,7 +214,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
                 api::in_place(active->update_mode);
   if (admits && request.operation != Operation::kDelete) {
     auto limit_range = limit_ranges_ ? limit_ranges_->of(active->ns) : nullptr;
-    AdmissionValues values = admission_values(*active, request, limit_range.get());
+    AdmissionValues values = admission_values(*active, request, old, limit_range.get());
     api::ResourcePlan plan = api::plan_resources(*active, request.object, &values.desired);
     if (!plan.invalid.empty()) {
       // A patch yielding an invalid object would make the API server reject the user's write.
@@ -209,9 +232,13 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       if (recommended_changed && !request.dry_run && recommendation_applied_ != nullptr) {
         recommendation_applied_->inc();
       }
+      std::optional<OldContainers> old_containers;  // only when there is something to warn of
       for (const auto& container : plan.containers) {
         for (const auto& overridden : container.overridden) {
-          if (carried_over(request, container.name, overridden)) continue;
+          if (request.operation == Operation::kUpdate) {
+            if (!old_containers) old_containers.emplace(old.containers);
+            if (carried_over(*old_containers, container.name, overridden)) continue;
+          }
           response.warnings.push_back("vscaler: VerticalScaler " + active->name + " overrides " +
                                       container.name + " " + overridden);
         }

@@ -30,14 +30,16 @@ class DeploymentHandler {
                     metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr,
                     const controller::LimitRangeCache* limit_ranges = nullptr);
 
-  /// The parts of object/oldObject the handler reads: metadata, the containers' names and
-  /// resources (patch paths keep array positions), the pod-level resources and the sidecars'
-  /// (init containers' restartPolicy and resources), and a comparison of the pod templates
-  /// without the containers' cpu/memory requests and limits (to tell a template change from a
-  /// reset).
+  /// The parts of object the handler reads: metadata, the containers' names and resources
+  /// (patch paths keep array positions), the pod-level resources and the sidecars' (init
+  /// containers' restartPolicy and resources); oldObject read as stored
+  /// (Projection::old_object_stored: its metadata and containers' requests and limits, no tree);
+  /// and a comparison of the pod templates without the containers' cpu/memory requests and
+  /// limits (to tell a template change from a reset).
   static const Projection& projection();
 
-  /// Answers one review. Always allowed.
+  /// Answers one review. Always allowed. A request parsed without projection() gets the same
+  /// answer, at the cost of reading its trees.
   AdmissionResponse handle(const AdmissionRequest& request);
 
  private:

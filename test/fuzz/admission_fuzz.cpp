@@ -15,9 +15,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include "api/resources.h"
 #include "api/scaler.h"
 #include "controller/expectations.h"
 #include "controller/scaler_store.h"
@@ -94,7 +92,8 @@ void check_encoding(const std::string& uid, const webhook::AdmissionResponse& re
   if (parsed["response"]["uid"] != uid) failed("encode_review lost the uid");
 }
 
-// The hook's projection reads oldObject as stored: what it holds is what the whole tree holds.
+// The hook's projection reads oldObject as stored: what it holds is what the whole tree holds,
+// read as a request parsed without the projection reads it (webhook::stored_old_object_of).
 void check_old_stored(const webhook::AdmissionRequest& whole,
                       const webhook::AdmissionRequest& reduced) {
   if (!reduced.old_stored) {
@@ -102,18 +101,17 @@ void check_old_stored(const webhook::AdmissionRequest& whole,
     return;
   }
   const webhook::StoredOldObject& old = *reduced.old_stored;
-  if (old.name != kube::meta_string(whole.old_object, "name") ||
-      old.namespace_name != kube::meta_string(whole.old_object, "namespace") ||
-      old.uid != kube::meta_string(whole.old_object, "uid") ||
+  const webhook::StoredOldObject tree = webhook::stored_old_object_of(whole.old_object);
+  if (old.name != tree.name || old.namespace_name != tree.namespace_name || old.uid != tree.uid ||
+      old.generation != tree.generation ||
       old.generation != kube::meta_generation(whole.old_object)) {
     failed("oldObject's metadata read as stored differs from its tree");
   }
-  std::vector<api::StoredContainer> expected = api::stored_containers_of(whole.old_object);
-  bool same = old.containers.size() == expected.size();
-  for (std::size_t i = 0; same && i < expected.size(); ++i) {
-    same = old.containers[i].name == expected[i].name &&
-           old.containers[i].requests == expected[i].requests &&
-           old.containers[i].limits == expected[i].limits;
+  bool same = old.containers.size() == tree.containers.size();
+  for (std::size_t i = 0; same && i < tree.containers.size(); ++i) {
+    same = old.containers[i].name == tree.containers[i].name &&
+           old.containers[i].requests == tree.containers[i].requests &&
+           old.containers[i].limits == tree.containers[i].limits;
   }
   if (!same) failed("oldObject's containers read as stored differ from its tree");
 }

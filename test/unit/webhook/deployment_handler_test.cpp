@@ -33,6 +33,13 @@ json recorded_old_object(const std::string& name) {
   return json::parse(read_recording(name))["request"]["oldObject"];
 }
 
+/// The recording `name` parsed whole, without the handler's projection (oldObject a tree).
+AdmissionRequest recorded_whole(const std::string& name) {
+  auto request = webhook::parse_review(read_recording(name));
+  REQUIRE_MESSAGE(request.ok(), name);
+  return *request;
+}
+
 AdmissionRequest recorded(const std::string& name) {
   webhook::ParseOptions options;
   options.projection = &DeploymentHandler::projection();
@@ -375,6 +382,7 @@ AdmissionRequest renamed(AdmissionRequest request, const char* name) {
   for (json* object : {&request.object, &request.old_object}) {
     if (object->is_object()) (*object)["metadata"]["name"] = name;
   }
+  if (request.old_stored) request.old_stored->name = name;
   return request;
 }
 
@@ -427,6 +435,40 @@ TEST_CASE(
     // The writer set 200m: vscaler says it overrides it.
     REQUIRE(response.warnings.size() == 1);
     CHECK(response.warnings[0] == "vscaler: VerticalScaler web overrides app requests.cpu=200m");
+  }
+}
+
+TEST_CASE("a review parsed without the handler's projection gets the same answer and hint") {
+  // The handler reads oldObject as the projection stores it; from a request parsed whole it reads
+  // the tree the same way (a reset's values, a carried-over value, the generation, the uid and,
+  // on DELETE, the name).
+  for (const char* mode : {"Auto", "Initial", "Reconcile"}) {
+    for (const char* name :
+         {"deployment-update-resources.json", "deployment-update-20k.json",
+          "deployment-delete.json", "deployment-deletecollection.json", "deployment-create.json"}) {
+      CAPTURE(mode);
+      CAPTURE(name);
+      Fixture projected;
+      Fixture whole;
+      for (Fixture* f : {&projected, &whole}) {
+        add_recommended(f->store, mode);
+        f->add_scaler("big", "big", mode, R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+      }
+      auto a = projected.handler.handle(renamed(recorded(name), "web"));
+      auto b = whole.handler.handle(renamed(recorded_whole(name), "web"));
+      CHECK(a.patch == b.patch);
+      CHECK(a.warnings == b.warnings);
+      auto hinted_a = projected.next();
+      auto hinted_b = whole.next();
+      REQUIRE(hinted_a.has_value() == hinted_b.has_value());
+      if (!hinted_a) continue;
+      CHECK(hinted_a->key == hinted_b->key);
+      auto hint_a = projected.expected(hinted_a->key);
+      auto hint_b = whole.expected(hinted_b->key);
+      CHECK(hint_a.min_generation_exclusive == hint_b.min_generation_exclusive);
+      CHECK(hint_a.gone_uid == hint_b.gone_uid);
+      CHECK(hint_a.must_exist == hint_b.must_exist);
+    }
   }
 }
 
