@@ -11,10 +11,13 @@ build_pkgs=(cmake ninja-build make g++ pkg-config libcpp-httplib-dev libssl-dev 
 # clang brings libFuzzer and is used for fuzz targets; clang-format for the format check;
 # openssl for the certificate scripts; curl for probes; procps for pgrep/ps in tests; nginx as
 # the webhook benchmark's reference server (run in the foreground from a temp dir, never as a
-# service: see the install below); chromium renders the dashboard in its end-to-end test;
-# prometheus (with promtool) is the local cluster's Prometheus, started only when asked
-# (test/cluster/prometheus.sh), and seeds its history with promtool (issue 31): never a service.
-test_pkgs=(clang clang-format openssl curl procps nginx umoci chromium prometheus)
+# service: see the install below), with its echo module, which lets it read a body whole before
+# it answers, as a webhook must (bench/sections/webhook.sh); chromium renders the dashboard in
+# its end-to-end test; prometheus (with promtool) is the local cluster's Prometheus, started only
+# when asked (test/cluster/prometheus.sh), and seeds its history with promtool (issue 31): never a
+# service.
+test_pkgs=(clang clang-format openssl curl procps nginx libnginx-mod-http-echo umoci chromium
+  prometheus)
 # umoci builds and unpacks OCI images without a container daemon (make image, its test).
 image_pkgs=(umoci binutils)
 
