@@ -53,8 +53,8 @@ struct GroupVersionResource {
 
 /// What a workload hook reads of an UPDATE's or DELETE's oldObject, read from the parsed review
 /// without a JSON tree of it (Projection::old_object_stored): the old object is only compared
-/// against, and converting it cost about a tenth of a 20 KB review's server CPU. Holds what
-/// stored_old_object_of reads from the tree of the same oldObject.
+/// against, and converting it was about a tenth of the instructions a 20 KB review took from its
+/// parse to its answer. Holds what stored_old_object_of reads from the tree of the same oldObject.
 struct StoredOldObject {
   std::string name;             ///< metadata.name ("" when absent or not a string)
   std::string namespace_name;   ///< metadata.namespace

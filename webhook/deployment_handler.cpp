@@ -34,8 +34,8 @@ const StoredOldObject& old_of(const AdmissionRequest& request, StoredOldObject& 
   return from_tree;
 }
 
-/// oldObject's containers by name, the first of each name as its template lists them (the one
-/// the API server keeps): a lookup per warning, without a scan of every container for each.
+/// oldObject's containers by name, the first of each name as its template lists them (as the
+/// scan it replaces found them): a lookup per warning, not a scan of every container for each.
 class OldContainers {
  public:
   explicit OldContainers(const std::vector<api::StoredContainer>& containers) {
