@@ -21,25 +21,47 @@ std::optional<kube::Quantity> stored_quantity(const json& value) {
   return *parsed;
 }
 
-/// Sets each declared key of `declared` into merged[section]; records changes and overrides.
-void apply_section(const ResourceMap& declared, const char* section, ContainerPlan& plan) {
+/// Sets each declared key of `declared` into merged[section] and into `keys` (the plan's declared
+/// keys of that section); records changes and overrides.
+/// Admission answers run this per matched container: each section's members are looked up once,
+/// and a stored value of the same text is equal without parsing it.
+void apply_section(const ResourceMap& declared, const char* section, ResourceMap& keys,
+                   ContainerPlan& plan) {
   if (declared.empty()) return;
   json& target = plan.merged[section];
   if (!target.is_object()) target = json::object();
+  auto& stored = target.get_ref<json::object_t&>();
   for (const auto& [resource, quantity] : declared) {
+    keys.insert_or_assign(resource, quantity);
     std::string text = quantity.to_string();
-    plan.declared[section][resource] = text;
-    auto existing = target.find(resource);
-    if (existing != target.end()) {
-      auto value = stored_quantity(*existing);
-      if (value && *value == quantity) continue;  // equal by value: keep the stored text
-      plan.overridden.push_back(
-          std::string(section) + "." + resource + "=" +
-          (existing->is_string() ? existing->get<std::string>() : existing->dump()));
+    auto existing = stored.find(resource);
+    if (existing == stored.end()) {
+      stored.emplace(resource, std::move(text));
+      plan.changed = true;
+      continue;
     }
-    target[resource] = std::move(text);
+    json& value = existing->second;
+    const bool same_text = value.is_string() && value.get_ref<const std::string&>() == text;
+    if (same_text) continue;
+    auto parsed = stored_quantity(value);
+    if (parsed && *parsed == quantity) continue;  // equal by value: keep the stored text
+    std::string shown = value.is_string() ? value.get<std::string>() : value.dump();
+    std::string& overridden = plan.overridden.emplace_back();
+    overridden.reserve(std::char_traits<char>::length(section) + resource.size() + shown.size() +
+                       2);
+    overridden.append(section).append(".").append(resource).append("=").append(shown);
+    value = std::move(text);
     plan.changed = true;
   }
+}
+
+/// The value of `resource` in merged `section` (`stored`) of `plan`: the declared quantity when the
+/// plan sets the key (apply_section left a value equal to it), else the stored value parsed.
+std::optional<kube::Quantity> merged_quantity(const ResourceMap& declared,
+                                              const std::string& resource, const json& stored) {
+  auto found = declared.find(resource);
+  if (found != declared.end()) return found->second;
+  return stored_quantity(stored);
 }
 
 /// requests <= limits for every resource present in both, whoever set them.
@@ -53,8 +75,8 @@ std::string check_valid(const ContainerPlan& plan) {
   for (const auto& [resource, request_value] : requests->items()) {
     auto limit_value = limits->find(resource);
     if (limit_value == limits->end()) continue;
-    auto request = stored_quantity(request_value);
-    auto limit = stored_quantity(*limit_value);
+    auto request = merged_quantity(plan.declared.requests, resource, request_value);
+    auto limit = merged_quantity(plan.declared.limits, resource, *limit_value);
     if (request && limit && *request > *limit) {
       return "container " + plan.name + ": requests." + resource + " " + request->to_string() +
              " would exceed limits." + resource + " " + limit->to_string();
@@ -315,8 +337,9 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
       auto found = desired->find(item.name);
       if (found != desired->end()) values = &found->second;
     }
-    apply_section(values ? values->requests : entry->requests, "requests", item);
-    apply_section(values ? values->limits : entry->limits, "limits", item);
+    apply_section(values ? values->requests : entry->requests, "requests", item.declared.requests,
+                  item);
+    apply_section(values ? values->limits : entry->limits, "limits", item.declared.limits, item);
     if (plan.invalid.empty()) plan.invalid = check_valid(item);
     plan.containers.push_back(std::move(item));
   }
@@ -332,11 +355,22 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
   return plan;
 }
 
+json resources_json(const DesiredValues& values) {
+  json resources = json::object();
+  for (const auto& [section, keys] :
+       {std::pair{"requests", &values.requests}, std::pair{"limits", &values.limits}}) {
+    if (keys->empty()) continue;
+    json& out = resources[section];
+    for (const auto& [resource, quantity] : *keys) out[resource] = quantity.to_string();
+  }
+  return resources;
+}
+
 json strategic_merge_patch(const Scaler& /*scaler*/, const ResourcePlan& plan) {
   json containers = json::array();
   for (const auto& item : plan.containers) {
     if (!item.changed) continue;
-    containers.push_back({{"name", item.name}, {"resources", item.declared}});
+    containers.push_back({{"name", item.name}, {"resources", resources_json(item.declared)}});
   }
   json pod_spec = {{"containers", std::move(containers)}};
   // In the same write, so the template is never stored with containers outgrowing them.

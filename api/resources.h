@@ -65,9 +65,9 @@ struct ContainerPlan {
   /// their text). What it has now is the planned object's (status_containers_now).
   nlohmann::json merged;
   bool changed = false;  ///< some declared key differs by value (or is absent)
-  /// The keys this plan sets ({"requests": {...}, "limits": {...}}, quantities as strings): what
-  /// the strategic merge patch writes.
-  nlohmann::json declared = nlohmann::json::object();
+  /// The keys this plan sets: what the strategic merge patch and the resize write
+  /// (resources_json). Typed, not JSON: an admission answer never writes them.
+  DesiredValues declared;
   /// Declared keys whose current value differs, as "requests.cpu=500m" (for admission warnings).
   std::vector<std::string> overridden;
 };
@@ -95,6 +95,10 @@ struct ResourcePlan {
   /// True when some matched container's resources must change.
   bool changed() const;
 };
+
+/// `values` as a container's resources: {"requests": {...}, "limits": {...}}, quantities as
+/// strings, a section only when it has keys.
+nlohmann::json resources_json(const DesiredValues& values);
 
 /// The resources container `container` (at `index` of the pod spec's containers) carries once
 /// `plan` is written: the plan's merged ones for a matched container, else its own ({} when it

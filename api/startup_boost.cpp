@@ -222,11 +222,11 @@ BoostOutcome apply_startup_boost(const Scaler& scaler, const json& pod, Resource
     boosted.base = base;
     boosted.boosted.request = kube::Quantity::from_nanos(wanted);
     set_cpu(container.merged, "requests", *boosted.boosted.request);
-    set_cpu(container.declared, "requests", *boosted.boosted.request);
+    container.declared.requests.insert_or_assign("cpu", *boosted.boosted.request);
     if (scales_limit) {
       boosted.boosted.limit = kube::Quantity::from_nanos(ceil_milli(limit * wanted / request));
       set_cpu(container.merged, "limits", *boosted.boosted.limit);
-      set_cpu(container.declared, "limits", *boosted.boosted.limit);
+      container.declared.limits.insert_or_assign("cpu", *boosted.boosted.limit);
       if (limits_left) *limits_left -= boosted.boosted.limit->nanos() - limit;
     } else if (base.limit) {
       boosted.boosted.limit = base.limit;

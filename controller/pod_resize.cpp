@@ -158,7 +158,8 @@ json resize_patch(const api::ResourcePlan& plan) {
   json containers = json::array();
   for (const auto& container : plan.containers) {
     if (container.changed) {
-      containers.push_back({{"name", container.name}, {"resources", container.declared}});
+      containers.push_back(
+          {{"name", container.name}, {"resources", api::resources_json(container.declared)}});
     }
   }
   json spec = {{"containers", std::move(containers)}};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kube/json_text.h"
 #include "webhook/admission.h"
 
 namespace vscaler::webhook {
@@ -13,20 +14,6 @@ namespace {
 // of 4, so pieces join without padding).
 constexpr std::size_t kPiece = 3 * 4 * (1 << 20);
 
-// Appends `text` as a JSON string: as is when it is printable ASCII without quotes or
-// backslashes (uids, base64), else escaped by nlohmann (invalid UTF-8 replaced by U+FFFD).
-void append_string(std::string& out, std::string_view text) {
-  bool plain = std::all_of(text.begin(), text.end(),
-                           [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
-  if (!plain) {
-    out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    return;
-  }
-  out += '"';
-  out += text;
-  out += '"';
-}
-
 }  // namespace
 
 std::string encode_review(std::string_view uid, const AdmissionResponse& response) {
@@ -34,10 +21,7 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
   // review as JSON values and dumping them took half of this function's time (the base64 patch
   // escaped a character at a time).
   std::string patch;
-  if (!response.patch.is_null()) {
-    patch = base64_encode(
-        response.patch.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  }
+  if (!response.patch.is_null()) patch = base64_encode(kube::compact_json(response.patch));
   std::string out;
   out.reserve(128 + uid.size() + patch.size() + response.status_message.size());
   out += R"({"apiVersion":")";
@@ -45,7 +29,7 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
   out += R"(","kind":")";
   out += kAdmissionKind;
   out += R"(","response":{"uid":)";
-  append_string(out, uid);
+  kube::append_json_string(out, uid);
   out += response.allowed ? R"(,"allowed":true)" : R"(,"allowed":false)";
   if (response.status_code != 0 || !response.status_message.empty()) {
     out += R"(,"status":{)";
@@ -63,11 +47,11 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
     }
     if (!response.status_message.empty()) {
       member("message");
-      append_string(out, response.status_message);
+      kube::append_json_string(out, response.status_message);
     }
     if (!response.status_reason.empty()) {
       member("reason");
-      append_string(out, response.status_reason);
+      kube::append_json_string(out, response.status_reason);
     }
     out += '}';
   }
@@ -75,7 +59,7 @@ std::string encode_review(std::string_view uid, const AdmissionResponse& respons
     out += R"(,"warnings":[)";
     for (std::size_t i = 0; i < response.warnings.size(); ++i) {
       if (i > 0) out += ',';
-      append_string(out, response.warnings[i]);
+      kube::append_json_string(out, response.warnings[i]);
     }
     out += ']';
   }

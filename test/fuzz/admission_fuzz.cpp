@@ -7,7 +7,7 @@
 // and never patches a DELETE; every patch it emits passes validate_json_patch, applies to the
 // whole admitted object, and is a fixpoint (the patched object needs no further patch); every
 // response encodes to JSON that parses back with the request's uid; oldObject read as stored holds
-// what its whole tree holds.
+// what its whole tree holds; the admitted object written by kube::compact_json is nlohmann's dump.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +20,7 @@
 #include "controller/expectations.h"
 #include "controller/scaler_store.h"
 #include "controller/work_queue.h"
+#include "kube/json_text.h"
 #include "kube/object_meta.h"
 #include "metrics/registry.h"
 #include "webhook/admission.h"
@@ -129,6 +130,10 @@ void run(std::string_view body) {
     return;
   }
   check_old_stored(*whole, *reduced);
+  if (kube::compact_json(whole->object) !=
+      whole->object.dump(-1, ' ', false, json::error_handler_t::replace)) {
+    failed("compact_json differs from nlohmann's dump of the admitted object");
+  }
   World& w = world();
 
   webhook::AdmissionResponse response = w.deployments.handle(*reduced);
