@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kube/list_page.h"
+#include "test/unit/kube/random_json.h"
 
 using nlohmann::json;
 using vscaler::kube::JsonProjection;
@@ -24,42 +25,11 @@ json parse(ProjectingParser& parser, const std::string& text, const JsonProjecti
   return std::move(parsed).value();
 }
 
-// A random JSON value of every kind, nested up to `depth`, with escapes and non-ASCII text.
-json random_value(std::mt19937_64& random, int depth) {
-  std::uniform_int_distribution<int> kind(0, depth > 0 ? 8 : 5);
-  switch (kind(random)) {
-    case 0:
-      return nullptr;
-    case 1:
-      return random() % 2 == 0;
-    case 2:
-      return static_cast<std::int64_t>(random()) >> (random() % 63);
-    case 3:
-      return static_cast<std::uint64_t>(random());
-    case 4:
-      return std::ldexp(static_cast<double>(random() % 1000000) - 500000.0,
-                        static_cast<int>(random() % 40) - 20);
-    case 5: {
-      static const std::vector<std::string> texts = {"",      "a",   "q\"uote", "back\\slash",
-                                                     "tab\t", "é€😀", "/~0~1",   "line\nbreak"};
-      return texts[random() % texts.size()];
-    }
-    case 6:
-    case 7: {
-      json object = json::object();
-      const int members = static_cast<int>(random() % 5);
-      for (int i = 0; i < members; ++i) {
-        object["k" + std::to_string(random() % 6)] = random_value(random, depth - 1);
-      }
-      return object;
-    }
-    default: {
-      json array = json::array();
-      const int items = static_cast<int>(random() % 5);
-      for (int i = 0; i < items; ++i) array.push_back(random_value(random, depth - 1));
-      return array;
-    }
-  }
+// Text of every kind nlohmann can dump: escapes and non-ASCII, names repeated across members.
+std::string random_text(std::mt19937_64& random) {
+  static const std::vector<std::string> texts = {"",      "a",   "q\"uote", "back\\slash",
+                                                 "tab\t", "é€😀", "/~0~1",   "line\nbreak"};
+  return texts[random() % texts.size()];
 }
 
 // Equal values of the same kinds all the way down: json's == holds 1 (signed) and 1 (unsigned)
@@ -145,7 +115,7 @@ TEST_CASE("property: keeping everything gives nlohmann's own parse of the text")
   ProjectingParser parser;  // one parser for every document: its buffers are reused
   const JsonProjection everything;
   for (int i = 0; i < 500; ++i) {
-    const json document = random_value(random, 5);
+    const json document = vscaler::test::random_json(random, 5, random_text);
     const std::string text = document.dump();
     CAPTURE(text);
     CHECK(identical(parse(parser, text, everything), json::parse(text)));
@@ -171,8 +141,8 @@ TEST_CASE("items of a page parse in place, reading past an item into the rest of
   std::mt19937_64 random(7);
   json page = {{"metadata", {{"resourceVersion", "9"}}}, {"items", json::array()}};
   for (int i = 0; i < 50; ++i) {
-    page["items"].push_back(
-        {{"metadata", {{"name", "p" + std::to_string(i)}}}, {"spec", random_value(random, 4)}});
+    page["items"].push_back({{"metadata", {{"name", "p" + std::to_string(i)}}},
+                             {"spec", vscaler::test::random_json(random, 4, random_text)}});
   }
   std::string body = page.dump();
   ProjectingParser parser;

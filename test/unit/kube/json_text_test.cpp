@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include "test/unit/kube/random_json.h"
+
 using nlohmann::json;
 using vscaler::kube::append_json;
 using vscaler::kube::append_json_string;
@@ -43,45 +45,12 @@ std::string random_text(std::mt19937_64& random) {
   return text;
 }
 
-json random_value(std::mt19937_64& random, int depth) {
-  switch (random() % (depth > 0 ? 10 : 7)) {
-    case 0:
-      return nullptr;
-    case 1:
-      return random() % 2 == 0;
-    case 2:
-      return static_cast<std::int64_t>(random()) >> (random() % 64);
-    case 3:
-      return static_cast<std::uint64_t>(random()) >> (random() % 64);
-    case 4:
-      return std::ldexp(static_cast<double>(random() % 2000001) - 1000000.0,
-                        static_cast<int>(random() % 80) - 40);
-    case 5:
-    case 6:
-      return random_text(random);
-    case 7:
-    case 8: {
-      json object = json::object();
-      const int members = static_cast<int>(random() % 5);
-      for (int i = 0; i < members; ++i)
-        object[random_text(random)] = random_value(random, depth - 1);
-      return object;
-    }
-    default: {
-      json array = json::array();
-      const int items = static_cast<int>(random() % 5);
-      for (int i = 0; i < items; ++i) array.push_back(random_value(random, depth - 1));
-      return array;
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("property: compact_json writes what nlohmann's compact dump writes, byte for byte") {
   std::mt19937_64 random(20261207);
   for (int round = 0; round < 20000; ++round) {
-    const json value = random_value(random, 4);
+    const json value = vscaler::test::random_json(random, 4, random_text);
     const std::string expected = nlohmann_dump(value);
     REQUIRE_MESSAGE(compact_json(value) == expected, "value: ", expected);
   }
