@@ -78,8 +78,12 @@ std::string check_valid(const ContainerPlan& plan) {
     auto request = merged_quantity(plan.declared.requests, resource, request_value);
     auto limit = merged_quantity(plan.declared.limits, resource, *limit_value);
     if (request && limit && *request > *limit) {
-      return "container " + plan.name + ": requests." + resource + " " + request->to_string() +
-             " would exceed limits." + resource + " " + limit->to_string();
+      // Said as the merged object holds them: a stored value equal to the declared one by value
+      // keeps its own text ("2147483648" for a declared "2Gi").
+      return "container " + plan.name + ": requests." + resource + " " +
+             stored_quantity(request_value).value_or(*request).to_string() +
+             " would exceed limits." + resource + " " +
+             stored_quantity(*limit_value).value_or(*limit).to_string();
     }
   }
   return {};

@@ -86,6 +86,35 @@ TEST_CASE("a declared limit below the Deployment's own request is invalid too") 
   CHECK(plan.invalid == "container app: requests.memory 1Gi would exceed limits.memory 256Mi");
 }
 
+TEST_CASE("an invalid plan names the values as the merged object holds them") {
+  // The stored request equals the declared one by value, so it keeps its own text.
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"memory": "2Gi"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"memory": "2147483648"}, "limits": {"memory": "1Gi"}}}])"));
+  CHECK(plan.invalid == "container app: requests.memory 2147483648 would exceed limits.memory 1Gi");
+  auto number = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"memory": 2147483648}, "limits": {"memory": "1Gi"}}}])"));
+  CHECK(number.invalid ==
+        "container app: requests.memory 2147483648 would exceed limits.memory 1Gi");
+}
+
+TEST_CASE("a changed container's patches carry every declared key, also those it already has") {
+  // limits.cpu is stored with the declared text already; requests.cpu differs.
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "250m"}, "limits": {"cpu": "1500m"}}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app", "resources": {"requests":
+      {"cpu": "100m"}, "limits": {"cpu": "1500m"}}}])"));
+  REQUIRE(plan.containers.size() == 1);
+  CHECK(plan.containers[0].changed);
+  CHECK(plan.containers[0].overridden == std::vector<std::string>{"requests.cpu=100m"});
+  CHECK(strategic_merge_patch(scaler, plan) == json::parse(R"({"spec": {"template": {"spec":
+      {"containers": [{"name": "app", "resources": {"requests": {"cpu": "250m"}, "limits":
+      {"cpu": "1500m"}}}]}}}})"));
+  CHECK(resources_json(plan.containers[0].declared) ==
+        json::parse(R"({"requests": {"cpu": "250m"}, "limits": {"cpu": "1500m"}})"));
+}
+
 TEST_CASE("the strategic merge patch carries only the declared keys of changed containers") {
   auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
       {"name": "app", "requests": {"cpu": "250m"}, "limits": {"memory": "512Mi"}},
