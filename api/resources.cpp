@@ -55,8 +55,9 @@ void apply_section(const ResourceMap& declared, const char* section, ResourceMap
   }
 }
 
-/// The value of `resource` in merged `section` (`stored`) of `plan`: the declared quantity when the
-/// plan sets the key (apply_section left a value equal to it), else the stored value parsed.
+/// The quantity of `resource` in one merged section, whose value there is `stored`: the one in
+/// `declared` (that section's declared keys) when the plan sets the key, as apply_section left a
+/// value equal to it, else `stored` parsed.
 std::optional<kube::Quantity> merged_quantity(const ResourceMap& declared,
                                               const std::string& resource, const json& stored) {
   auto found = declared.find(resource);
