@@ -65,6 +65,19 @@ Uint128 magnitude_of(Int128 value) {
   return value < 0 ? -static_cast<Uint128>(value) : static_cast<Uint128>(value);
 }
 
+/// magnitude / divisor and magnitude % divisor, in 64-bit arithmetic when the magnitude fits.
+struct DivMod {
+  Uint128 quotient;
+  std::uint64_t remainder;
+};
+DivMod divmod(Uint128 magnitude, std::uint64_t divisor) {
+  if (magnitude <= kUint64Max) {
+    auto small = static_cast<std::uint64_t>(magnitude);
+    return {small / divisor, small % divisor};
+  }
+  return {magnitude / divisor, static_cast<std::uint64_t>(magnitude % divisor)};
+}
+
 std::string int128_to_string(Int128 value) {
   Uint128 magnitude = magnitude_of(value);
   std::array<char, 48> buffer{};  // 39 digits and a sign at most
@@ -206,13 +219,15 @@ Result<Quantity> Quantity::parse(std::string_view text) {
 std::string Quantity::to_string() const {
   if (nanos_ == 0) return "0";
   QuantityFormat format = format_;
-  const Int128 magnitude = nanos_ < 0 ? -nanos_ : nanos_;
   if (format == QuantityFormat::kBinarySI) {
+    const Uint128 magnitude = magnitude_of(nanos_);
+    const auto [whole_units, fraction] = divmod(magnitude, 1'000'000'000);
     // Like the API server: small values and fractions print as decimal to avoid rounding.
-    if (magnitude < 1024 * kNanosPerUnit || magnitude % kNanosPerUnit != 0) {
+    if (magnitude < static_cast<Uint128>(1024 * kNanosPerUnit) || fraction != 0) {
       format = QuantityFormat::kDecimalSI;
     } else {
-      Int128 units = nanos_ / kNanosPerUnit;
+      Int128 units =
+          nanos_ < 0 ? -static_cast<Int128>(whole_units) : static_cast<Int128>(whole_units);
       std::size_t power = 0;
       while (power + 1 < kBinarySuffixes.size() && units % 1024 == 0) {
         units /= 1024;

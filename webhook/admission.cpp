@@ -359,23 +359,35 @@ std::vector<api::StoredContainer> stored_containers(Element object) {
 std::optional<StoredOldObject> read_stored(Element object) {
   if (object.type() != ElementType::OBJECT) return std::nullopt;
   StoredOldObject out;
-  if (std::optional<Element> metadata = last_member(object, "metadata")) {
-    auto text = [&metadata](std::string_view key, std::string& into) {
-      std::optional<Element> value = last_member(*metadata, key);
+  std::optional<Element> metadata = last_member(object, "metadata");
+  if (metadata && metadata->type() == ElementType::OBJECT) {
+    // One pass over its members (a key given twice: the last, as the tree keeps it).
+    std::optional<Element> name, namespace_name, uid, generation;
+    simdjson::dom::object members = metadata->get_object().value_unsafe();
+    for (auto [key, value] : members) {
+      if (key == "name") {
+        name = value;
+      } else if (key == "namespace") {
+        namespace_name = value;
+      } else if (key == "uid") {
+        uid = value;
+      } else if (key == "generation") {
+        generation = value;
+      }
+    }
+    auto text = [](const std::optional<Element>& value, std::string& into) {
       if (value && value->type() == ElementType::STRING) {
         into = std::string(value->get_string().value_unsafe());
       }
     };
-    text("name", out.name);
-    text("namespace", out.namespace_name);
-    text("uid", out.uid);
+    text(name, out.name);
+    text(namespace_name, out.namespace_name);
+    text(uid, out.uid);
     // As kube::meta_generation reads a tree: an integer, unsigned ones cast.
-    if (std::optional<Element> generation = last_member(*metadata, "generation")) {
-      if (generation->type() == ElementType::INT64) {
-        out.generation = generation->get_int64().value_unsafe();
-      } else if (generation->type() == ElementType::UINT64) {
-        out.generation = static_cast<std::int64_t>(generation->get_uint64().value_unsafe());
-      }
+    if (generation && generation->type() == ElementType::INT64) {
+      out.generation = generation->get_int64().value_unsafe();
+    } else if (generation && generation->type() == ElementType::UINT64) {
+      out.generation = static_cast<std::int64_t>(generation->get_uint64().value_unsafe());
     }
   }
   out.containers = stored_containers(object);

@@ -130,11 +130,10 @@ DeploymentHandler::DeploymentHandler(const controller::ScalerStore& store,
 const Projection& DeploymentHandler::projection() {
   static const Projection projection = [] {
     Projection paths = *Projection::parse({
+        // The object names the workload; what the hints need of it (generation, uid) is
+        // oldObject's, read as stored.
         "/metadata/name",
         "/metadata/namespace",
-        "/metadata/uid",
-        "/metadata/generation",
-        "/metadata/deletionTimestamp",
         "/spec/template/spec/containers/*/name",
         "/spec/template/spec/containers/*/resources",
         // Pod-level resources, and the sidecars that count in them: raised when they must grow.

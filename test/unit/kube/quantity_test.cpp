@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -164,4 +165,25 @@ TEST_CASE("digits print alike below and above 2^64 nanos, where 64-bit arithmeti
   // Zeros stripped in 128-bit arithmetic only: 2^64 thousand units, 12 zeros after 2^64.
   CHECK(Quantity::from_nanos(two_to_64 * 1'000'000'000'000).to_string() ==
         reference(two_to_64) + "k");
+}
+
+TEST_CASE("binary quantities print alike below and above 2^64 nanos") {
+  // 2^64 nanos is ~17.2 Gi: the whole units and their remainder are worked out in 64-bit
+  // arithmetic below it, in 128-bit above.
+  const Int128 gibibyte = Int128{1} << 30;
+  for (std::int64_t count : {1, 3, 16, 17, 18, 1000, 1 << 20}) {
+    for (Int128 sign : {Int128{1}, Int128{-1}}) {
+      CAPTURE(count);
+      const Int128 nanos = sign * count * gibibyte * 1'000'000'000;
+      const std::string text = (sign < 0 ? "-" : "") + std::to_string(count) + "Gi";
+      CHECK(Quantity::from_nanos(nanos, QuantityFormat::kBinarySI).to_string() ==
+            (count == 1 << 20 ? (sign < 0 ? "-1Pi" : "1Pi") : text));
+      // One nano more is no whole number of units: decimal, as the API server prints it.
+      const Quantity odd = Quantity::from_nanos(nanos + sign, QuantityFormat::kBinarySI);
+      CHECK(odd.to_string() == Quantity::from_nanos(nanos + sign).to_string());
+    }
+  }
+  // A whole number of units, not of Ki: decimal too.
+  CHECK(Quantity::from_nanos(Int128{1500} * 1'000'000'000, QuantityFormat::kBinarySI).to_string() ==
+        "1500");
 }
