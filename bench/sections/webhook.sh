@@ -30,7 +30,10 @@
 # C++ load generator (bench/tools/admission_load): a recorded ~22 KB Deployment UPDATE review
 # (test/data/admission/deployment-update-20k.json, a fresh uid per request) POSTed over TLS
 # keep-alive by 1 and 4 connections, each sending its next request when the answer is in;
-# reviews/s and client-side p50/p99 latency; then (vscaler and nginx) a steady
+# reviews/s and client-side p50/p99 latency; one connection again with the placement fixed
+# (taskset): the server's threads and the load generator pinned to separate CPUs, then to one CPU
+# they share, each server alike (unpinned, where the scheduler puts the two decides one
+# connection's rate as much as the server does); then (vscaler and nginx) a steady
 # VSCALER_BENCH_WEBHOOK_RATE (default 2000) reviews/s on 1 connection, open loop: p50/p99/p99.9
 # counted from when each request was due. The machine has 2 cores: the load generator and the
 # server under test share them, so these are rates of the pair, not of the server alone.
@@ -182,6 +185,49 @@ cpu_ticks() {
 }
 ticks_per_second=$(getconf CLK_TCK)
 
+# server_pids PID: PID and its children (nginx's workers).
+server_pids() { echo "$1" $(pgrep -P "$1" || true); }
+# pin_server PID CPUS: every thread of the server (and of its children) on CPUS.
+pin_server() {
+  local pid
+  for pid in $(server_pids "$1"); do taskset -a -p -c "$2" "$pid" >/dev/null; done
+}
+cpus=$(nproc)
+all_cpus="0-$((cpus - 1))"
+
+# pinned_rows NAME RUN PORT PATH PID PLACEMENT SERVER_CPU LOAD_CPU CHECK: one connection, closed
+# loop, with the server's threads pinned to SERVER_CPU and the load generator to LOAD_CPU; rows
+# rate1_PLACEMENT, p50_1_PLACEMENT and cpu_1_PLACEMENT. Unpinned, one connection's rate is decided
+# by where the scheduler happens to put the two processes as much as by the server: on the
+# 2-vCPU AMD EPYC of 2026-12-07, the Deployment hook took 48-51 us of server CPU per review when
+# it shared a CPU with the load generator and 84-88 us when they ran apart (each wake-up and each
+# review's bytes then cross CPUs), nginx 29-32 and 55-58 us, and which of the two an unpinned run
+# got varied from run to run and from server to server. Pinned, each server is measured in both
+# placements, alike.
+pinned_rows() {
+  local name=$1 run=$2 port=$3 path=$4 pid=$5 placement=$6 server_cpu=$7 load_cpu=$8 check=$9
+  local out before after
+  pin_server "$pid" "$server_cpu"
+  before=$(cpu_ticks "$pid")
+  if ! out=$(taskset -c "$load_cpu" "$load" --port "$port" --path "$path" --body "$review" \
+    --ca "$tmp/certs/ca.crt" --connections 1 --seconds "$seconds" $check 2>>"$tmp/load.err"); then
+    echo "webhook.sh: pinned requests to $name failed: $out $(tail -n 5 "$tmp/load.err")" >&2
+    exit 1
+  fi
+  after=$(cpu_ticks "$pid")
+  pin_server "$pid" "$all_cpus"
+  echo "webhook.sh: run $run $name pinned $placement: $out cpu_ticks=$((after - before))" >&2
+  awk -v name="$name" -v p="$placement" -v ticks=$((after - before)) -v hz="$ticks_per_second" '
+    {
+      for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+      where = p == "apart" ? "server and load generator pinned to separate CPUs" : "server and load generator pinned to one CPU they share"
+      goal = name == "vscaler-front-end" || name == "vscaler-parsed" || name == "nginx-early" ? "" : "; goal >= 0.75x nginx"
+      printf "rate1_%s\t20 KB UPDATE review over TLS, 1 conn, %s (reviews/s%s)\t%s\n", p, where, goal, v["reviews_per_second"]
+      printf "p50_1_%s\t20 KB UPDATE review over TLS, 1 conn, %s, p50 (us)\t%.1f\n", p, where, v["p50_ms"] * 1000
+      printf "cpu_1_%s\t20 KB UPDATE review over TLS, 1 conn, %s, server CPU per review (us; user + system, all threads)\t%.1f\n", p, where, ticks / hz / v["answered"] * 1e6
+    }' <<<"$out" >>"$tmp/$name.$run"
+}
+
 # measure NAME RUN: 1 and 4 connections against server NAME; appends "id<TAB>label<TAB>value"
 # rows to $tmp/NAME.RUN (latencies in microseconds). Besides the rates, the server's own CPU time
 # per review over the whole closed-loop run (warm-up included, divided by every answer of it):
@@ -217,6 +263,12 @@ measure() {
         printf "cpu_%s\t20 KB UPDATE review over TLS, %s, server CPU per review (us; user + system, all threads)\t%.1f\n", c, conns, ticks / hz / v["answered"] * 1e6
       }' <<<"$out" >>"$tmp/$name.$run"
   done
+  # One connection again with the placement fixed (see pinned_rows): the server's threads and
+  # the load generator on separate CPUs, then on one CPU they share.
+  if [ "$cpus" -ge 2 ]; then
+    pinned_rows "$name" "$run" "$port" "$path" "$pid" apart 1 0 "$check"
+    pinned_rows "$name" "$run" "$port" "$path" "$pid" shared 0 0 "$check"
+  fi
   # A steady rate, open loop (latency from when each request was due): what an API server
   # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out, and the
   # recommended scaler's, the front end's, the parse's and the early nginx's rows stop at the
@@ -266,7 +318,7 @@ rows_vs_nginx vscaler-recommended "recommended scaler"
 rows_vs_nginx vscaler-front-end "front end alone (fixed answer, review not parsed)"
 rows_vs_nginx vscaler-parsed "review parsed, no handler work (simdjson, uid echoed)"
 # The Deployment hook's closed-loop rows against nginx answering before it has read the body.
-awk -F'\t' -v OFS='\t' '$1 ~ /^(rate|p50_|p99_|cpu_)[14]$/ {
+awk -F'\t' -v OFS='\t' '$1 ~ /^(rate|p50_|p99_|cpu_)[14](_apart|_shared)?$/ {
     sub(/; goal >= 0.75x nginx/, "", $2)
     $2 = "webhook " $2 " vs nginx answering before the body is read"; print
   }' "$tmp/vscaler" >"$tmp/vs-nginx-early"
