@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   std::string body = read_file(review_path);
 
   // 1. Parsing.
-  // What the Deployment handler reads (metadata and the pod template), as it ships.
+  // What the Deployment handler reads (name, namespace and the pod template), as it ships.
   const Projection* projection = &vscaler::webhook::DeploymentHandler::projection();
   ParseOptions projected;
   projected.projection = projection;

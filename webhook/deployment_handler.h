@@ -30,8 +30,8 @@ class DeploymentHandler {
                     metrics::Counter& enqueued, metrics::Counter* recommendation_applied = nullptr,
                     const controller::LimitRangeCache* limit_ranges = nullptr);
 
-  /// The parts of object the handler reads: metadata, the containers' names and resources
-  /// (patch paths keep array positions), the pod-level resources and the sidecars' (init
+  /// The parts of object the handler reads: its name and namespace, the containers' names and
+  /// resources (patch paths keep array positions), the pod-level resources and the sidecars' (init
   /// containers' restartPolicy and resources); oldObject read as stored
   /// (Projection::old_object_stored: its metadata and containers' requests and limits, no tree);
   /// and a comparison of the pod templates without the containers' cpu/memory requests and

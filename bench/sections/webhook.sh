@@ -107,7 +107,9 @@ echo $! >"$tmp/vscaler-front-end.pid"
   2>"$tmp/vscaler-parsed.log" &
 pids+=($!)
 echo $! >"$tmp/vscaler-parsed.pid"
-"$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
+# GOMAXPROCS fixed: since Go 1.25 the runtime follows its CPU affinity, and pinned (pinned_rows)
+# it would drop to one P while vscaler and nginx keep their loops and workers.
+GOMAXPROCS=$(nproc) "$peer" -cert-dir "$tmp/certs" -port-file "$tmp/controller-runtime.port" \
   2>"$tmp/controller-runtime.log" &
 pids+=($!)
 echo $! >"$tmp/controller-runtime.pid"
@@ -187,13 +189,19 @@ ticks_per_second=$(getconf CLK_TCK)
 
 # server_pids PID: PID and its children (nginx's workers).
 server_pids() { echo "$1" $(pgrep -P "$1" || true); }
-# pin_server PID CPUS: every thread of the server (and of its children) on CPUS.
+# pin_server PID CPUS: every thread of the server (and of its children) on CPUS. Once more after
+# a short wait when it fails: a thread that ends between taskset's listing and its call fails it.
 pin_server() {
   local pid
-  for pid in $(server_pids "$1"); do taskset -a -p -c "$2" "$pid" >/dev/null; done
+  for pid in $(server_pids "$1"); do
+    taskset -a -p -c "$2" "$pid" >/dev/null || { sleep 0.1 && taskset -a -p -c "$2" "$pid" >/dev/null; }
+  done
 }
-cpus=$(nproc)
-all_cpus="0-$((cpus - 1))"
+# The CPUs this script may use (its affinity, e.g. a container's cpuset, not 0..nproc-1): the
+# pinned rows use the first two, and the servers go back to all of them afterwards.
+allowed_cpus=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
+mapfile -t cpu_list < <(tr ',' '\n' <<<"$allowed_cpus" |
+  awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }')
 
 # pinned_rows NAME RUN PORT PATH PID PLACEMENT SERVER_CPU LOAD_CPU CHECK: one connection, closed
 # loop, with the server's threads pinned to SERVER_CPU and the load generator to LOAD_CPU; rows
@@ -215,7 +223,7 @@ pinned_rows() {
     exit 1
   fi
   after=$(cpu_ticks "$pid")
-  pin_server "$pid" "$all_cpus"
+  pin_server "$pid" "$allowed_cpus"
   echo "webhook.sh: run $run $name pinned $placement: $out cpu_ticks=$((after - before))" >&2
   awk -v name="$name" -v p="$placement" -v ticks=$((after - before)) -v hz="$ticks_per_second" '
     {
@@ -265,9 +273,9 @@ measure() {
   done
   # One connection again with the placement fixed (see pinned_rows): the server's threads and
   # the load generator on separate CPUs, then on one CPU they share.
-  if [ "$cpus" -ge 2 ]; then
-    pinned_rows "$name" "$run" "$port" "$path" "$pid" apart 1 0 "$check"
-    pinned_rows "$name" "$run" "$port" "$path" "$pid" shared 0 0 "$check"
+  if [ "${#cpu_list[@]}" -ge 2 ]; then
+    pinned_rows "$name" "$run" "$port" "$path" "$pid" apart "${cpu_list[1]}" "${cpu_list[0]}" "$check"
+    pinned_rows "$name" "$run" "$port" "$path" "$pid" shared "${cpu_list[0]}" "${cpu_list[0]}" "$check"
   fi
   # A steady rate, open loop (latency from when each request was due): what an API server
   # sending $rate reviews/s sees. controller-runtime peaks below it, so it is left out, and the

@@ -174,6 +174,7 @@ TEST_CASE("binary quantities print alike below and above 2^64 nanos") {
   for (std::int64_t count : {1, 3, 16, 17, 18, 1000, 1 << 20}) {
     for (Int128 sign : {Int128{1}, Int128{-1}}) {
       CAPTURE(count);
+      CAPTURE(static_cast<int>(sign));
       const Int128 nanos = sign * count * gibibyte * 1'000'000'000;
       const std::string text = (sign < 0 ? "-" : "") + std::to_string(count) + "Gi";
       CHECK(Quantity::from_nanos(nanos, QuantityFormat::kBinarySI).to_string() ==
