@@ -221,7 +221,8 @@ std::string Quantity::to_string() const {
   QuantityFormat format = format_;
   if (format == QuantityFormat::kBinarySI) {
     const Uint128 magnitude = magnitude_of(nanos_);
-    const auto [whole_units, fraction] = divmod(magnitude, 1'000'000'000);
+    const auto [whole_units, fraction] =
+        divmod(magnitude, static_cast<std::uint64_t>(kNanosPerUnit));
     // Like the API server: small values and fractions print as decimal to avoid rounding.
     if (magnitude < static_cast<Uint128>(1024 * kNanosPerUnit) || fraction != 0) {
       format = QuantityFormat::kDecimalSI;

@@ -173,11 +173,14 @@ echo "$nginx_port" >"$tmp/nginx.port"
 echo "$nginx_port" >"$tmp/nginx-early.port"
 cp "$tmp/nginx.pid" "$tmp/nginx-early.pid"
 
+# server_pids PID: PID and its children (nginx's workers).
+server_pids() { echo "$1" $(pgrep -P "$1" || true); }
+
 # cpu_ticks PID: user + system clock ticks of PID and of its children (nginx's workers), every
 # thread of each counted.
 cpu_ticks() {
   local pid total=0 fields
-  for pid in "$1" $(pgrep -P "$1" || true); do
+  for pid in $(server_pids "$1"); do
     [ -r "/proc/$pid/stat" ] || continue
     # Fields 14 and 15 (utime, stime), counted after the ")" that ends the command name.
     fields=$(sed 's/.*) //' "/proc/$pid/stat" | awk '{ print $12 + $13 }')
@@ -187,8 +190,6 @@ cpu_ticks() {
 }
 ticks_per_second=$(getconf CLK_TCK)
 
-# server_pids PID: PID and its children (nginx's workers).
-server_pids() { echo "$1" $(pgrep -P "$1" || true); }
 # pin_server PID CPUS: every thread of the server (and of its children) on CPUS. Once more after
 # a short wait when it fails: a thread that ends between taskset's listing and its call fails it.
 pin_server() {
