@@ -20,7 +20,9 @@ Quantity scaled(const std::string& resource, const Quantity& value, const Quanti
                       static_cast<long double>(numerator.nanos()) /
                       static_cast<long double>(denominator.nanos());
   auto units = static_cast<kube::Int128>(std::ceil(nanos / unit - 1e-9L));
-  return Quantity::from_nanos(units * static_cast<kube::Int128>(unit));
+  // In `value`'s format, as VPA keeps the original limit's: a 512Mi limit scaled by 300Mi/256Mi
+  // is written "600Mi", not "629145600".
+  return Quantity::from_nanos(units * static_cast<kube::Int128>(unit), value.format());
 }
 
 std::optional<Quantity> lookup(const ResourceMap& map, const std::string& resource) {
@@ -146,7 +148,8 @@ bool fit_pod_totals(std::vector<PodMaxMember>& containers, const PodTotals& tota
         // Rounded down: the sum must not land a unit above the max.
         auto units = static_cast<kube::Int128>(
             std::floor(static_cast<long double>(it->second.nanos()) * factor / unit));
-        it->second = Quantity::from_nanos(units * static_cast<kube::Int128>(unit));
+        it->second =
+            Quantity::from_nanos(units * static_cast<kube::Int128>(unit), it->second.format());
       }
     }
   }

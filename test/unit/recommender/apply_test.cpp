@@ -35,6 +35,24 @@ TEST_CASE("RequestsAndLimits sets the request and scales each limit by new/old r
   CHECK(out.limits == map("500m", "1536Mi"));  // x2.5 and x1.5
 }
 
+TEST_CASE("RequestsAndLimits: a scaled limit is written in the limit's own format") {
+  // What the patch and the status carry: "600Mi" as the template wrote "512Mi", not the bytes.
+  ContainerResources current{map("100m", "256Mi"), map("250m", "512Mi")};
+  auto out = apply_recommendation(current, map("150m", "300Mi"), ContainerPolicy{});
+  CHECK(out.limits.at(kMemory).to_string() == "600Mi");
+  CHECK(out.limits.at(kCpu).to_string() == "375m");
+  // Not a whole number of Mi: the largest binary unit that holds it exactly.
+  out = apply_recommendation(current, map("150m", "300.5Mi"), ContainerPolicy{});
+  CHECK(out.limits.at(kMemory).to_string() == "601Mi");
+  current = ContainerResources{map(nullptr, "2Gi"), map(nullptr, "3Gi")};
+  out = apply_recommendation(current, map(nullptr, "489Mi"), ContainerPolicy{});
+  CHECK(out.limits.at(kMemory).to_string() == "751104Ki");  // 489Mi x 1.5
+  // A limit written in bytes stays in bytes (decimal), as VPA keeps it.
+  current = ContainerResources{map(nullptr, "256Mi"), map(nullptr, "536870912")};
+  out = apply_recommendation(current, map(nullptr, "300Mi"), ContainerPolicy{});
+  CHECK(out.limits.at(kMemory) == q("600Mi"));
+}
+
 TEST_CASE("RequestsAndLimits: a missing request counts as equal to its limit") {
   ContainerResources current{{}, map("1", "512Mi")};
   auto out = apply_recommendation(current, map("300m", "600Mi"), ContainerPolicy{});
