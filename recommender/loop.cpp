@@ -407,6 +407,8 @@ void RecommenderLoop::refresh_caps(PassSummary& summary) {
 RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
                                                       ScalerHistory& into, std::string& note,
                                                       PassSummary& summary) {
+  // DESIGN: the message "says the history was not available".
+  constexpr std::string_view kNotAvailable = "history from Prometheus not available (";
   constexpr std::string_view kLiveOnly =
       "); from live samples only, asked again when a replica next starts leading";
   std::string unavailable = history_failure_;
@@ -420,7 +422,7 @@ RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
     ++summary.history_skipped;
   }
   if (!unavailable.empty()) {
-    note = "no history from Prometheus (" + unavailable + std::string(kLiveOnly);
+    note = std::string(kNotAvailable) + unavailable + std::string(kLiveOnly);
     into.set_history_wanted(true);
     return {};
   }
@@ -435,9 +437,10 @@ RecommenderLoop::Seeded RecommenderLoop::seed_history(const api::Scaler& scaler,
     // Only a source that is down spares the rest of the pass: one target's bad answer (too
     // large, too many samples) says nothing of the others'.
     if (loaded.error().source_down) history_failure_ = error;
-    note = "no history from Prometheus (" + error + std::string(kLiveOnly);
+    note = std::string(kNotAvailable) + error + std::string(kLiveOnly);
     into.set_history_wanted(true);
-    log::warn(kLoopLogger, "no history from Prometheus; the scaler starts from live samples",
+    log::warn(kLoopLogger,
+              "history from Prometheus not available; the scaler starts from live samples",
               {{"namespace", scaler.ns}, {"name", scaler.name}, {"error", error}});
     return {};
   }

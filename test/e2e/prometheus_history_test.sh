@@ -71,7 +71,7 @@ echo "--- Prometheus stopped: a new scaler gets a live recommendation and says w
 prometheus down
 statefulset fresh
 eventually 90 recommended fresh
-echo "$(message fresh)" | grep -q "no history from Prometheus (" ||
+echo "$(message fresh)" | grep -q "history from Prometheus not available (" ||
   fail "fresh's message does not say why it has no history: $(message fresh)"
 awk -v s="$(spread fresh)" 'BEGIN { exit !(s > 1.5) }' ||
   fail "fresh (live samples only) has narrow bounds already: $(spread fresh)"

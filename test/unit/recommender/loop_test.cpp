@@ -607,7 +607,8 @@ TEST_CASE("history unavailable: live samples, the reason in the message, one try
     CAPTURE(name);
     CHECK(f.condition(name)["reason"] == "Recommended");
     CHECK(f.condition(name)["message"].get<std::string>().find(
-              "no history from Prometheus (Prometheus at http://prometheus:9090: connection "
+              "history from Prometheus not available (Prometheus at http://prometheus:9090: "
+              "connection "
               "refused); from live samples only") != std::string::npos);
     // Live samples alone: a young history's wide bounds.
     CHECK(upper_over_target(f.api.scalers.at(
@@ -711,8 +712,8 @@ TEST_CASE("one target's bad answer is its own: the next scaler of the pass is st
   for (const char* name : {"web", "api"}) {
     CAPTURE(name);
     CHECK(f.condition(name)["message"].get<std::string>().find(
-              "no history from Prometheus (Prometheus at http://prometheus:9090: HTTP 422") !=
-          std::string::npos);
+              "history from Prometheus not available (Prometheus at http://prometheus:9090: HTTP "
+              "422") != std::string::npos);
   }
 }
 
@@ -738,7 +739,8 @@ TEST_CASE("a slow history source spends the pass's budget; the scalers after it 
   CHECK(f.condition("api")["message"].get<std::string>().find("history from Prometheus: 192") !=
         std::string::npos);
   CHECK(f.condition("web")["message"].get<std::string>().find(
-            "no history from Prometheus (this pass's 10ms for histories were spent: Prometheus "
+            "history from Prometheus not available (this pass's 10ms for histories were spent: "
+            "Prometheus "
             "is slow); from live samples only") != std::string::npos);
   f.api.inputs["web"] = usage(3, 1);
   f.api.inputs["api"] = usage(3, 1);
