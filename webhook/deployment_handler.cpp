@@ -175,12 +175,13 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
   // vscaler's own patch: hooking it would "reset" it (its matchConditions skip vscaler's user).
   if (request.field_manager == kOwnFieldManager) return AdmissionResponse::allow();
   std::string ns = deleted ? old.namespace_name : kube::meta_string(request.object, "namespace");
-  // The API server sends both equal; a review where they differ is forged (anyone in the cluster
-  // reaches the port): no patch, no hint for another namespace's scaler.
-  if (!ns.empty() && !request.namespace_name.empty() && ns != request.namespace_name) {
+  // The API server always names a workload's namespace in the request, and sends the object's
+  // equal to it (or empty); a review without it, or where they differ, is forged (anyone in the
+  // cluster reaches the port): no patch, no hint for any namespace's scaler.
+  if (request.namespace_name.empty() || (!ns.empty() && ns != request.namespace_name)) {
     return AdmissionResponse::allow();
   }
-  if (ns.empty()) ns = request.namespace_name;
+  ns = request.namespace_name;
 
   auto scalers = store_.targeting(ns, kind, name);
   const api::Scaler* active = api::select_active(scalers);

@@ -85,12 +85,12 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     return AdmissionResponse::allow();
   }
   kube::PodWorkload workload = kube::workload_of_pod(request.object);
-  std::string ns = request.namespace_name;
+  const std::string& ns = request.namespace_name;
   std::string object_ns = kube::meta_string(request.object, "namespace");
-  // The API server sends both equal; a review where they differ is forged (anyone in the cluster
-  // reaches the port) and must not act on another namespace's scaler.
-  if (!ns.empty() && !object_ns.empty() && ns != object_ns) return AdmissionResponse::allow();
-  if (ns.empty()) ns = object_ns;
+  // The API server always names a pod's namespace in the request, and sends the object's equal
+  // to it (or empty); a review without it, or where they differ, is forged (anyone in the
+  // cluster reaches the port) and must not act on any namespace's scaler.
+  if (ns.empty() || (!object_ns.empty() && ns != object_ns)) return AdmissionResponse::allow();
   const api::Scaler* active = nullptr;
   std::vector<std::shared_ptr<const api::Scaler>> scalers;
   if (!workload.kind.empty() && !ns.empty()) {

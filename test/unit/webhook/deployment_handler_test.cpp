@@ -145,13 +145,21 @@ TEST_CASE("a review whose object's namespace is not the request's is forged: no 
   Fixture f;
   f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
   AdmissionRequest request = recorded("deployment-update-resources.json");
-  request.namespace_name = "elsewhere";  // the object still says "record"
-  auto response = f.handler.handle(request);
-  CHECK(response.allowed);
-  CHECK(response.patch.is_null());
-  CHECK(response.warnings.empty());
-  CHECK(f.queue.len() == 0);
-  CHECK(f.enqueued.value() == 0);
+  // Another namespace, or none (the API server always names a workload's): the object still
+  // says "record".
+  for (const char* ns : {"elsewhere", ""}) {
+    CAPTURE(ns);
+    request.namespace_name = ns;
+    auto response = f.handler.handle(request);
+    CHECK(response.allowed);
+    CHECK(response.patch.is_null());
+    CHECK(response.warnings.empty());
+    CHECK(f.queue.len() == 0);
+    CHECK(f.enqueued.value() == 0);
+  }
+  request.namespace_name = "record";  // the same review, as the API server sends it: handled
+  CHECK(f.handler.handle(request).patch.is_array());
+  CHECK(f.enqueued.value() == 1);
 }
 
 TEST_CASE("a CREATE enqueues with a must-exist hint") {

@@ -153,7 +153,16 @@ TEST_CASE("a pod review whose object's namespace is not the request's is forged:
   auto response = handled(f.handler, review, Marker::kUnmarked);
   CHECK(response.allowed);
   CHECK(response.patch.is_null());
+  // No namespace in the request (the API server always names a pod's): the object's is not
+  // believed either.
+  review = recorded_review();
+  review["request"]["object"]["metadata"]["namespace"] = review["request"]["namespace"];
+  review["request"].erase("namespace");
+  response = handled(f.handler, review, Marker::kUnmarked);
+  CHECK(response.allowed);
+  CHECK(response.patch.is_null());
   CHECK(f.count("patched") == 0);
+  CHECK(handled(f.handler, recorded_review()).patch.is_array());  // as the API server sends it
 }
 
 TEST_CASE("a recommended container gets the recommendation's target, limits in proportion") {
