@@ -35,6 +35,12 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+/// ContainerNotFound's message: the containers the scaler names that `workload`'s template lacks.
+std::string containers_not_found(const api::ResourcePlan& plan, const std::string& workload) {
+  return "container(s) " + join(plan.missing) + " not found in " + workload +
+         "; the others are applied";
+}
+
 /// "StatefulSet db": the target as messages name it.
 std::string describe(const api::TargetRef& target) {
   return target.kind + " " + target.name;
@@ -97,6 +103,16 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, b
       }
       named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
                (pod.message.empty() ? "" : ": " + pod.message);
+    }
+    std::size_t invalid = 0;
+    for (const PodResize& pod : plan.pods) invalid += pod.state == PodResizeState::kInvalid;
+    if (invalid > 0) {
+      // The values themselves cannot be applied (as InvalidResources says of a template): nothing
+      // is sent to those pods, and no eviction would change that.
+      scaled.reason = reason::kInvalidResources;
+      scaled.message = counts + "; " + std::to_string(invalid) + " cannot take them (" + named +
+                       "); nothing was written to them";
+      return;
     }
     bool quota = false;
     for (const PodResize& pod : plan.pods) quota = quota || pod.quota;
@@ -398,6 +414,11 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       scaled.reason = reason::kAwaitingRecommendation;
       scaled.message = "waiting for a recommendation for container(s) " +
                        join(recommendation.containers.awaiting) + "; nothing to apply yet";
+    } else if (scaled.status && !plan.missing.empty()) {
+      // Every pod carries the others' values; the named one is not there to carry any.
+      scaled.status = false;
+      scaled.reason = reason::kContainerNotFound;
+      scaled.message = containers_not_found(plan, workload);
     }
   } else if (scaler.update_mode == api::UpdateMode::kInitial || api::in_place(scaler.update_mode)) {
     // Never a rollout of its own: the values ride on the next write that changes the template.
@@ -511,8 +532,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   const bool has_fixed = has_fixed_entry(scaler, plan);
   if (applied && !plan.missing.empty()) {
     scaled.reason = reason::kContainerNotFound;
-    scaled.message = "container(s) " + join(plan.missing) + " not found in " + workload +
-                     "; the others are applied";
+    scaled.message = containers_not_found(plan, workload);
     if (kube::updates_only_on_delete(stored)) scaled.message += kOnDeleteNote;
   } else if (applied && due_on_leader) {
     // Ready stays True; the leader's own reconcile (its recommender enqueues every scaler whose

@@ -90,6 +90,11 @@ class FakeApi : public ReconcileApi {
   ApiResult get_scaler(const std::string&, const std::string& name) override {
     return scalers.at(name);
   }
+  /// The pods every list_pods answers (the in-place modes' step filters them by owner).
+  json pods = json::array();
+  ApiResult list_pods(const std::string&, const std::string&) override {
+    return json{{"items", pods}};
+  }
   ApiResult patch_scaler_status(const std::string&, const std::string& name,
                                 const json& patch) override {
     json& scaler = scalers.at(name);
@@ -763,6 +768,57 @@ TEST_CASE("in-place modes without pods/resize (before 1.33): ResizeUnsupported, 
   CHECK(f.condition("web", "Scaled", "message").find("older than Kubernetes 1.33") !=
         std::string::npos);
   CHECK(f.condition("web", "Ready", "status") == "True");
+}
+
+TEST_CASE("in-place modes: a named container missing from the template is ContainerNotFound") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.api.deployments["web"]["spec"]["selector"]["matchLabels"]["app"] = "web";
+  for (const char* mode : {"InPlace", "InPlaceOrRecreate"}) {
+    CAPTURE(mode);
+    const std::string spec = std::string(R"({"deploymentName": "web", "updateMode": ")") + mode +
+                             R"(", "containers": [{"name": "app", "requests": {"cpu": "250m"}},
+                             {"name": "worker", "requests": {"cpu": "1"}}]})";
+    f.add_scaler("web", spec.c_str());
+    run_with(f, reconciler, "web");
+    CHECK(f.api.deployment_patches == 0);  // the template keeps what it has
+    CHECK(f.condition("web", "Scaled") == "ContainerNotFound");
+    CHECK(f.condition("web", "Scaled", "status") == "False");
+    CHECK(f.condition("web", "Scaled", "message").find("worker") != std::string::npos);
+  }
+}
+
+TEST_CASE("in-place modes: values invalid for a running pod are InvalidResources, not sent") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"},
+                                                           "limits": {"cpu": "1"}}}])");
+  f.api.deployments["web"]["spec"]["selector"]["matchLabels"]["app"] = "web";
+  // A running pod of the Deployment (through its ReplicaSet) whose cpu limit is 1.
+  f.api.pods.push_back(json::parse(R"({
+      "metadata": {"name": "web-6b9f7c-a", "uid": "uid-a", "generation": 1,
+                   "labels": {"app": "web", "pod-template-hash": "6b9f7c"},
+                   "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                        "name": "web-6b9f7c", "uid": "rs", "controller": true}]},
+      "spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "100m"},
+                                                            "limits": {"cpu": "1"}}}]},
+      "status": {"phase": "Running", "observedGeneration": 1,
+                 "containerStatuses": [{"name": "app", "ready": true, "resources": {
+                     "requests": {"cpu": "100m"}, "limits": {"cpu": "1"}}}]}})"));
+  for (const char* mode : {"InPlace", "InPlaceOrRecreate"}) {
+    CAPTURE(mode);
+    const std::string spec = std::string(R"({"deploymentName": "web", "updateMode": ")") + mode +
+                             R"(", "containers": [{"name": "app", "requests": {"cpu": "2"}}]})";
+    f.add_scaler("web", spec.c_str());
+    run_with(f, reconciler, "web");
+    CHECK(f.condition("web", "Scaled") == "InvalidResources");
+    CHECK(f.condition("web", "Scaled", "status") == "False");
+    const std::string message = f.condition("web", "Scaled", "message");
+    CHECK(message.find("requests.cpu 2 would exceed limits.cpu 1") != std::string::npos);
+    CHECK(message.find("evicted") == std::string::npos);  // no eviction would make them valid
+    CHECK(f.condition("web", "Ready", "status") == "False");
+  }
 }
 
 TEST_CASE("in-place modes: a follower writes no status and does not poll; the leader reports") {
