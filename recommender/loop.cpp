@@ -42,6 +42,7 @@ std::string describe(const ScalerInputs& inputs, const PassStats& stats, Provide
     case ProvidedReason::kNoMetrics:
       if (inputs.metrics_error)
         return pods + ", metrics API unavailable: " + inputs.metrics_error->message;
+      if (stats.running == 0) return pods + ", none running";
       return pods + ", none with metrics";
     default:
       break;
@@ -50,7 +51,7 @@ std::string describe(const ScalerInputs& inputs, const PassStats& stats, Provide
                      std::to_string(stats.samples_added + stats.samples_stale) +
                      " container samples";
   if (reason == ProvidedReason::kInsufficientHistory) {
-    seen += "; waiting for a pass with samples from every pod";
+    seen += "; waiting for a pass with samples from every running pod";
   }
   return seen;
 }

@@ -11,6 +11,7 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
                     const std::function<bool(std::string_view)>& recommended) {
   PassStats stats;
   stats.pods = owned.size();
+  for (const auto& pod : owned) stats.running += pod.running;
   std::unordered_map<std::string_view, const PodInfo*> by_name;
   for (const auto& pod : owned) by_name.emplace(pod.name, &pod);
   auto wanted = [&](std::string_view name) { return !recommended || recommended(name); };

@@ -19,6 +19,7 @@ namespace vscaler::recommender {
 /// What a pass folded in.
 struct PassStats {
   std::size_t pods = 0;                 ///< owned pods listed
+  std::size_t running = 0;              ///< of those, running (PodInfo::running)
   std::size_t pods_with_metrics = 0;    ///< of those, with a PodMetrics item
   std::size_t samples_added = 0;        ///< container samples folded in
   std::size_t samples_stale = 0;        ///< not newer than that pod's last sample

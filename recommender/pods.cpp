@@ -40,6 +40,7 @@ const kube::JsonProjection& pod_projection() {
       "/metadata/ownerReferences",
       "/spec/containers/*/name",
       "/spec/containers/*/resources",
+      "/status/phase",
       "/status/containerStatuses/*/name",
       "/status/containerStatuses/*/restartCount",
       "/status/containerStatuses/*/lastState/terminated",
@@ -93,6 +94,10 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
     pod.containers.push_back(std::move(container));
   }
   const auto* status = child(item, "status");
+  // Pending (unscheduled, pulling) and finished (Succeeded, Failed: evicted) pods have no
+  // metrics; a pod without a phase yet is counted as running, as it soon will be.
+  const std::string_view phase = status ? string_field(*status, "phase") : std::string_view();
+  pod.running = phase.empty() || phase == "Running";
   const auto* statuses = status ? child(*status, "containerStatuses") : nullptr;
   if (statuses && statuses->is_array()) {
     for (std::size_t i = 0; i < statuses->size(); ++i) {

@@ -54,6 +54,8 @@ struct PodInfo {
   /// are neither scaled nor sampled, as in VPA.
   std::vector<PodContainer> containers;
   std::vector<OomKill> oom_kills;  ///< OOM kills in containerStatuses[].lastState
+  /// status.phase is Running (or not set yet): the metrics API reports only such pods.
+  bool running = true;
 };
 
 /// The parts of a ReplicaSet the owner chain needs.

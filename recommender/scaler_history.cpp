@@ -96,7 +96,8 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                                                       : ProvidedReason::kNoMetrics;
   } else {
     seeded_before_metrics_ = false;
-    if (stats.pods_with_metrics == stats.pods) full_pass_seen_ = true;
+    // Every running pod: a Pending or an evicted one has no metrics to give, ever.
+    if (stats.pods_with_metrics >= stats.running) full_pass_seen_ = true;
     reason_ = full_pass_seen_ && has_samples() ? ProvidedReason::kRecommended
                                                : ProvidedReason::kInsufficientHistory;
   }

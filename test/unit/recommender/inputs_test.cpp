@@ -165,6 +165,15 @@ TEST_CASE("pods parse with their controller, container resources and OOM kills")
   CHECK(parsed->pods[2].containers[0].requests.at(kMemory) ==
         *vscaler::kube::Quantity::parse("2Gi"));
   CHECK_FALSE(parsed->pods[3].controller);
+  CHECK(web.running);  // phase Running
+  json phases = kPods;
+  for (const char* phase : {"Pending", "Succeeded", "Failed"}) {
+    CAPTURE(phase);
+    phases["items"][0]["status"]["phase"] = phase;
+    CHECK_FALSE(parse_pod_list(phases)->pods[0].running);  // no metrics to wait for
+  }
+  phases["items"][0]["status"].erase("phase");
+  CHECK(parse_pod_list(phases)->pods[0].running);  // not set yet: soon running
 }
 
 TEST_CASE("a malformed pod is skipped with a message naming the field") {
@@ -289,7 +298,8 @@ std::string rendered(const std::optional<ControllerRef>& ref) {
 
 std::string rendered(const vscaler::kube::Result<PodInfo>& pod) {
   if (!pod.ok()) return "error: " + pod.error();
-  std::string out = pod->name + " " + pod->uid + " " + rendered(pod->controller) + " labels:";
+  std::string out = pod->name + " " + pod->uid + " " + rendered(pod->controller) +
+                    (pod->running ? " running" : " not running") + " labels:";
   for (const auto& [key, value] : pod->labels) out += key + "=" + value + " ";
   for (const auto& c : pod->containers) {
     out += "| " + c.name + " " + rendered(c.requests) + "/ " + rendered(c.limits);
@@ -325,6 +335,7 @@ TEST_CASE("each list's projection keeps every field its parser reads") {
       "restartCount": 1, "lastState": {"terminated": {"reason": "OOMKilled", "finishedAt": 7}}}]})");
     broken["items"][3]["spec"]["containers"] = json::object();
     broken["items"][0]["metadata"].erase("uid");
+    pods["items"][1]["status"]["phase"] = "Pending";
     int compared = 0;
     for (const json* list : {&pods, &broken}) {
       for (std::size_t i = 0; i < (*list)["items"].size(); ++i) {
@@ -339,7 +350,8 @@ TEST_CASE("each list's projection keeps every field its parser reads") {
     const json slim = projected(pods["items"][0], pod_projection());
     CHECK_FALSE(slim["metadata"].contains("managedFields"));
     CHECK_FALSE(slim["spec"].contains("initContainers"));
-    CHECK_FALSE(slim["status"].contains("phase"));
+    CHECK(slim["status"]["phase"] == "Running");
+    CHECK_FALSE(slim["status"]["containerStatuses"][0].contains("state"));
     CHECK(slim.dump().size() < pods["items"][0].dump().size());
   }
   SUBCASE("PodMetrics") {

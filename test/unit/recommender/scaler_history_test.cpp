@@ -1,5 +1,6 @@
 // ScalerHistory: the RecommendationProvided reasons across passes (NoPodsMatched, NoMetrics,
-// InsufficientHistory until a pass has samples from every pod, Recommended), the per-pod minimum
+// InsufficientHistory until a pass has samples from every running pod, Recommended), the per-pod
+// minimum
 // share (among the containers VPA counts), a restore from its own checkpoint that continues
 // where it left off, a seeded pod's live samples continuing its history's memory window, and
 // VPA's garbage collection of expired or orphaned empty aggregates.
@@ -51,6 +52,24 @@ TEST_CASE("the RecommendationProvided reason follows what the passes saw") {
   (void)history.fold({usage("web-1", 2, 0.3), usage("web-2", 2, 0.3)}, pods, options);
   CHECK(history.reason() == ProvidedReason::kRecommended);
   CHECK(history.aggregates().at("app").state().total_samples_count == 5);
+}
+
+TEST_CASE("a full pass needs samples from every running pod: Pending and evicted ones have none") {
+  AggregateOptions options;
+  ScalerHistory history;
+  PodInfo pending = pod("web-2", 2);
+  pending.running = false;  // unschedulable: no node, no metrics, maybe never
+  PodInfo evicted = pod("web-old", 2);
+  evicted.running = false;  // Failed, left behind by an eviction
+  std::vector<PodInfo> pods = {pod("web-1", 2), pending, evicted};
+  (void)history.fold({usage("web-1", 0, 0.3)}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kRecommended);
+  // Only pods that are not running: none with metrics, and none could have them.
+  ScalerHistory waiting;
+  auto stats = waiting.fold({}, {pending, evicted}, options);
+  CHECK(waiting.reason() == ProvidedReason::kNoMetrics);
+  CHECK(stats.pods == 2);
+  CHECK(stats.running == 0);
 }
 
 TEST_CASE("a history point stands for resolution / interval samples, fractions kept") {
