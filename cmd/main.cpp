@@ -324,6 +324,10 @@ int run(const cmd::Options& options) {
   std::vector<net::HealthServer*> endpoints = {&health, &metrics_server};
   if (dashboard_server) endpoints.push_back(&*dashboard_server);
   for (auto* endpoint : endpoints) {
+    // What their connections hold (the metrics port's TLS buffers under --metrics-secure: ~50 KiB
+    // each, 16,384 connections allowed) within an eighth of the webhook's budget each, so the
+    // process stays within its memory limit whatever is held open on any port.
+    endpoint->limit_held_bytes(options.webhook_max_buffered_bytes / 8);
     if (auto started = endpoint->start(); !started.ok()) {
       log::error(kMainLogger, "cannot start the health, metrics or dashboard server",
                  {{"error", started.error()}});

@@ -52,7 +52,8 @@ EventLoop::EventLoop(LoopShared& shared) : shared_(shared) {
   env_.buffered =
       shared_.options.buffered != nullptr ? shared_.options.buffered : &shared_.buffered;
   env_.buffer_budget = shared_.options.max_buffered_body_bytes;
-  // Ports that take no bodies (health, metrics, dashboard: plain, heads of 16 KiB) count none.
+  // A port without a budget (a test's) counts nothing; vscaler's health, metrics and dashboard
+  // ports have one of their own for what their connections hold (HealthServer::limit_held_bytes).
   if (env_.buffer_budget > 0) env_.held = &shared_.held;
   env_.dispatch = [this](std::uint64_t id, Request request) {
     return dispatch(id, std::move(request));

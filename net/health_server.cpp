@@ -73,6 +73,11 @@ class HealthServer::Impl {
     certs_ = &certs;
   }
 
+  void limit_held_bytes(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    budget_bytes_ = bytes;
+  }
+
   base::Result<base::Unit> start() {
     std::lock_guard lock(mutex_);
     if (front_end_ != nullptr) return fail("the server for " + address_ + " was already started");
@@ -86,7 +91,9 @@ class HealthServer::Impl {
     // workers render /metrics and pages (milliseconds at 10,000 scalers) off the loop.
     options.event_loops = 1;
     options.workers = 2;
-    options.max_buffered_body_bytes = 0;
+    // No bodies; what connections hold (a TLS port's ~50 KiB buffers each, slow heads) counts
+    // within limit_held_bytes, when given.
+    options.max_buffered_body_bytes = budget_bytes_;
     options.limits.max_body_bytes = 0;
     options.limits.max_header_bytes = 16 * 1024;
     // Plain HTTP has no handshake: this is how long a connection may stay silent at first.
@@ -228,7 +235,8 @@ class HealthServer::Impl {
   std::unordered_map<std::string, PageHandler> pages_;
   std::unordered_map<std::string, Guard> guards_;
   CertWatcher* certs_ = nullptr;
-  tls::Context ctx_;  // outlives front_end_ (declared before it)
+  std::size_t budget_bytes_ = 0;  // limit_held_bytes
+  tls::Context ctx_;              // outlives front_end_ (declared before it)
   std::atomic<const metrics::Registry*> registry_{nullptr};
   std::unique_ptr<FrontEnd> front_end_;
   std::atomic<int> port_{0};
@@ -265,6 +273,10 @@ void HealthServer::guard(const std::string& path, Guard guard) {
 
 void HealthServer::serve_tls(CertWatcher& certs) {
   impl_->serve_tls(certs);
+}
+
+void HealthServer::limit_held_bytes(std::size_t bytes) {
+  impl_->limit_held_bytes(bytes);
 }
 
 int HealthServer::port() const {

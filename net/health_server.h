@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -80,6 +81,12 @@ class HealthServer {
   /// Serves HTTPS (TLS >= 1.2, HTTP/1.1) with the certificate `certs` holds, reloaded as it
   /// changes, instead of plain HTTP; `certs` must outlive the server. Call before start().
   void serve_tls(CertWatcher& certs);
+  /// Bounds what this port's connections hold before any request is answered (a TLS port's
+  /// ~50 KiB of OpenSSL buffers each, heads arriving slowly) to `bytes`: beyond it a newcomer
+  /// closes the oldest connection never answered, or is refused, as on the webhook port. The
+  /// port's own budget, not the webhook's: a flood here must not refuse the API server there.
+  /// Without it (0) nothing is counted. Call before start().
+  void limit_held_bytes(std::size_t bytes);
 
   /// Binds and serves on threads of its own; the error says why binding failed.
   base::Result<base::Unit> start();

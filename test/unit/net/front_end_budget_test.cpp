@@ -1,7 +1,7 @@
 // The admission front end's memory budget (--webhook-max-buffered-bytes) over real TLS on
 // loopback: bodies, unfinished heads and connections' TLS buffers held within one budget, room made
-// by closing connections never answered or stalled, and a queued body's share kept until its job
-// ends.
+// by closing connections never answered or stalled, a queued body's share kept until its job
+// ends, and a TLS metrics port holding its connections within a budget of its own.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "net/front_end.h"
+#include "net/health_server.h"
 #include "net/http.h"
 #include "net/tls.h"
 #include "test/unit/net/front_end_fixture.h"
@@ -373,4 +374,40 @@ TEST_CASE("front end: a queued body keeps its share of the budget until its job 
   CHECK(text.find("vscaler_webhook_rejected_total{reason=\"expired_in_queue\"} 1\n") !=
         std::string::npos);
   front_end.stop(1s);
+}
+
+TEST_CASE("front end: a TLS metrics port holds its connections' buffers within its own budget") {
+  // Each TLS connection costs ~50 KiB before it says anything (OpenSSL's buffers); the metrics
+  // port allows thousands. Within its budget (half of it for connections never answered) a
+  // newcomer closes the oldest silent one, so scrapes still get in, and the webhook port, whose
+  // budget is its own, is not touched by any of it.
+  constexpr std::size_t kUnit = vscaler::net::tls::Stream::kBufferBytes;
+  Server s([](AdmissionServerOptions& options) { options.event_loops = 1; });
+  vscaler::net::HealthServer metrics("127.0.0.1:0", s.registry, "metrics");
+  metrics.serve_tls(*s.certs);
+  metrics.limit_held_bytes(8 * kUnit);
+  REQUIRE(metrics.start().ok());
+  auto evicted = [&] {
+    return s.metric(R"(vscaler_metrics_rejected_total{reason="evicted_at_capacity"})");
+  };
+  std::vector<int> held;
+  for (int i = 0; i < 6; ++i) {
+    held.push_back(connect_from("127.0.0.2", metrics.port()));  // in their handshakes
+    REQUIRE(held.back() >= 0);
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(vscaler::testing::eventually([&] { return evicted() == 2; }));
+  CHECK(closed_by_peer_within(held[0], 2s));  // the oldest went first
+  CHECK(closed_by_peer_within(held[1], 2s));
+  CHECK_FALSE(closed_by_peer_within(held[5], 200ms));
+  CHECK(s.metric("vscaler_metrics_open_connections") == 4);
+  RawTlsClient scrape(metrics.port(), TLS1_2_VERSION, TLS1_3_VERSION, s.ca.cert_pem());
+  REQUIRE(scrape.ok());
+  scrape.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(scrape.read_response().rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(evicted() == 3);  // the scrape made room for itself
+  CHECK(s.review() == "HTTP/1.1 200 OK");
+  CHECK(s.metric(R"(vscaler_webhook_rejected_total{reason="evicted_at_capacity"})") == 0);
+  for (int fd : held) ::close(fd);
+  metrics.stop();
 }
