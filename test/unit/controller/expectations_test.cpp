@@ -175,9 +175,14 @@ TEST_CASE("a hint expecting a generation over 1,000 above the verified one is dr
   vscaler::controller::VerifiedState verified;
   vscaler::metrics::Counter dropped;
   vscaler::controller::QueueingHintSink sink(f.store, queue, nullptr, &verified, &dropped);
-  // Never verified: nothing to judge by, the hint stands (the reconcile comes anyway).
+  // Never verified: nothing to judge by, the hint stands until the reconcile's look, which
+  // gives it up: no re-checks kept alive by it.
   sink.hint("shop/new", generation(int64_t{1} << 62));
   CHECK(f.store.pending("shop/new").has_value());
+  CHECK_FALSE(f.store.check("shop/new", at(3)));
+  CHECK_FALSE(f.store.pending("shop/new").has_value());
+  f.store.expect("shop/new", generation(3 + 1000));  // within the lead: waited for
+  CHECK(f.store.check("shop/new", at(3)) == 0ms);
   verified.set("shop/web", {true, "uid-1", 7});
   sink.hint("shop/web", generation(7 + 1000));  // the most a hint may lead by
   CHECK(f.store.pending("shop/web").has_value());
