@@ -21,10 +21,6 @@ bool settled(const Expectation& expected, const Observed& observed) {
     // a hinted CREATE is still to come (unless a deletion was hinted after it).
     return !expected.must_exist || !expected.gone_uid.empty();
   }
-  // A generation this far above the stored one is no write in flight but a forged review's:
-  // given up at the first look, as QueueingHintSink drops it once a verify is known (before one,
-  // or for a target not found, only the look can tell).
-  if (expected.min_generation_exclusive - observed.generation > kMaxGenerationLead) return true;
   bool generation_seen = expected.min_generation_exclusive == 0 ||
                          observed.generation > expected.min_generation_exclusive;
   bool uid_gone = expected.gone_uid.empty() || expected.gone_uid != observed.uid;
@@ -90,6 +86,14 @@ std::optional<std::chrono::milliseconds> Expectations::check(std::string_view ke
   if (entry.first_look && now >= *entry.first_look) {
     learn_locked(settled(entry.expected, observed));
     entry.first_look.reset();
+  }
+  // A generation this far above the stored one is no write in flight but a forged review's
+  // (QueueingHintSink drops it once a verify is known; before one only a look can tell). Merged
+  // by max() it would hide a real hint's write for as long as hints come: expect the next
+  // generation instead, which any real write brings.
+  if (observed.exists &&
+      entry.expected.min_generation_exclusive - observed.generation > kMaxGenerationLead) {
+    entry.expected.min_generation_exclusive = observed.generation;
   }
   // The deadline counts from the newest hinted write: a write a later admission step rejected
   // never becomes visible, and the worker must stop looking.

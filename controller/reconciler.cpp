@@ -93,27 +93,33 @@ void describe_in_place(const InPlaceResult& step, const std::string& workload, b
                      " wait for --min-update-interval (" + first->name + ": " + first->message +
                      ")";
   } else if (plan.pending > 0) {
-    std::string named;
-    int shown = 0;
-    for (const PodResize& pod : plan.pods) {
-      if (pod.state == PodResizeState::kAtTarget || pod.state == PodResizeState::kDue ||
-          pod.state == PodResizeState::kInProgress || pod.state == PodResizeState::kHeld ||
-          shown == 3) {
-        continue;
+    // Up to three of the pods `shown_if` picks, with their state and why.
+    auto name_pods = [&plan](auto shown_if) {
+      std::string named;
+      int shown = 0;
+      for (const PodResize& pod : plan.pods) {
+        if (!shown_if(pod) || shown == 3) continue;
+        named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
+                 (pod.message.empty() ? "" : ": " + pod.message);
       }
-      named += (shown++ == 0 ? "" : "; ") + pod.name + " " + std::string(to_string(pod.state)) +
-               (pod.message.empty() ? "" : ": " + pod.message);
-    }
+      return named;
+    };
     std::size_t invalid = 0;
     for (const PodResize& pod : plan.pods) invalid += pod.state == PodResizeState::kInvalid;
     if (invalid > 0) {
-      // The values themselves cannot be applied (as InvalidResources says of a template): nothing
-      // is sent to those pods, and no eviction would change that.
+      // The values themselves cannot be applied to those pods (as InvalidResources says of a
+      // template): nothing is sent to them.
       scaled.reason = reason::kInvalidResources;
-      scaled.message = counts + "; " + std::to_string(invalid) + " cannot take them (" + named +
-                       "); nothing was written to them";
+      scaled.message =
+          counts + "; " + std::to_string(invalid) + " cannot take them (" +
+          name_pods([](const PodResize& pod) { return pod.state == PodResizeState::kInvalid; }) +
+          "); nothing was written to them";
       return;
     }
+    const std::string named = name_pods([](const PodResize& pod) {
+      return pod.state != PodResizeState::kAtTarget && pod.state != PodResizeState::kDue &&
+             pod.state != PodResizeState::kInProgress && pod.state != PodResizeState::kHeld;
+    });
     bool quota = false;
     for (const PodResize& pod : plan.pods) quota = quota || pod.quota;
     // A DaemonSet's pod refused for its node's room comes back on the same node: never evicted.
@@ -414,6 +420,12 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
       scaled.reason = reason::kAwaitingRecommendation;
       scaled.message = "waiting for a recommendation for container(s) " +
                        join(recommendation.containers.awaiting) + "; nothing to apply yet";
+    } else if (scaled.status && !plan.invalid.empty()) {
+      // The pods carry the values, but the template could not take them: a new pod sized from
+      // it would be refused them at admission.
+      scaled.status = false;
+      scaled.reason = reason::kInvalidResources;
+      scaled.message = plan.invalid + "; new pods cannot be given the values";
     } else if (scaled.status && !plan.missing.empty()) {
       // Every pod carries the others' values; the named one is not there to carry any.
       scaled.status = false;

@@ -272,7 +272,7 @@ Wait Connection::read_request(Clock::time_point now) {
       if (parsed.status == http::HeadStatus::kIncomplete && !stream_.readable_now() &&
           (!charge_buffers() || !charge_head())) {
         return refuse(503, "memory_budget",
-                      "the webhook holds too many connections and request heads at once; retry\n",
+                      "this server holds too many connections and request heads at once; retry\n",
                       now);
       }
       if (parsed.status == http::HeadStatus::kComplete) {
@@ -328,7 +328,7 @@ Wait Connection::read_request(Clock::time_point now) {
       if (!charge_buffers()) {
         // Answered, not closed: a client sees why (the API server does not resend a POST).
         return refuse(503, "memory_budget",
-                      "the webhook holds too many connections at once; retry\n", now);
+                      "this server holds too many connections at once; retry\n", now);
       }
       if (recharged_at_ == Clock::time_point{}) recharged_at_ = now;  // see stalled()
     }

@@ -21,6 +21,7 @@ PassStats fold_pass(ContainerAggregates& aggregates, const std::vector<PodUsage>
     if (it == by_name.end()) continue;  // not the target's pod (or gone since the pod list)
     const PodInfo& pod = *it->second;
     ++stats.pods_with_metrics;
+    stats.running_with_metrics += pod.running;
     // By name, as the history points are (see pod_key): a pod alive when the history was seeded
     // continues the per-pod state (its open memory window) its history points began.
     const std::uint64_t key = pod_key(pod.name);

@@ -18,14 +18,15 @@ namespace vscaler::recommender {
 
 /// What a pass folded in.
 struct PassStats {
-  std::size_t pods = 0;                 ///< owned pods listed
-  std::size_t running = 0;              ///< of those, running (PodInfo::running)
-  std::size_t pods_with_metrics = 0;    ///< of those, with a PodMetrics item
-  std::size_t samples_added = 0;        ///< container samples folded in
-  std::size_t samples_stale = 0;        ///< not newer than that pod's last sample
-  std::size_t samples_invalid = 0;      ///< negative or non-finite usage
-  std::size_t oom_kills_counted = 0;    ///< new OOM kills folded in
-  std::vector<std::string> oom_errors;  ///< kills refused (too old, already in the checkpoint)
+  std::size_t pods = 0;                  ///< owned pods listed
+  std::size_t running = 0;               ///< of those, running (PodInfo::running)
+  std::size_t pods_with_metrics = 0;     ///< of those, with a PodMetrics item
+  std::size_t running_with_metrics = 0;  ///< of the running ones, with a PodMetrics item
+  std::size_t samples_added = 0;         ///< container samples folded in
+  std::size_t samples_stale = 0;         ///< not newer than that pod's last sample
+  std::size_t samples_invalid = 0;       ///< negative or non-finite usage
+  std::size_t oom_kills_counted = 0;     ///< new OOM kills folded in
+  std::vector<std::string> oom_errors;   ///< kills refused (too old, already in the checkpoint)
   /// Aggregates dropped as VPA's garbage collector drops them (ScalerHistory::fold only).
   std::size_t aggregates_dropped = 0;
 };

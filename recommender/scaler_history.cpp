@@ -96,8 +96,9 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                                                       : ProvidedReason::kNoMetrics;
   } else {
     seeded_before_metrics_ = false;
-    // Every running pod: a Pending or an evicted one has no metrics to give, ever.
-    if (stats.pods_with_metrics >= stats.running) full_pass_seen_ = true;
+    // Every running pod: a Pending or an evicted one has no metrics to give (an evicted one's
+    // last may still be served: they do not stand in for a new pod's).
+    if (stats.running > 0 && stats.running_with_metrics == stats.running) full_pass_seen_ = true;
     reason_ = full_pass_seen_ && has_samples() ? ProvidedReason::kRecommended
                                                : ProvidedReason::kInsufficientHistory;
   }

@@ -176,13 +176,19 @@ TEST_CASE("a hint expecting a generation over 1,000 above the verified one is dr
   vscaler::metrics::Counter dropped;
   vscaler::controller::QueueingHintSink sink(f.store, queue, nullptr, &verified, &dropped);
   // Never verified: nothing to judge by, the hint stands until the reconcile's look, which
-  // gives it up: no re-checks kept alive by it.
+  // takes it for what any write brings, the next generation: merged with a real hint (5), it
+  // no longer hides that write, nor keeps re-checks alive once it lands.
+  sink.hint("shop/new", generation(5));
   sink.hint("shop/new", generation(int64_t{1} << 62));
-  CHECK(f.store.pending("shop/new").has_value());
-  CHECK_FALSE(f.store.check("shop/new", at(3)));
+  CHECK(f.store.pending("shop/new")->min_generation_exclusive == int64_t{1} << 62);
+  CHECK(f.store.check("shop/new", at(5)) == 0ms);
+  CHECK(f.store.pending("shop/new")->min_generation_exclusive == 5);
+  CHECK_FALSE(f.store.check("shop/new", at(6)));  // the real write landed
   CHECK_FALSE(f.store.pending("shop/new").has_value());
-  f.store.expect("shop/new", generation(3 + 1000));  // within the lead: waited for
-  CHECK(f.store.check("shop/new", at(3)) == 0ms);
+  f.store.expect("shop/new", generation(6 + 1000));  // within the lead: waited for as it is
+  CHECK(f.store.check("shop/new", at(6)) == 0ms);
+  CHECK(f.store.pending("shop/new")->min_generation_exclusive == 1006);
+  f.store.forget("shop/new");
   verified.set("shop/web", {true, "uid-1", 7});
   sink.hint("shop/web", generation(7 + 1000));  // the most a hint may lead by
   CHECK(f.store.pending("shop/web").has_value());

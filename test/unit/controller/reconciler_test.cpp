@@ -819,6 +819,13 @@ TEST_CASE("in-place modes: values invalid for a running pod are InvalidResources
     CHECK(message.find("evicted") == std::string::npos);  // no eviction would make them valid
     CHECK(f.condition("web", "Ready", "status") == "False");
   }
+  // No pod running: the template still could not take them, so new pods would not get them.
+  f.api.pods = json::array();
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "InPlace",
+      "containers": [{"name": "app", "requests": {"cpu": "2"}}]})");
+  run_with(f, reconciler, "web");
+  CHECK(f.condition("web", "Scaled") == "InvalidResources");
+  CHECK(f.condition("web", "Scaled", "message").find("new pods") != std::string::npos);
 }
 
 TEST_CASE("in-place modes: a follower writes no status and does not poll; the leader reports") {

@@ -62,7 +62,10 @@ TEST_CASE("a full pass needs samples from every running pod: Pending and evicted
   PodInfo evicted = pod("web-old", 2);
   evicted.running = false;  // Failed, left behind by an eviction
   std::vector<PodInfo> pods = {pod("web-1", 2), pending, evicted};
-  (void)history.fold({usage("web-1", 0, 0.3)}, pods, options);
+  // The evicted pod's last metrics, still served, do not stand in for the running one's.
+  (void)history.fold({usage("web-old", 0, 0.3)}, pods, options);
+  CHECK(history.reason() == ProvidedReason::kInsufficientHistory);
+  (void)history.fold({usage("web-1", 1, 0.3)}, pods, options);
   CHECK(history.reason() == ProvidedReason::kRecommended);
   // Only pods that are not running: none with metrics, and none could have them.
   ScalerHistory waiting;
