@@ -352,7 +352,9 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
     if (const json* spec = pod_spec_of(object)) fit_pod_level(plan, *spec);
   }
   for (const auto& entry : scaler.containers) {
-    if (entry.name == kWildcard) continue;
+    // An "Off" entry asks nothing of the template: a sidecar injected into pods (DESIGN's
+    // istio-proxy) is named only to be left alone, and is never in it.
+    if (entry.name == kWildcard || entry.off) continue;
     bool found = false;
     for (std::string_view name : names) found = found || name == entry.name;
     if (!found) plan.missing.push_back(entry.name);

@@ -70,6 +70,17 @@ TEST_CASE("a named container missing from the Deployment is reported; the others
   CHECK(plan.changed());
 }
 
+TEST_CASE(
+    "an \"Off\" entry is never missing: a sidecar injected into pods is not in the template") {
+  // DESIGN's example: istio-proxy named only to be left alone; the scaler is Applied.
+  auto scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "app", "requests": {"cpu": "1"}}, {"name": "istio-proxy", "mode": "Off"}]})");
+  auto plan = plan_resources(scaler, deployment(R"([{"name": "app"}])"));
+  CHECK(plan.missing.empty());
+  REQUIRE(plan.containers.size() == 1);
+  CHECK(plan.containers[0].name == "app");
+}
+
 TEST_CASE("a request above the Deployment's own limit is invalid, naming container and resource") {
   auto scaler = scaler_from(R"({"deploymentName": "web",
       "containers": [{"name": "app", "requests": {"cpu": "2"}}]})");
