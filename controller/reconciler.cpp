@@ -312,6 +312,10 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     report.conditions.push_back({condition::kTargetFound, false, reason::kNotFound, message});
     report.conditions.push_back(
         {condition::kReady, false, reason::kPending, "waiting for " + workload});
+    // Said once, when it becomes so (a misspelt name shows in `kubectl describe` and events).
+    if (stored_reason(scaler.status(), condition::kTargetFound) != reason::kNotFound) {
+      api_.record_event(scaler, true, reason::kNotFound, message);
+    }
     auto written = write_status(scaler, report);
     if (!written.ok()) return retry(written.error(), "write status");
     // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.

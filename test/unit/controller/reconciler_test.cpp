@@ -651,6 +651,10 @@ TEST_CASE("a missing StatefulSet: TargetFound=False naming it, nothing written")
   CHECK(f.condition("db", "TargetFound", "message") ==
         "StatefulSet db does not exist in namespace shop");
   CHECK(f.api.scalers["db"]["status"]["target"]["found"] == false);
+  // An Event says so once (kubectl describe), not at every look while it stays missing.
+  CHECK(f.api.events == std::vector<std::string>{"Warning NotFound"});
+  f.run("db");
+  CHECK(f.api.events.size() == 1);
 }
 
 // ---- recommendations (status.recommendation, written by the recommender) -------------------
