@@ -243,9 +243,11 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
                                       container.name + " " + overridden);
         }
       }
-      // The write carries the declared resources whenever it lands, and a reset undone here
-      // may leave it a no-op that never raises the generation: waiting for it would only poll.
-      hint.min_generation_exclusive = 0;
+      // A reset undone here may leave the write a no-op that never raises the generation:
+      // waiting for it would only poll. A template change raises it: the worker looks again once
+      // it is stored, so the status says what the new template carries (a container added, a
+      // limit raised), not what the old one did.
+      if (resets_resources_only(*active, request)) hint.min_generation_exclusive = 0;
     }
   }
   if (!request.dry_run) {

@@ -290,6 +290,27 @@ TEST_CASE("with two scalers on one Deployment only the oldest is enqueued and pa
   CHECK(response.patch[0]["value"]["requests"]["cpu"] == "250m");
 }
 
+TEST_CASE("an UPDATE that changes the template is hinted with its generation, whatever the patch") {
+  // The status must follow the new template (a container added, a limit raised): the worker
+  // looks again until the write is stored.
+  Fixture f;
+  f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
+  json review = json::parse(read_recording("deployment-update-resources.json"));
+  review["request"]["object"]["spec"]["template"]["spec"]["containers"][0]["image"] = "web:2";
+  webhook::ParseOptions options;
+  options.projection = &DeploymentHandler::projection();
+  auto request = webhook::parse_review(review.dump(), options);
+  REQUIRE(request.ok());
+  REQUIRE(request->subtree_unchanged == false);
+  auto response = f.handler.handle(*request);
+  CHECK(response.patch.is_array());
+  auto item = f.next();
+  REQUIRE(item);
+  json generation =
+      recorded_old_object("deployment-update-resources.json")["metadata"]["generation"];
+  CHECK(f.expected(item->key).min_generation_exclusive == generation);
+}
+
 TEST_CASE("in Auto mode an UPDATE is hinted without a generation: the write may become a no-op") {
   Fixture f;
   f.add_scaler("web", "web", "Auto", R"([{"name": "app", "requests": {"cpu": "250m"}}])");
