@@ -1,5 +1,6 @@
 #include "api/resources.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -351,10 +352,13 @@ ResourcePlan plan_resources(const Scaler& scaler, const json& object,
   if (plan.invalid.empty() && plan.changed()) {
     if (const json* spec = pod_spec_of(object)) fit_pod_level(plan, *spec);
   }
+  const bool wildcard = std::any_of(scaler.containers.begin(), scaler.containers.end(),
+                                    [](const auto& entry) { return entry.name == kWildcard; });
   for (const auto& entry : scaler.containers) {
     // An "Off" entry asks nothing of the template: a sidecar injected into pods (DESIGN's
-    // istio-proxy) is named only to be left alone, and is never in it.
-    if (entry.name == kWildcard || entry.off) continue;
+    // istio-proxy) is named only to be left alone, and is never in it. Beside "*" it is missed:
+    // misspelt, the container it meant would be scaled as "*" says.
+    if (entry.name == kWildcard || (entry.off && !wildcard)) continue;
     bool found = false;
     for (std::string_view name : names) found = found || name == entry.name;
     if (!found) plan.missing.push_back(entry.name);

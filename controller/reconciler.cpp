@@ -51,15 +51,20 @@ constexpr std::string_view kOnDeleteNote =
     "; its updateStrategy is OnDelete: the values are in the pod template, and running pods "
     "pick them up when they are deleted";
 
-/// The reason of condition `type` in a stored status, "" when absent.
-std::string stored_reason(const json& status, std::string_view type) {
+/// Member `member` ("reason", "message") of condition `type` in a stored status, "" when absent.
+std::string stored_condition(const json& status, std::string_view type, const char* member) {
   if (!status.is_object() || !status.contains("conditions")) return {};
   for (const json& condition : status["conditions"]) {
     if (condition.is_object() && condition.value("type", "") == type) {
-      return condition.value("reason", "");
+      return condition.value(member, "");
     }
   }
   return {};
+}
+
+/// The reason of condition `type` in a stored status, "" when absent.
+std::string stored_reason(const json& status, std::string_view type) {
+  return stored_condition(status, type, "reason");
 }
 
 /// True when some container the plan matches has fixed values (not a recommendation).
@@ -312,12 +317,18 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     report.conditions.push_back({condition::kTargetFound, false, reason::kNotFound, message});
     report.conditions.push_back(
         {condition::kReady, false, reason::kPending, "waiting for " + workload});
-    // Said once, when it becomes so (a misspelt name shows in `kubectl describe` and events).
-    if (stored_reason(scaler.status(), condition::kTargetFound) != reason::kNotFound) {
+    // Said once per target and cause, by the replica whose status write said it (a
+    // misspelt name shows in `kubectl describe` and events); not of the scalers vscaler makes for
+    // an opted-in namespace, whose workload's deletion deletes them next.
+    const bool news =
+        stored_reason(scaler.status(), condition::kTargetFound) != reason::kNotFound ||
+        stored_condition(scaler.status(), condition::kTargetFound, "message") != message;
+    bool wrote = false;
+    auto written = write_status(scaler, report, &wrote);
+    if (!written.ok()) return retry(written.error(), "write status");
+    if (news && wrote && !scaler.made_for_namespace) {
       api_.record_event(scaler, true, reason::kNotFound, message);
     }
-    auto written = write_status(scaler, report);
-    if (!written.ok()) return retry(written.error(), "write status");
     // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.
     Observed observed;
     observed.exists = !missing;
@@ -652,7 +663,8 @@ ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observe
 }
 
 kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Scaler& scaler,
-                                                                  const StatusReport& report) {
+                                                                  const StatusReport& report,
+                                                                  bool* wrote) {
   json stored_status = scaler.status();
   std::string resource_version = scaler.resource_version;
   int64_t generation = scaler.generation;
@@ -662,7 +674,10 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
     json patch = {{"metadata", {{"resourceVersion", resource_version}}},
                   {"status", merge_patch_between(stored_status, next)}};
     auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
-    if (written.ok()) return kube::Unit{};
+    if (written.ok()) {
+      if (wrote != nullptr) *wrote = true;
+      return kube::Unit{};
+    }
     if (!kube::is_conflict(written.error()) || attempt >= options_.status_conflict_retries) {
       return kube::fail(written.error());
     }

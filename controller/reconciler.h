@@ -122,8 +122,11 @@ class Reconciler {
   /// of it was rewritten by another webhook, and its patch needs no read; else nullopt.
   std::optional<BlindPatch> blind_patch_for(const api::Scaler& scaler);
   /// Writes the status built from `report` when it differs from the stored one; re-reads on 409.
+  /// `wrote` (when given) is set when this call's patch was stored, not when it found the status
+  /// already so (another replica wrote it).
   kube::Result<kube::Unit, kube::ApiError> write_status(const api::Scaler& scaler,
-                                                        const StatusReport& report);
+                                                        const StatusReport& report,
+                                                        bool* wrote = nullptr);
   /// kRecheck while what `key` expects is not in `observed` (and its deadline has not passed),
   /// else `outcome`.
   ReconcileOutcome maybe_recheck(const std::string& key, const Observed& observed,

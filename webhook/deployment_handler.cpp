@@ -247,7 +247,11 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       // waiting for it would only poll. A template change raises it: the worker looks again once
       // it is stored, so the status says what the new template carries (a container added, a
       // limit raised), not what the old one did.
-      if (resets_resources_only(*active, request)) hint.min_generation_exclusive = 0;
+      // (A reset of pod-level values too is not told by the comparison, which ignores the
+      // containers' only: a plan that raises them is hinted as a reset.)
+      if (plan.pod_resources_changed || resets_resources_only(*active, request)) {
+        hint.min_generation_exclusive = 0;
+      }
     }
   }
   if (!request.dry_run) {

@@ -79,6 +79,11 @@ TEST_CASE(
   CHECK(plan.missing.empty());
   REQUIRE(plan.containers.size() == 1);
   CHECK(plan.containers[0].name == "app");
+  // Beside "*" a misspelt one is said: the container it meant is scaled as "*" says.
+  scaler = scaler_from(R"({"deploymentName": "web", "containers": [
+      {"name": "*", "requests": {"cpu": "1"}}, {"name": "istio-prxy", "mode": "Off"}]})");
+  plan = plan_resources(scaler, deployment(R"([{"name": "app"}, {"name": "istio-proxy"}])"));
+  CHECK(plan.missing == std::vector<std::string>{"istio-prxy"});
 }
 
 TEST_CASE("a request above the Deployment's own limit is invalid, naming container and resource") {

@@ -655,6 +655,14 @@ TEST_CASE("a missing StatefulSet: TargetFound=False naming it, nothing written")
   CHECK(f.api.events == std::vector<std::string>{"Warning NotFound"});
   f.run("db");
   CHECK(f.api.events.size() == 1);
+  // Retargeted to another missing one: said again, naming it.
+  f.api.scalers["db"]["spec"]["targetRef"]["name"] = "dbb";  // its status still says NotFound
+  f.api.scalers["db"]["metadata"]["generation"] = 2;
+  f.refresh("db");
+  f.run("db");
+  CHECK(f.api.events.size() == 2);
+  CHECK(f.condition("db", "TargetFound", "message") ==
+        "StatefulSet dbb does not exist in namespace shop");
 }
 
 // ---- recommendations (status.recommendation, written by the recommender) -------------------
