@@ -263,6 +263,29 @@ std::optional<recommender::TimePoint> last_resized_within(const PodResize& pod,
   return last->second;
 }
 
+/// Whether `plan` asks any container of `pod` for more than its spec holds (the attempt the
+/// kubelet failed: a resize writes the spec), or for a key the spec lacks.
+bool asks_more_than_spec(const api::ResourcePlan& plan, const json& pod) {
+  const json& containers = api::pod_containers_of(pod);
+  for (const auto& container : plan.containers) {
+    if (!container.changed || container.index >= containers.size()) continue;
+    const json* attempt = kube::find_path(containers[container.index], {"resources"});
+    for (const auto& [section, values] : container.merged.items()) {
+      if (!values.is_object()) continue;
+      for (const auto& [resource, value] : values.items()) {
+        const json* tried = attempt != nullptr
+                                ? kube::find_path(*attempt, {section.c_str(), resource.c_str()})
+                                : nullptr;
+        if (tried == nullptr || !tried->is_string() || !value.is_string()) return true;
+        auto wanted = kube::Quantity::parse(value.get_ref<const std::string&>());
+        auto asked = kube::Quantity::parse(tried->get_ref<const std::string&>());
+        if (!wanted.ok() || !asked.ok() || *asked < *wanted) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /// What a pod's growth from `before` to `after` asks for beyond the headroom `quota_left`
 /// ("limits.cpu 1m above the 0 left"); empty when it fits.
 std::string quota_overrun(const recommender::PodTotals& after, const recommender::PodTotals& before,
@@ -342,6 +365,20 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
       decision.quota = true;
       decision.message =
           recommended_reason + "; the namespace's ResourceQuota leaves no room to grow the pod";
+    } else if (plan.changed() && scaler.update_mode == api::UpdateMode::kInPlace &&
+               ((conditions.pending != nullptr &&
+                 kube::string_at(*conditions.pending, {"reason"}) == "Infeasible") ||
+                (conditions.in_progress != nullptr && in_progress_reason == "Error")) &&
+               asks_more_than_spec(plan, pod)) {
+      // InPlace never evicts: a resize the kubelet could not do is asked again only for less
+      // than that attempt (VPA's rule), which more would fail as surely.
+      const json& failed =
+          conditions.pending != nullptr ? *conditions.pending : *conditions.in_progress;
+      decision.since = transition_time(failed);
+      decision.state =
+          conditions.pending != nullptr ? PodResizeState::kInfeasible : PodResizeState::kError;
+      decision.message = kube::string_at(failed, {"message"}) +
+                         "; asked again when the values wanted are below this attempt (InPlace)";
     } else if (plan.changed()) {
       // The pod's totals once resized, computed once if the quota needs them.
       std::optional<recommender::PodTotals> totals_after;

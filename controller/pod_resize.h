@@ -172,7 +172,8 @@ struct InPlaceRules {
 /// after it started (`rules`; `recommended_due` marks these; one resized for a recommendation
 /// less than rules.min_update_interval ago is kHeld instead of kDue). A pod
 /// with a resize in progress is left alone; a Deferred, Infeasible or failed one is due again only
-/// when the values wanted now differ from those it was asked for.
+/// when the values wanted now differ from those it was asked for, and in InPlace (which never
+/// evicts) an Infeasible or failed one only when they ask no more than that attempt (VPA's rule).
 /// With `quota_headroom` (the namespace's ResourceQuota headroom, QuotaCache::headroom) the
 /// recommended values of each due pod are scaled down so its growth fits what is left, the pods
 /// before it counted first (the plan's `quota_left` says what is left after them; a pod with no

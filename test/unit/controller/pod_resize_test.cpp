@@ -142,10 +142,28 @@ TEST_CASE("Deferred, Infeasible and Error are reported with the kubelet's messag
   CHECK(plan.pods[2].state == PodResizeState::kError);
   CHECK(plan.pods[1].message == "no room");
   CHECK(plan.pending == 3);
-  // The scaler now wants another value: a new attempt is due.
+  // The scaler now wants less than the attempt that failed (300m): a new attempt is due.
   auto lower = scaler_from(R"([{"name": "app", "requests": {"cpu": "200m"}}])");
   plan =
       controller::plan_in_place(lower, {with_condition("i", "PodResizePending", "Infeasible")}, {});
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  // More than it: InPlace asks again only for less (VPA's rule), for Error as for Infeasible;
+  // InPlaceOrRecreate asks (and evicts when that fails).
+  auto higher = scaler_from(R"([{"name": "app", "requests": {"cpu": "400m"}}])");
+  plan = controller::plan_in_place(higher,
+                                   {with_condition("i", "PodResizePending", "Infeasible"),
+                                    with_condition("e", "PodResizeInProgress", "Error"),
+                                    with_condition("d", "PodResizePending", "Deferred")},
+                                   {});
+  CHECK(plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[0].message ==
+        "no room; asked again when the values wanted are below this attempt (InPlace)");
+  CHECK(plan.pods[0].patch.is_null());
+  CHECK(plan.pods[1].state == PodResizeState::kError);
+  CHECK(plan.pods[2].state == PodResizeState::kDue);  // Deferred is no failed attempt
+  higher.update_mode = api::UpdateMode::kInPlaceOrRecreate;
+  plan = controller::plan_in_place(higher, {with_condition("i", "PodResizePending", "Infeasible")},
+                                   {});
   CHECK(plan.pods[0].state == PodResizeState::kDue);
 }
 
