@@ -24,6 +24,8 @@ constexpr std::string_view kOwnFieldManager = "vscaler";
 struct AdmissionValues {
   api::DesiredResources desired;  ///< per container, in place of the declared values
   bool recommended = false;       ///< some container's values come from a recommendation
+  bool resets_only =
+      false;  ///< the UPDATE changes controlled resources only (resets_resources_only)
 };
 
 /// What oldObject held: as the codec read it (projection() asks for that), else (a request
@@ -71,7 +73,8 @@ AdmissionValues admission_values(const api::Scaler& scaler, const AdmissionReque
   AdmissionValues values;
   const auto kept = recommender::recommendations_of(scaler);
   const std::vector<recommender::ContainerRecommendation>& recommendations = *kept;
-  if (resets_resources_only(scaler, request)) {
+  values.resets_only = resets_resources_only(scaler, request);
+  if (values.resets_only) {
     // Only controlled keys changed (a Helm upgrade resetting resources): give back what was
     // stored, so the write is a no-op, not a new rollout. Fixed values in Auto keep their
     // declared values (which is what vscaler made the template carry); a recommended container
@@ -249,7 +252,7 @@ AdmissionResponse DeploymentHandler::handle(const AdmissionRequest& request) {
       // limit raised), not what the old one did.
       // (A reset of pod-level values too is not told by the comparison, which ignores the
       // containers' only: a plan that raises them is hinted as a reset.)
-      if (plan.pod_resources_changed || resets_resources_only(*active, request)) {
+      if (plan.pod_resources_changed || values.resets_only) {
         hint.min_generation_exclusive = 0;
       }
     }
