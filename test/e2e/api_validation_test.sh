@@ -2,8 +2,9 @@
 # The VerticalScaler API as a user meets it through kubectl, with the real operator's webhooks
 # registered: the seed's two-line scaler is accepted; an unquoted `updateMode: Off` (YAML's
 # boolean false) is denied by the mutating entry with the hint to quote it, for the scaler's mode
-# and a container's; StatefulSet and DaemonSet targets are accepted, other kinds refused naming the
-# field (spec.targetRef.kind); the TARGET column shows Kind/name.
+# and a container's, through client-side and server-side apply; an "Off" entry with values is
+# refused naming its mode; StatefulSet and DaemonSet targets are accepted, other kinds refused
+# naming the field (spec.targetRef.kind); the TARGET column shows Kind/name.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 export KUBECTL
@@ -15,11 +16,11 @@ cleanup_webhooks() { "$ROOT/certs/install.sh" --uninstall --local >/dev/null 2>&
 trap cleanup_webhooks EXIT
 ns=$(unique_namespace api-validation)
 
-# apply_yaml SPEC_YAML: kubectl apply of a scaler named s with this spec (YAML, as a user writes
-# it); prints kubectl's output and returns its status.
+# apply_yaml SPEC_YAML [NAME [KUBECTL_APPLY_FLAG...]]: kubectl apply of a scaler named NAME (s)
+# with this spec (YAML, as a user writes it); prints kubectl's output and returns its status.
 apply_yaml() {
   printf 'apiVersion: scaling.vscaler.dev/v1beta1\nkind: VerticalScaler\nmetadata: {name: %s}\nspec:\n%s\n' \
-    "${2:-s}" "$1" | k -n "$ns" apply -f - 2>&1
+    "${2:-s}" "$1" | k -n "$ns" apply "${@:3}" -f - 2>&1
 }
 
 echo "--- the webhook configuration is in force (the API server applies it asynchronously)"
@@ -36,6 +37,27 @@ out=$(apply_yaml '  deploymentName: web
     mode: Off') && fail "mode: Off (unquoted) was accepted"
 case "$out" in *'spec.containers[0].mode'*'write mode: "Off" (quoted)'*) echo "ok: $out" ;;
   *) fail "no quoting hint for the container mode: $out" ;; esac
+echo "--- the same through server-side apply (Helm 4, Flux): its typed patch lets the boolean reach the hook"
+out=$(apply_yaml '  deploymentName: web
+  updateMode: Off' s --server-side) && fail "updateMode: Off (unquoted) was accepted by server-side apply"
+case "$out" in *'write updateMode: "Off" (quoted)'*) echo "ok: $out" ;; *) fail "no quoting hint under server-side apply: $out" ;; esac
+out=$(apply_yaml '  deploymentName: web
+  containers:
+  - name: istio-proxy
+    mode: Off' s --server-side) && fail "mode: Off (unquoted) was accepted by server-side apply"
+case "$out" in *'spec.containers[0].mode'*'write mode: "Off" (quoted)'*) echo "ok: $out" ;;
+  *) fail "no quoting hint for the container mode under server-side apply: $out" ;; esac
+echo "--- an \"Off\" entry carries nothing else (the validating webhook's rule: CEL cannot see an untyped mode)"
+out=$(apply_yaml '  deploymentName: web
+  containers:
+  - name: istio-proxy
+    mode: "Off"
+    requests: {cpu: 100m}') && fail "an Off entry with requests was accepted"
+case "$out" in *'spec.containers[0].mode'*'carries nothing else'*) echo "ok: $out" ;;
+  *) fail "an Off entry with requests: not refused naming spec.containers[0].mode: $out" ;; esac
+out=$(apply_yaml '  deploymentName: web
+  updateMode: "Off"' s --server-side) || fail "updateMode: \"Off\" (quoted) was refused by server-side apply: $out"
+k -n "$ns" delete vsc s >/dev/null
 out=$(apply_yaml '  deploymentName: web
   updateMode: "Off"') || fail "updateMode: \"Off\" (quoted) was refused: $out"
 k -n "$ns" delete vsc s >/dev/null
