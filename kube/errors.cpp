@@ -1,5 +1,6 @@
 #include "kube/errors.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,16 @@ std::string string_field(const json& object, const char* key) {
 // people, and an error body may echo request content that has no place in logs.
 constexpr size_t kMaxRawMessage = 256;
 
+// The longest wait a Retry-After is believed for. A proxy in front of the API server, or a
+// third-party admission webhook whose denial the API server passes on, may ask for hours: obeyed,
+// that would stop an informer's watch or freeze a scaler's key that long. After the cap the
+// request is tried again (and, if the server still means it, told to wait again).
+constexpr std::chrono::seconds kMaxRetryAfter{60};
+
+std::chrono::seconds capped_retry_after(long long seconds) {
+  return std::chrono::seconds(std::min<long long>(seconds, kMaxRetryAfter.count()));
+}
+
 std::optional<std::chrono::seconds> parse_retry_after(std::string_view text) {
   while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
@@ -27,7 +38,7 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view text) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || seconds < 0) {
     return std::nullopt;
   }
-  return std::chrono::seconds(seconds);
+  return capped_retry_after(seconds);
 }
 
 void fill_from_status(ApiError& error, const json& status) {
@@ -48,7 +59,7 @@ void fill_from_status(ApiError& error, const json& status) {
   }
   auto retry = details->find("retryAfterSeconds");
   if (retry != details->end() && retry->is_number_integer() && retry->get<long long>() > 0) {
-    error.retry_after = std::chrono::seconds(retry->get<long long>());
+    error.retry_after = capped_retry_after(retry->get<long long>());
   }
 }
 

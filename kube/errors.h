@@ -62,7 +62,7 @@ struct ApiError {
   std::string resource;  ///< Status.details.kind (a resource such as "configmaps" or a Kind)
   std::vector<StatusCause> causes;  ///< Status.details.causes
   /// When the server asked the client to wait before retrying (Retry-After header or
-  /// Status.details.retryAfterSeconds).
+  /// Status.details.retryAfterSeconds), at most a minute (a longer wait is not believed).
   std::optional<std::chrono::seconds> retry_after;
 
   /// One line: "NotFound (404): configmaps \"x\" not found".

@@ -256,6 +256,16 @@ TEST_CASE("Retry-After comes from the header, else from details.retryAfterSecond
   CHECK(from_header.to_string().find("retry after 7s") != std::string::npos);
 }
 
+TEST_CASE("a Retry-After of hours is believed for a minute: it would stop a watch or a scaler") {
+  CHECK(error_from_response(429, "", "3600").retry_after->count() == 60);
+  CHECK(error_from_response(429, "", "9223372036854775807").retry_after->count() == 60);
+  std::string status =
+      R"({"kind":"Status","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":86400}})";
+  CHECK(error_from_response(429, status).retry_after->count() == 60);
+  CHECK(error_from_response(429, "", "60").retry_after->count() == 60);
+  CHECK(error_from_response(429, "", "59").retry_after->count() == 59);
+}
+
 TEST_CASE("a non-Status error body is kept short") {
   ApiError error = error_from_response(502, std::string(10000, 'x'));
   CHECK(error.kind == ErrorKind::kServerError);
