@@ -255,6 +255,21 @@ TEST_CASE("Prometheus over HTTP: two range queries, paged, with the bearer token
   std::remove(token_file.c_str());
 }
 
+TEST_CASE("an address with a user and password is refused at start, without repeating it") {
+  // Its failures would be written into every scaler's RecommendationProvided message.
+  PrometheusOptions options;
+  for (const char* address : {"http://admin:s3cret@127.0.0.1:9090", "https://admin:s3cret@prom/x",
+                              "admin:s3cret@prom:9090"}) {
+    options.address = address;
+    auto created = PrometheusHistory::create(options);
+    REQUIRE_FALSE(created.ok());
+    CHECK(created.error().find("user name or password") != std::string::npos);
+    CHECK(created.error().find("s3cret") == std::string::npos);
+  }
+  options.address = "http://127.0.0.1:9090/prefix@1";  // an '@' in the path is not a user
+  CHECK(PrometheusHistory::create(options).ok());
+}
+
 TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the timeout") {
   PrometheusOptions options;
   options.address = "http://127.0.0.1:1";  // nothing listens
