@@ -344,6 +344,11 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     return summary;
   }
   // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
+  std::set<std::string> passed_keys;
+  for (const auto& uid : passed) {
+    if (auto found = tracked_.find(uid); found != tracked_.end())
+      passed_keys.insert(found->second.key);
+  }
   for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
     if (present.count(it->first)) {
       // Still there but not recommended now (it lost a conflict, or has only fixed values):
@@ -352,9 +357,14 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
       ++it;
       continue;
     }
-    remove_gauges(it->second);
     api_.forget_checkpoint(id_of(it->first, it->second));
-    if (writers_) writers_->cancel(it->second.key);  // the scaler is gone: nothing to write
+    // The scaler is gone: nothing to write, no gauges. Unless it was deleted and created again
+    // under its name (another uid, the same key) and this pass wrote for the new one: its write
+    // and its gauge rows are the new scaler's.
+    if (!passed_keys.count(it->second.key)) {
+      remove_gauges(it->second);
+      if (writers_) writers_->cancel(it->second.key);
+    }
     it = tracked_.erase(it);
   }
   for (const auto& [uid, tracked] : tracked_) {

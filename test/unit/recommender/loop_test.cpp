@@ -324,6 +324,21 @@ TEST_CASE("a deleted scaler's history and gauges are forgotten") {
   CHECK(f.rendered().find("verticalscaler=\"web\"") == std::string::npos);
 }
 
+TEST_CASE("a scaler deleted and created again under its name keeps the new one's gauges") {
+  Fixture f;
+  f.add_scaler(scaler_object("web", "u1"));
+  RecommenderLoop loop(f.api, f.hooks(), LoopOptions{}, f.registry);
+  f.api.inputs["web"] = usage(1, 0);
+  (void)loop.run_pass();
+  f.api.scalers.clear();  // kubectl delete, then apply, between two passes: another uid
+  f.add_scaler(scaler_object("web", "u2"));
+  (void)loop.run_pass();
+  CHECK(loop.history("u1") == nullptr);
+  CHECK(loop.history("u2") != nullptr);
+  // Pruning u1 came after the pass wrote u2's rows, under the same labels: they stay.
+  CHECK(f.rendered().find("verticalscaler=\"web\"") != std::string::npos);
+}
+
 TEST_CASE("the loop's thread passes on its interval and stops with a last checkpoint") {
   Fixture f;
   f.add_scaler(scaler_object("web", "u1"));
