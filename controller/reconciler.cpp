@@ -205,6 +205,7 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     {
       std::lock_guard lock(mutex_);
       mutated_.erase(item.key);
+      unwritten_times_.erase(item.key);
     }
     if (auto invalid = store_.invalid(item.key)) return report_invalid(*invalid);
     return {};
@@ -665,21 +666,51 @@ ReconcileOutcome Reconciler::maybe_recheck(const std::string& key, const Observe
 kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Scaler& scaler,
                                                                   const StatusReport& report,
                                                                   bool* wrote) {
+  const std::string key = scaler.key();
+  // A patch whose status write failed before: its times ride on this write.
+  std::optional<StatusReport> with_times;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto unwritten = unwritten_times_.find(key); unwritten != unwritten_times_.end()) {
+      with_times.emplace(report);
+      with_times->scaled_at = unwritten->second.scaled_at;
+      with_times->recommendation_applied_at = unwritten->second.recommendation_applied_at;
+    }
+  }
+  const StatusReport& effective = with_times ? *with_times : report;
+  const bool carries_times = with_times || report.scaled_now || report.recommendation_applied_now;
   json stored_status = scaler.status();
   std::string resource_version = scaler.resource_version;
   int64_t generation = scaler.generation;
   for (int attempt = 0;; ++attempt) {
-    json next = build_status(stored_status, generation, report, base::rfc3339_now());
-    if (next == stored_status) return kube::Unit{};
-    json patch = {{"metadata", {{"resourceVersion", resource_version}}},
-                  {"status", merge_patch_between(stored_status, next)}};
-    auto written = api_.patch_scaler_status(scaler.ns, scaler.name, patch);
+    const std::string now = base::rfc3339_now();
+    json next = build_status(stored_status, generation, effective, now);
+    auto written =
+        next == stored_status
+            ? ApiResult(json::object())
+            : api_.patch_scaler_status(scaler.ns, scaler.name,
+                                       {{"metadata", {{"resourceVersion", resource_version}}},
+                                        {"status", merge_patch_between(stored_status, next)}});
     if (written.ok()) {
-      if (wrote != nullptr) *wrote = true;
+      if (wrote != nullptr && next != stored_status) *wrote = true;
+      if (carries_times) {
+        std::lock_guard lock(mutex_);
+        unwritten_times_.erase(key);
+      }
       return kube::Unit{};
     }
+    // The workload was written but its status will say the time before: kept for the next write.
+    auto failed = [&](const kube::ApiError& error) -> kube::Result<kube::Unit, kube::ApiError> {
+      if (report.scaled_now || report.recommendation_applied_now) {
+        std::lock_guard lock(mutex_);
+        UnwrittenTimes& times = unwritten_times_[key];
+        if (report.scaled_now) times.scaled_at = now;
+        if (report.recommendation_applied_now) times.recommendation_applied_at = now;
+      }
+      return kube::fail(error);
+    };
     if (!kube::is_conflict(written.error()) || attempt >= options_.status_conflict_retries) {
-      return kube::fail(written.error());
+      return failed(written.error());
     }
     // Someone else wrote the scaler meanwhile: re-read it. Another status write (the
     // recommender's) leaves the spec this report was computed from: rebuild on what is stored
@@ -687,8 +718,8 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
     // generation would claim in observedGeneration a spec that was not applied. Then the write
     // fails as the conflict it is and the reconcile runs again from the new spec.
     auto fresh = api_.get_scaler(scaler.ns, scaler.name);
-    if (!fresh.ok()) return kube::fail(fresh.error());
-    if (kube::meta_generation(*fresh) != generation) return kube::fail(written.error());
+    if (!fresh.ok()) return failed(fresh.error());
+    if (kube::meta_generation(*fresh) != generation) return failed(written.error());
     stored_status = fresh->contains("status") ? (*fresh)["status"] : json::object();
     resource_version = kube::string_at(*fresh, {"metadata", "resourceVersion"});
   }

@@ -141,8 +141,15 @@ class Reconciler {
 
   InPlaceStep in_place_;
   BoostStep boost_;
-  std::mutex mutex_;  // guards mutated_
+  /// The times of a patch whose status write failed (StatusReport::scaled_at), by scaler key,
+  /// until a status write of that scaler succeeds.
+  struct UnwrittenTimes {
+    std::string scaled_at;
+    std::string recommendation_applied_at;
+  };
+  std::mutex mutex_;  // guards mutated_ and unwritten_times_
   std::unordered_map<std::string, MutationRecord> mutated_;
+  std::unordered_map<std::string, UnwrittenTimes> unwritten_times_;
 };
 
 /// A JSON merge patch turning `from` into `to` for objects: changed members set, members absent

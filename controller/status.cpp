@@ -68,8 +68,24 @@ json build_status(const json& stored, int64_t generation, const StatusReport& re
   } else {
     status.erase("pods");
   }
-  if (report.scaled_now) status["lastScaleTime"] = now;
-  if (report.recommendation_applied_now) status["lastRecommendationUpdateTime"] = now;
+  // A time kept from a patch whose status write failed, unless the stored one is as recent (RFC
+  // 3339 times vscaler writes, all UTC to the second, order as text).
+  auto set_time = [&status](const char* field, bool now_flag, const std::string& now_text,
+                            const std::string& earlier) {
+    if (now_flag) {
+      status[field] = now_text;
+      return;
+    }
+    if (earlier.empty()) return;
+    auto stored_time = status.find(field);
+    if (stored_time == status.end() || !stored_time->is_string() ||
+        stored_time->get<std::string>() < earlier) {
+      status[field] = earlier;
+    }
+  };
+  set_time("lastScaleTime", report.scaled_now, now, report.scaled_at);
+  set_time("lastRecommendationUpdateTime", report.recommendation_applied_now, now,
+           report.recommendation_applied_at);
 
   json conditions = status.contains("conditions") && status["conditions"].is_array()
                         ? status["conditions"]

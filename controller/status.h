@@ -83,6 +83,13 @@ struct StatusReport {
   /// A recommendation-driven patch was made: lastRecommendationUpdateTime (the rate-limit clock)
   /// becomes now.
   bool recommendation_applied_now = false;
+  /// When an earlier write of the workload happened whose status write failed (RFC 3339, ""
+  /// when none): written as lastScaleTime / lastRecommendationUpdateTime unless the flags above
+  /// say now, or the stored time is as recent. The reconcile that patched is over by then, and
+  /// the next finds nothing to patch: without these, the rate-limit clock would stay at the
+  /// patch before and the next recommendation would roll out within --min-update-interval.
+  std::string scaled_at;
+  std::string recommendation_applied_at;  ///< see scaled_at
   /// status.pods of the in-place modes ({total, atTarget, resizing, pending, evicted}); nullopt
   /// removes a stored one (the scaler left those modes) or keeps none.
   std::optional<nlohmann::json> pods;

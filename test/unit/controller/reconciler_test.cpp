@@ -32,6 +32,8 @@ class FakeApi : public ReconcileApi {
   int patches_to_refuse = 0;
   int status_patches = 0;
   int status_conflicts_to_inject = 0;
+  /// The next this many status writes fail as a server error (a 500, a timeout) would.
+  int status_failures_to_inject = 0;
   /// What else happens when a conflict is injected (another writer's change).
   std::function<void()> on_status_conflict;
   std::vector<std::string> events;
@@ -98,6 +100,10 @@ class FakeApi : public ReconcileApi {
   ApiResult patch_scaler_status(const std::string&, const std::string& name,
                                 const json& patch) override {
     json& scaler = scalers.at(name);
+    if (status_failures_to_inject > 0) {
+      --status_failures_to_inject;
+      return vscaler::kube::fail(vscaler::kube::make_error(ErrorKind::kServerError, "etcd"));
+    }
     if (status_conflicts_to_inject > 0) {
       --status_conflicts_to_inject;
       if (on_status_conflict) on_status_conflict();
@@ -749,6 +755,30 @@ TEST_CASE(
   run_with(f, reconciler, "web");
   CHECK(f.api.deployment_patches == 2);
   CHECK(f.resources("web")["requests"]["cpu"] == "1");
+}
+
+TEST_CASE(
+    "a recommendation applied whose status write failed still starts the rate-limit clock: "
+    "the next one out of bounds is Deferred") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Reconcile"})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  f.api.status_failures_to_inject = 1;
+  auto failed = run_with(f, reconciler, "web");
+  CHECK(failed.kind != ReconcileOutcome::Kind::kDone);
+  REQUIRE(f.api.deployment_patches == 1);
+  CHECK_FALSE(f.api.scalers["web"]["status"].contains("lastRecommendationUpdateTime"));
+  // The retry finds the values in place (nothing to patch) and writes the patch's times.
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.api.scalers["web"]["status"].contains("lastRecommendationUpdateTime"));
+  CHECK(f.api.scalers["web"]["status"].contains("lastScaleTime"));
+  set_recommendation(f, recommendation("app", "1", "900m", "2"));
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.condition("web", "Scaled") == "Deferred");
 }
 
 TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next template change") {
