@@ -78,13 +78,26 @@ std::optional<PodTotals> QuotaCache::headroom(std::string_view ns) const {
 
 void QuotaCache::reserve(std::string_view ns, const PodTotals& totals) {
   std::lock_guard lock(mutex_);
-  if (headroom_.find(ns) == headroom_.end()) return;  // no quota: nothing to keep count of
+  auto bounded = headroom_.find(ns);
+  if (bounded == headroom_.end()) return;  // no quota: nothing to keep count of
   PodTotals& spent = reserved_[std::string(ns)];
   for (bool limits : {false, true}) {
+    const ResourceMap& room = limits ? bounded->second.limits : bounded->second.requests;
     ResourceMap& into = limits ? spent.limits : spent.requests;
     for (const auto& [resource, value] : limits ? totals.limits : totals.requests) {
-      auto [it, inserted] = into.emplace(resource, value);
-      if (!inserted) it->second = Quantity::from_nanos(it->second.nanos() + value.nanos());
+      // Only what a quota bounds is counted, and never past its headroom: beyond it nothing is
+      // left either way, and the sum of a review's values (any client may send one: DESIGN "Who
+      // may talk to vscaler") near the quantities' limit must not overflow.
+      auto cap = room.find(resource);
+      if (cap == room.end()) continue;
+      const kube::Int128 limit = cap->second.nanos();
+      const kube::Int128 add = std::clamp<kube::Int128>(value.nanos(), 0, limit);
+      auto [it, inserted] = into.emplace(resource, Quantity::from_nanos(add, value.format()));
+      if (!inserted) {
+        const kube::Int128 held = it->second.nanos();
+        it->second =
+            Quantity::from_nanos(held >= limit - add ? limit : held + add, it->second.format());
+      }
     }
   }
 }

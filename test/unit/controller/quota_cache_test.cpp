@@ -87,3 +87,22 @@ TEST_CASE("QuotaCache: resizes spend what they took of the headroom, growth only
   CHECK(value(cache.headroom("ns")->requests, "cpu") == "600m");
   CHECK(value(cache.headroom("ns")->limits, "memory") == "3Gi");  // untouched
 }
+
+TEST_CASE("QuotaCache: a reservation counts only what a quota bounds, never past its headroom") {
+  // A pod review any client may send can carry values near the quantities' limit: reserved twice,
+  // they must neither overflow nor leave a negative headroom.
+  QuotaCache cache;
+  cache.rebuild({quota("team-a", R"({"requests.cpu": "4"})", R"({"requests.cpu": "1"})")});
+  const auto huge = vscaler::kube::Quantity::parse("170141183460469231731687303715").value();
+  cache.reserve("team-a", {{{"cpu", huge}, {"memory", huge}}, {{"cpu", huge}}});
+  cache.reserve("team-a", {{{"cpu", huge}}, {}});
+  auto a = cache.headroom("team-a");
+  REQUIRE(a.has_value());
+  CHECK(value(a->requests, "cpu") == "0");
+  CHECK(value(a->requests, "memory") == "absent");  // unbounded: not counted
+  CHECK(value(a->limits, "cpu") == "absent");
+  cache.rebuild({quota("team-a", R"({"requests.cpu": "4"})", R"({"requests.cpu": "1"})")});
+  cache.reserve("team-a", {{{"cpu", vscaler::kube::Quantity::parse("1").value()}}, {}});
+  cache.reserve("team-a", {{{"cpu", vscaler::kube::Quantity::parse("1500m").value()}}, {}});
+  CHECK(value(cache.headroom("team-a")->requests, "cpu") == "500m");
+}
