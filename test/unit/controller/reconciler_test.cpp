@@ -513,6 +513,27 @@ TEST_CASE("a hinted edit that left the declared values alone is not reported as 
   CHECK(f.api.status_patches == statuses);
 }
 
+TEST_CASE("a refused PATCH is Scaled=False PatchFailed, Ready=False, and retried") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  f.api.patches_to_refuse = 1;
+  auto refused = f.run("web");
+  CHECK(refused.kind == ReconcileOutcome::Kind::kRetry);
+  CHECK_FALSE(refused.patched);
+  CHECK(f.condition("web", "Scaled") == "PatchFailed");
+  CHECK(f.condition("web", "Scaled", "status") == "False");
+  CHECK(f.condition("web", "Scaled", "message").find("invalid") != std::string::npos);
+  CHECK(f.condition("web", "Ready") == "PatchFailed");
+  CHECK(f.condition("web", "Ready", "status") == "False");
+  CHECK(f.resources("web").is_null());
+  auto retried = f.run("web");
+  CHECK(retried.patched);
+  CHECK(f.condition("web", "Scaled") == "Applied");
+  CHECK(f.condition("web", "Ready", "status") == "True");
+  CHECK(f.resources("web")["requests"]["cpu"] == "250m");
+}
+
 TEST_CASE("a refused blind PATCH falls back to a read and the usual patch") {
   Fixture f;
   f.add_deployment("web", R"([{"name": "app"}])");
