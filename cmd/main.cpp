@@ -280,7 +280,11 @@ int run(const cmd::Options& options) {
   // /metrics (declared before the server that calls it).
   kube::AccessReviewer metrics_access(
       [&client](const kube::ResourceType& type, const nlohmann::json& review) {
-        return client->create(type, "", review);
+        // A scrape waits on it, on one of the metrics port's two workers (whose requests time
+        // out after 5 s): not the client's default minute when the API server does not answer.
+        kube::WriteOptions within_a_scrape;
+        within_a_scrape.timeout = std::chrono::seconds(2);
+        return client->create(type, "", review, within_a_scrape);
       });
   if (options.metrics_secure) {
     metrics_server.serve_tls(certs);

@@ -154,8 +154,10 @@ Result<std::string, ApiError> Client::call_raw(const HttpRequest& request) const
 }
 
 Result<json, ApiError> Client::write(std::string_view method, std::string target, std::string body,
-                                     std::string_view type, bool parse_answer) const {
+                                     std::string_view type, bool parse_answer,
+                                     std::chrono::milliseconds timeout) const {
   HttpRequest request;
+  request.timeout = timeout;
   request.method = std::string(method);
   request.target = std::move(target);
   request.body = std::move(body);
@@ -328,7 +330,7 @@ Result<json, ApiError> Client::create(const ResourceType& type, std::string_view
   Query query;
   add_write_options(query, options, false);
   return write("POST", with_query(type.path(namespace_name), query), body_text(object),
-               "application/json", options.parse_answer);
+               "application/json", options.parse_answer, options.timeout);
 }
 
 Result<json, ApiError> Client::update(const ResourceType& type, const json& object,
@@ -342,7 +344,7 @@ Result<json, ApiError> Client::update(const ResourceType& type, const json& obje
   Query query;
   add_write_options(query, options, false);
   return write("PUT", with_query(type.path(ns, name), query), body_text(object), "application/json",
-               options.parse_answer);
+               options.parse_answer, options.timeout);
 }
 
 Result<json, ApiError> Client::update_status(const ResourceType& type, const json& object,
@@ -357,7 +359,7 @@ Result<json, ApiError> Client::update_status(const ResourceType& type, const jso
   Query query;
   add_write_options(query, options, false);
   return write("PUT", with_query(type.path(ns, name, "status"), query), body_text(object),
-               "application/json", options.parse_answer);
+               "application/json", options.parse_answer, options.timeout);
 }
 
 Result<json, ApiError> Client::patch(const ResourceType& type, std::string_view ns,
@@ -372,7 +374,7 @@ Result<json, ApiError> Client::patch(const ResourceType& type, std::string_view 
   Query query;
   add_write_options(query, options, patch_type == PatchType::kApply);
   return write("PATCH", with_query(type.path(ns, name, subresource), query), body_text(patch),
-               content_type(patch_type), options.parse_answer);
+               content_type(patch_type), options.parse_answer, options.timeout);
 }
 
 Result<json, ApiError> Client::patch_status(const ResourceType& type, std::string_view ns,

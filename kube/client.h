@@ -147,6 +147,9 @@ struct WriteOptions {
   /// anyway): parsing that answer, a VerticalScaler with its managedFields, was ~40 % of such a
   /// write's CPU here.
   bool parse_answer = true;
+  /// The longest the call may take (see HttpRequest::timeout); zero = the client's default. For
+  /// calls made while someone waits on the answer (a /metrics scrape's access review).
+  std::chrono::milliseconds timeout{0};
 };
 
 /// The body formats of PATCH.
@@ -265,7 +268,8 @@ class Client {
                                          const ListOptions& options, std::string_view accept) const;
   Result<nlohmann::json, ApiError> write(std::string_view method, std::string target,
                                          std::string body, std::string_view content_type,
-                                         bool parse_answer = true) const;
+                                         bool parse_answer = true,
+                                         std::chrono::milliseconds timeout = {}) const;
 
   std::shared_ptr<Transport> transport_;
 };
