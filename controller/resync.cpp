@@ -89,6 +89,7 @@ ResyncStats Resyncer::run_once() {
     const std::string& kind = *job.kind;
     int calls = 0;
     std::size_t skipped = 0;
+    std::string first_error;  // of the GETs that failed
     std::vector<std::string> changed_keys;
     std::optional<std::size_t> listed_size;
     if (job.use_gets) {
@@ -96,7 +97,7 @@ ResyncStats Resyncer::run_once() {
         ++calls;
         auto meta = api_.get_workload(ns, kind, scaler->target.name);
         if (!meta.ok() && !kube::is_not_found(meta.error())) {
-          ++skipped;
+          if (skipped++ == 0) first_error = meta.error().to_string();
           continue;
         }
         const WorkloadMeta* observed = meta.ok() ? &*meta : nullptr;
@@ -117,6 +118,14 @@ ResyncStats Resyncer::run_once() {
         const WorkloadMeta* observed = it == by_name.end() ? nullptr : it->second;
         if (changed(verified_.get(scaler->key()), observed)) changed_keys.push_back(scaler->key());
       }
+    }
+    if (!first_error.empty()) {
+      // The safety net is off for these scalers while it lasts (a 403 from RBAC, a 5xx): said.
+      log::warn(kResyncLogger, "reading workloads failed; their scalers skipped this pass",
+                {{"namespace", ns},
+                 {"kind", kind},
+                 {"skipped", std::to_string(skipped)},
+                 {"error", first_error}});
     }
     std::lock_guard lock(merge);
     stats.api_calls += calls;
@@ -141,6 +150,14 @@ ResyncStats Resyncer::run_once() {
       });
     }
     for (auto& thread : pool) thread.join();
+  }
+  // The sizes of namespaces and kinds that hold no scaler any more (a preview environment's
+  // namespace, deleted) are not kept.
+  for (auto it = last_list_size_.begin(); it != last_list_size_.end();) {
+    auto slash = it->first.rfind('/');
+    bool still = slash != std::string::npos &&
+                 by_namespace.count({it->first.substr(0, slash), it->first.substr(slash + 1)}) > 0;
+    it = still ? std::next(it) : last_list_size_.erase(it);
   }
   for (const auto& key : to_enqueue) queue_.add(key, Priority::kLow);
   stats.enqueued = to_enqueue.size();

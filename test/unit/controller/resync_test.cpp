@@ -190,6 +190,23 @@ TEST_CASE("resync: few scalers among many Deployments are read by GET after one 
   CHECK(f.drain() == std::set<std::string>{"shop/web"});
 }
 
+TEST_CASE("resync: a namespace that held no scaler for a pass is listed afresh when one returns") {
+  // Its last list size is not kept (a preview environment's namespace, deleted, would stay).
+  Fixture f;
+  f.scaler("web", "web");
+  for (int i = 0; i < 50; ++i) f.deployment("other-" + std::to_string(i), "u", 1);
+  f.deployment("web", "u-web", 1);
+  f.resyncer.run_once();
+  CHECK(f.api.lists == 1);
+  f.store.remove("shop/web");
+  f.resyncer.run_once();
+  CHECK(f.api.lists == 1);
+  f.scaler("web", "web");
+  f.resyncer.run_once();
+  CHECK(f.api.lists == 2);  // not a GET by the size learnt before
+  CHECK(f.api.gets == 0);
+}
+
 TEST_CASE("resync: run() passes periodically and stop() ends it") {
   Fixture f;
   f.scaler("web", "web");
