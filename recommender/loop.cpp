@@ -238,7 +238,12 @@ void RecommenderLoop::run() {
 }
 
 void RecommenderLoop::forget_all() {
-  for (auto& [uid, tracked] : tracked_) remove_gauges(tracked);
+  for (auto& [uid, tracked] : tracked_) {
+    remove_gauges(tracked);
+    // Versions are learnt again with the checkpoints when histories are restored; kept, those of
+    // scalers deleted meanwhile would stay for good.
+    api_.forget_checkpoint(id_of(uid, tracked));
+  }
   tracked_.clear();
   // Publications of the histories just dropped: fenced when their turn came anyway
   // (still_leading), or outdated by the pass that restores the histories from the checkpoints.
