@@ -523,6 +523,11 @@ class PooledTransport final : public Transport {
     const std::size_t max_bytes = shared_->config.max_response_bytes;
     std::string body;
     bool too_large = false;
+    // The socket's timeouts bound each read; this bounds the whole answer, as client-go's
+    // Timeout does: a server (or a proxy) that sends a chunk every few seconds must not hold the
+    // caller for minutes. A second attempt on a new connection shares it.
+    const auto deadline = Clock::now() + limit;
+    bool past_deadline = false;
     req.response_handler = [&](const httplib::Response& response) {
       // A declared length says so before any of the body is read.
       std::string length = response.get_header_value("Content-Length");
@@ -534,8 +539,9 @@ class PooledTransport final : public Transport {
     };
     req.content_receiver = [&](const char* data, std::size_t size, std::uint64_t, std::uint64_t) {
       too_large = size > max_bytes - body.size();
-      if (!too_large) body.append(data, size);
-      return !too_large;
+      past_deadline = Clock::now() > deadline;
+      if (!too_large && !past_deadline) body.append(data, size);
+      return !too_large && !past_deadline;
     };
     for (int attempt = 0;; ++attempt) {
       const bool reused = connection.http->is_socket_open() > 0;
@@ -557,6 +563,12 @@ class PooledTransport final : public Transport {
                                "the answer to " + request.method + " " + request.target +
                                    " is longer than " + std::to_string(max_bytes) +
                                    " bytes (max_response_bytes); not read further"));
+      }
+      if (past_deadline) {
+        return fail(make_error(ErrorKind::kTimeout,
+                               "the answer to " + request.method + " " + request.target +
+                                   " did not arrive whole within " + std::to_string(limit.count()) +
+                                   "ms; not read further"));
       }
       // A kept-alive connection the server closed meanwhile fails at once. The request is
       // sent again, once, on a new connection, as Go's net/http does: an idempotent one

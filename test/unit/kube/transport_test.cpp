@@ -117,6 +117,35 @@ TEST_CASE("a request with a timeout of its own ends by it, and the connection ke
   CHECK((*transport)->send(fast).ok());
 }
 
+TEST_CASE("an answer that trickles in ends at the request's timeout, not at each read's") {
+  // A chunk every 150 ms for 3 s: each read is well within the 600 ms timeout, the whole is not.
+  SlowServer server;
+  server.server().Get("/trickle", [](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json",
+                                     [](std::size_t offset, httplib::DataSink& sink) {
+                                       if (offset >= 20) {
+                                         sink.done();
+                                         return true;
+                                       }
+                                       std::this_thread::sleep_for(150ms);
+                                       return sink.write(" ", 1);
+                                     });
+  });
+  ClientConfig config = server.start(5s, 1);
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest trickle;
+  trickle.target = "/trickle";
+  trickle.timeout = 600ms;
+  auto start = std::chrono::steady_clock::now();
+  auto answer = (*transport)->send(trickle);
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(answer.ok());
+  CHECK(answer.error().kind == ErrorKind::kTimeout);
+  CHECK(answer.error().message.find("did not arrive whole within 600ms") != std::string::npos);
+  CHECK(took < 1500ms);
+}
+
 TEST_CASE("an answer longer than max_response_bytes fails without being read whole") {
   SlowServer server;
   constexpr std::size_t kLimit = 1 << 20;
