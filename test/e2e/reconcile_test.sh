@@ -71,8 +71,11 @@ expect_eq "wildcard container" "$(res multi 1)" '{"requests":{"cpu":"50m"}}'
 case "$(condition "$ns" multi Scaled message)" in *ghost*) echo "ok: message names ghost" ;; *) fail "message does not name ghost" ;; esac
 
 echo "--- 7. a key dropped from the scaler stays; the scaler deleted: the Deployment unchanged"
+gen_before=$(jp "$ns" vsc/one '{.metadata.generation}')
 make_scaler "$ns" one one Reconcile '[{"name":"app","requests":{"cpu":"250m"}}]'
-sleep 3
+# The new spec was reconciled (its generation observed), not merely left unseen.
+observed_new() { [ "$(jp "$ns" vsc/one '{.status.observedGeneration}')" -gt "$gen_before" ]; }
+eventually 30 observed_new
 expect_eq "dropped keys stay" "$(res one)" "$WANT"
 before=$(rv deploy/one)
 k -n "$ns" delete vsc one >/dev/null

@@ -477,6 +477,26 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
 }
 
+TEST_CASE("a resize the LimitRange refuses is marked quota too (reported, never evicted)") {
+  for (const char* refusal :
+       {"pods \"web-7f9c-a\" is forbidden: maximum cpu usage per Container is 1, but limit is 2",
+        "pods \"web-7f9c-a\" is forbidden: maximum memory usage per Pod is 1Gi, but limit is "
+        "2147483648"}) {
+    CAPTURE(refusal);
+    FakeApi api;
+    Metrics metrics;
+    controller::InPlaceStep step(api, metrics);
+    api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+    api.refuse = true;
+    api.refusal = refusal;
+    auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+    REQUIRE(result.ok());
+    CHECK(result->plan.pods[0].quota);
+    CHECK_FALSE(result->plan.pods[0].node_capacity);
+    CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
+  }
+}
+
 TEST_CASE("under a quota, a pod whose refused patch waits leaves its share to the pods after it") {
   TwoPods test;
   auto& [api, metrics, step] = test;

@@ -37,6 +37,8 @@ class FakeApi : public ReconcileApi {
   /// What else happens when a conflict is injected (another writer's change).
   std::function<void()> on_status_conflict;
   std::vector<std::string> events;
+  /// When set, every get_workload fails with it (a throttled or failing API server).
+  std::optional<ApiError> workload_error;
   /// Simulates another mutating webhook: after each patch, sets this container cpu request.
   std::string rewrite_cpu_to;
 
@@ -46,6 +48,7 @@ class FakeApi : public ReconcileApi {
   ApiResult get_workload(const std::string&, const TargetRef& target,
                          std::chrono::milliseconds = {}) override {
     ++deployment_gets;
+    if (workload_error) return vscaler::kube::fail(*workload_error);
     const std::string name = key_of(target);
     auto it = deployments.find(name);
     if (it == deployments.end()) return vscaler::kube::fail(not_found(name));
@@ -511,6 +514,22 @@ TEST_CASE("a hinted edit that left the declared values alone is not reported as 
   CHECK(f.api.deployments["web"]["metadata"]["generation"] == old_generation + 1);
   CHECK(f.api.events.size() == events);
   CHECK(f.api.status_patches == statuses);
+}
+
+TEST_CASE("a throttled read is retried after the server's Retry-After, not the key's backoff") {
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  ApiError throttled = vscaler::kube::make_error(ErrorKind::kTooManyRequests, "slow down");
+  throttled.code = 429;
+  throttled.retry_after = std::chrono::seconds(3);
+  f.api.workload_error = throttled;
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kRetry);
+  CHECK(outcome.delay == std::chrono::seconds(3));
+  CHECK(f.api.deployment_patches == 0);
+  f.api.workload_error.reset();
+  CHECK(f.run("web").patched);
 }
 
 TEST_CASE("a refused PATCH is Scaled=False PatchFailed, Ready=False, and retried") {
