@@ -305,16 +305,26 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   if (!read) read.emplace(api_.get_workload(scaler.ns, scaler.target));
   ApiResult& deployment = *read;
   bool missing = !deployment.ok() && kube::is_not_found(deployment.error());
-  if (!deployment.ok() && !missing) return retry(deployment.error(), "get " + workload);
+  // DESIGN: a workload that vanished may answer 403 (its namespace's RoleBinding went with it,
+  // under namespaced RBAC) where it would answer 404. Said as missing, and, since a 403 may as
+  // well be RBAC that does not cover the workload (a hint will not come when it is fixed), read
+  // again with backoff.
+  const bool forbidden = !deployment.ok() && kube::is_forbidden(deployment.error());
+  if (!deployment.ok() && !missing && !forbidden) {
+    return retry(deployment.error(), "get " + workload);
+  }
   bool deleting =
       deployment.ok() && !kube::string_at(*deployment, {"metadata", "deletionTimestamp"}).empty();
 
-  if (missing || deleting) {
+  if (missing || forbidden || deleting) {
     // Its creation (or re-creation) will hint; the resync is the safety net.
     verified_.set(key, Verified{});
     report.target_found = false;
-    std::string message =
-        workload + (deleting ? " is being deleted" : " does not exist in namespace " + scaler.ns);
+    std::string message = forbidden ? workload + " cannot be read in namespace " + scaler.ns +
+                                          " (" + deployment.error().to_string() +
+                                          "): it is gone, or vscaler's RBAC does not cover it"
+                          : deleting ? workload + " is being deleted"
+                                     : workload + " does not exist in namespace " + scaler.ns;
     report.conditions.push_back({condition::kTargetFound, false, reason::kNotFound, message});
     report.conditions.push_back(
         {condition::kReady, false, reason::kPending, "waiting for " + workload});
@@ -330,6 +340,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
     if (news && wrote && !scaler.made_for_namespace) {
       api_.record_event(scaler, true, reason::kNotFound, message);
     }
+    if (forbidden) return retry(deployment.error(), "get " + workload);
     // A hinted CREATE may not be stored yet: the expectations say whether to keep looking.
     Observed observed;
     observed.exists = !missing;

@@ -532,6 +532,29 @@ TEST_CASE("a throttled read is retried after the server's Retry-After, not the k
   CHECK(f.run("web").patched);
 }
 
+TEST_CASE("a workload vscaler may not read (403) is TargetFound=False, said once, read again") {
+  // It vanished with its namespace's RoleBinding, or vscaler's RBAC does not cover it.
+  Fixture f;
+  f.add_deployment("web", R"([{"name": "app"}])");
+  f.add_scaler("web", kSpec);
+  ApiError forbidden = vscaler::kube::make_error(
+      ErrorKind::kForbidden, "deployments.apps \"web\" is forbidden: cannot get resource");
+  forbidden.code = 403;
+  f.api.workload_error = forbidden;
+  auto outcome = f.run("web");
+  CHECK(outcome.kind == ReconcileOutcome::Kind::kRetry);
+  CHECK(f.condition("web", "TargetFound") == "NotFound");
+  CHECK(f.condition("web", "TargetFound", "status") == "False");
+  CHECK(f.condition("web", "TargetFound", "message").find("cannot be read") != std::string::npos);
+  CHECK(f.condition("web", "Ready", "status") == "False");
+  CHECK(f.api.events == std::vector<std::string>{"Warning NotFound"});
+  CHECK(f.run("web").kind == ReconcileOutcome::Kind::kRetry);
+  CHECK(f.api.events.size() == 1);  // said once
+  f.api.workload_error.reset();
+  CHECK(f.run("web").patched);
+  CHECK(f.condition("web", "TargetFound") == "Found");
+}
+
 TEST_CASE("a refused PATCH is Scaled=False PatchFailed, Ready=False, and retried") {
   Fixture f;
   f.add_deployment("web", R"([{"name": "app"}])");
