@@ -37,9 +37,10 @@ AdmissionResponse ScalerHandler::handle(const AdmissionRequest& request) {
     return AdmissionResponse::deny(422, "VerticalScaler is invalid: " + scaler.error(), "Invalid");
 
   AdmissionResponse response;
-  // A review whose object names another namespace than the request is forged (the API server
-  // sends both equal): it learns nothing of that namespace's scalers.
-  if (!request.namespace_name.empty() && scaler->ns != request.namespace_name) return response;
+  // A review whose object names another namespace than the request, or none in the request
+  // (the API server always sends a namespaced object's), is forged: it learns nothing of that
+  // namespace's scalers. It is still validated above: that reads nothing vscaler holds.
+  if (request.namespace_name.empty() || scaler->ns != request.namespace_name) return response;
   const std::string workload = scaler->target.kind + " " + scaler->target.name;
   for (const auto& other : store_.targeting(scaler->ns, scaler->target)) {
     if (other->name == scaler->name) continue;

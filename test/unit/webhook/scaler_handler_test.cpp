@@ -102,6 +102,16 @@ TEST_CASE("a forged review naming another namespace in its object learns nothing
   auto response = handler.handle(request);
   CHECK(response.allowed);
   CHECK(response.warnings.empty());
+  // No namespace in the request: the API server always sends a namespaced object's.
+  request.namespace_name.clear();
+  response = handler.handle(request);
+  CHECK(response.allowed);
+  CHECK(response.warnings.empty());
+  // Nor in the object: the empty request namespace would be its own.
+  request.object["metadata"].erase("namespace");
+  response = handler.handle(request);
+  CHECK(response.allowed);
+  CHECK(response.warnings.empty());
 }
 
 TEST_CASE("a StatefulSet scaler: a Deployment scaler of that name is no rival") {
