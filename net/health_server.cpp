@@ -35,7 +35,37 @@ http::Response text(int status, std::string body) {
   return http::Response{status, http::kText, std::move(body), {}, false, nullptr};
 }
 
+// The host of a Host header ("name:port", "[v6]:port", or either without a port).
+std::string_view host_of(std::string_view header) {
+  if (!header.empty() && header.front() == '[') {
+    auto close = header.find(']');
+    return close == std::string_view::npos ? header : header.substr(1, close - 1);
+  }
+  auto colon = header.find(':');
+  return colon == std::string_view::npos ? header : header.substr(0, colon);
+}
+
 }  // namespace
+
+bool loopback_host(std::string_view host) {
+  if (host.size() == 9 && std::equal(host.begin(), host.end(), "localhost", [](char a, char b) {
+        return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
+      })) {
+    return true;
+  }
+  if (host == "::1") return true;
+  // 127.0.0.0/8, as four decimal numbers.
+  if (host.substr(0, 4) != "127.") return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3 && host.back() != '.';
+}
 
 class HealthServer::Impl {
  public:
@@ -83,6 +113,7 @@ class HealthServer::Impl {
     if (front_end_ != nullptr) return fail("the server for " + address_ + " was already started");
     auto address = metrics::parse_listen_address(address_);
     if (!address) return fail(std::move(address).error());
+    loopback_only_ = loopback_host(address->host);
     FrontEndOptions options;
     options.name = name_;
     options.host = address->host;
@@ -167,6 +198,12 @@ class HealthServer::Impl {
     }
     auto page = pages_.find(path);
     if (page == pages_.end()) return text(404, "404 page not found\n");
+    // Bound to loopback, the pages are for this machine's browser (or kubectl port-forward's):
+    // a page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) could
+    // otherwise read them as its own origin. Its requests say its name in Host.
+    if (loopback_only_ && !loopback_host(host_of(head.header("Host").value_or("")))) {
+      return text(403, "served to localhost only (the Host header names another site)\n");
+    }
     try {
       QueryParams params;
       for (auto& [name, value] : http::query_parameters(head.target)) {
@@ -179,8 +216,11 @@ class HealthServer::Impl {
       response.headers.emplace_back("Cache-Control", "no-store");
       response.headers.emplace_back("X-Content-Type-Options", "nosniff");
       // The pages need nothing from elsewhere: a browser must not load anything for them.
+      // Nor show them in a frame of another site's page.
       response.headers.emplace_back("Content-Security-Policy",
-                                    "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+                                    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+                                    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+      response.headers.emplace_back("X-Frame-Options", "DENY");
       return response;
     } catch (...) {
       errors_.with({"handler"}).inc();
@@ -233,6 +273,7 @@ class HealthServer::Impl {
   std::mutex checks_mutex_;
   std::vector<std::pair<std::string, ReadinessCheck>> checks_;
   std::unordered_map<std::string, PageHandler> pages_;
+  bool loopback_only_ = false;  ///< bound to a loopback address (set by start(), before serving)
   std::unordered_map<std::string, Guard> guards_;
   CertWatcher* certs_ = nullptr;
   std::size_t budget_bytes_ = 0;  // limit_held_bytes

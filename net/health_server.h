@@ -100,4 +100,8 @@ class HealthServer {
   std::unique_ptr<Impl> impl_;
 };
 
+/// True for "localhost", "::1" and 127.0.0.0/8 (a host without port or brackets): where a server
+/// bound there serves its pages only to requests whose Host names one.
+bool loopback_host(std::string_view host);
+
 }  // namespace vscaler::net

@@ -213,3 +213,49 @@ TEST_CASE("health: a page handler is served with its content type, status and qu
         Pairs{{"a", "1 2"}, {"b", ""}, {"c", "A%zz%4"}});
   CHECK(vscaler::net::http::query_parameters("/p").empty());
 }
+
+TEST_CASE("health: pages bound to loopback answer only a loopback Host (DNS rebinding)") {
+  HealthServer server("127.0.0.1:0");
+  server.add_page("/dashboard", [](const vscaler::net::QueryParams&) {
+    return vscaler::net::Page{"text/html; charset=utf-8", "<p>every tenant</p>", 200};
+  });
+  REQUIRE(server.start().ok());
+  httplib::Client client("127.0.0.1", server.port());
+  // A page of rebind.evil.example whose name now resolves to 127.0.0.1 fetches it as its own.
+  auto rebound = client.Get("/dashboard", {{"Host", "rebind.evil.example:8082"}});
+  REQUIRE(rebound);
+  CHECK(rebound->status == 403);
+  CHECK(rebound->body.find("every tenant") == std::string::npos);
+  for (const char* host : {"localhost:8082", "LocalHost", "127.0.0.1:18082", "[::1]:8082"}) {
+    CAPTURE(host);
+    auto page = client.Get("/dashboard", {{"Host", host}});
+    REQUIRE(page);
+    CHECK(page->status == 200);
+    CHECK(page->get_header_value("X-Frame-Options") == "DENY");
+    CHECK(page->get_header_value("Content-Security-Policy").find("frame-ancestors 'none'") !=
+          std::string::npos);
+  }
+  auto probe = client.Get("/healthz", {{"Host", "10.1.2.3:8082"}});  // probes: any Host
+  REQUIRE(probe);
+  CHECK(probe->status == 200);
+
+  // Bound to every interface (exposed on purpose, behind a Service): any Host.
+  HealthServer exposed(":0");
+  exposed.add_page("/dashboard", [](const vscaler::net::QueryParams&) {
+    return vscaler::net::Page{"text/html; charset=utf-8", "<p>x</p>", 200};
+  });
+  REQUIRE(exposed.start().ok());
+  httplib::Client other("127.0.0.1", exposed.port());
+  auto page = other.Get("/dashboard", {{"Host", "vscaler.example.com"}});
+  REQUIRE(page);
+  CHECK(page->status == 200);
+
+  using vscaler::net::loopback_host;
+  CHECK(loopback_host("127.0.0.1"));
+  CHECK(loopback_host("127.10.0.3"));
+  CHECK(loopback_host("::1"));
+  CHECK_FALSE(loopback_host("127.0.0.1.evil.example"));
+  CHECK_FALSE(loopback_host("localhost.evil.example"));
+  CHECK_FALSE(loopback_host("128.0.0.1"));
+  CHECK_FALSE(loopback_host(""));
+}
