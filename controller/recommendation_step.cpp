@@ -8,7 +8,8 @@ namespace vscaler::controller {
 RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann::json& workload,
                                        recommender::Duration min_update_interval,
                                        recommender::TimePoint now,
-                                       const recommender::LimitRangeItem* limit_range) {
+                                       const recommender::LimitRangeItem* limit_range,
+                                       const std::string& applied_since) {
   RecommendationStep step;
   nlohmann::json status = scaler.status();
   if (!status.is_object()) status = nlohmann::json::object();
@@ -25,6 +26,10 @@ RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann
       found != status.end() && found->is_string()) {
     auto parsed = recommender::parse_rfc3339(found->get_ref<const std::string&>());
     if (parsed.ok()) last_update = *parsed;
+  }
+  if (!applied_since.empty()) {
+    auto parsed = recommender::parse_rfc3339(applied_since);
+    if (parsed.ok() && (!last_update || *parsed > *last_update)) last_update = *parsed;
   }
   step.containers =
       recommender::recommended_containers(scaler, workload, step.recommendations, limit_range);

@@ -31,11 +31,14 @@ struct RecommendationStep {
 
 /// Reads the scaler's status (recommendation, lastRecommendationUpdateTime) against `workload`'s
 /// template and decides with `min_update_interval` at `now`; `limit_range` (the namespace's,
-/// nullptr: none) caps the values applied.
+/// nullptr: none) caps the values applied. `applied_since` (RFC 3339, "" for none): a later
+/// recommendation-driven patch than the status says, whose status write failed: the rate limit
+/// counts from the later of the two.
 RecommendationStep plan_recommendation(const api::Scaler& scaler, const nlohmann::json& workload,
                                        recommender::Duration min_update_interval,
                                        recommender::TimePoint now,
-                                       const recommender::LimitRangeItem* limit_range = nullptr);
+                                       const recommender::LimitRangeItem* limit_range = nullptr,
+                                       const std::string& applied_since = {});
 
 /// The wall clock at the recommender's resolution.
 recommender::TimePoint wall_now();

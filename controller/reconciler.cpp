@@ -205,7 +205,8 @@ ReconcileOutcome Reconciler::reconcile(const WorkItem& item) {
     {
       std::lock_guard lock(mutex_);
       mutated_.erase(item.key);
-      unwritten_times_.erase(item.key);
+      // An invalid spec keeps them: once mended, its next status write carries them.
+      if (!store_.invalid(item.key)) unwritten_times_.erase(item.key);
     }
     if (auto invalid = store_.invalid(item.key)) return report_invalid(*invalid);
     return {};
@@ -368,8 +369,15 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   }
   const recommender::TimePoint now = wall_now();
   auto limit_range = options_.limit_ranges ? options_.limit_ranges->of(scaler.ns) : nullptr;
-  RecommendationStep recommendation =
-      plan_recommendation(scaler, stored, options_.min_update_interval, now, limit_range.get());
+  std::string applied_since;  // a patch whose status write failed: the clock counts from it
+  {
+    std::lock_guard lock(mutex_);
+    if (auto kept = unwritten_times_.find(key); kept != unwritten_times_.end()) {
+      applied_since = kept->second.recommendation_applied_at;
+    }
+  }
+  RecommendationStep recommendation = plan_recommendation(
+      scaler, stored, options_.min_update_interval, now, limit_range.get(), applied_since);
   if (!recommendation.error.empty()) {
     log::warn(kReconcilerLogger, "ignoring an unreadable status.recommendation",
               {{"scaler", key}, {"error", recommendation.error}});

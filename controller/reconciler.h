@@ -123,7 +123,9 @@ class Reconciler {
   std::optional<BlindPatch> blind_patch_for(const api::Scaler& scaler);
   /// Writes the status built from `report` when it differs from the stored one; re-reads on 409.
   /// `wrote` (when given) is set when this call's patch was stored, not when it found the status
-  /// already so (another replica wrote it).
+  /// already so (another replica wrote it). The times of an earlier patch whose status write
+  /// failed (unwritten_times_) ride on it and are forgotten once stored; when this write fails
+  /// after a patch, its times are kept for the next.
   kube::Result<kube::Unit, kube::ApiError> write_status(const api::Scaler& scaler,
                                                         const StatusReport& report,
                                                         bool* wrote = nullptr);

@@ -100,8 +100,9 @@ struct StatusReport {
 };
 
 /// The new status object from the stored one: sets observedGeneration, target, containers,
-/// lastScaleTime (only when scaled_now), lastRecommendationUpdateTime (only when
-/// recommendation_applied_now) and the conditions, keeping each condition's lastTransitionTime
+/// lastScaleTime (now when scaled_now, else scaled_at when later than the stored one),
+/// lastRecommendationUpdateTime (likewise with recommendation_applied_now and
+/// recommendation_applied_at) and the conditions, keeping each condition's lastTransitionTime
 /// when its status did not change. A Deployment target also gets status.deployment and
 /// DeploymentFound (TargetFound's twin), as earlier versions wrote them; any other kind drops
 /// both (the scaler may have targeted a Deployment before). `now` is RFC 3339.

@@ -844,6 +844,23 @@ TEST_CASE(
   CHECK(f.condition("web", "Scaled") == "Deferred");
 }
 
+TEST_CASE("while a patch's status write keeps failing, the next recommendation still waits") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Reconcile"})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  f.api.status_failures_to_inject = 3;
+  CHECK(run_with(f, reconciler, "web").kind != ReconcileOutcome::Kind::kDone);
+  REQUIRE(f.api.deployment_patches == 1);
+  // A new recommendation out of bounds while the status still says nothing of the patch.
+  set_recommendation(f, recommendation("app", "1", "900m", "2"));
+  run_with(f, reconciler, "web");
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.resources("web")["requests"]["cpu"] == "300m");
+}
+
 TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next template change") {
   Fixture f;
   Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
