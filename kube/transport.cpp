@@ -445,7 +445,10 @@ class PooledTransport final : public Transport {
     // Waiting for a connection counts against the request's time: a caller never waits longer
     // than request_timeout for a free connection however busy the pool is.
     const std::chrono::milliseconds limit = time_limit(request);
-    std::unique_ptr<Connection> connection = acquire(Clock::now() + limit);
+    // One deadline for all of it: the wait for a connection, connecting, a token renewal, the
+    // answer read whole, and a second try after a 401.
+    const auto deadline = Clock::now() + limit;
+    std::unique_ptr<Connection> connection = acquire(deadline);
     if (!connection) {
       return fail(make_error(
           ErrorKind::kTimeout,
@@ -453,14 +456,14 @@ class PooledTransport final : public Transport {
               std::to_string(limit.count()) + " ms; all " +
               std::to_string(std::max(1, shared_->config.max_connections)) + " are busy)"));
     }
-    const auto deadline = std::chrono::steady_clock::now() + limit;
     std::string bearer = shared_->token.current(deadline);
-    auto result = send_on(*connection, request, bearer);
-    if (result && result->status == 401 && shared_->token.reload(bearer, deadline)) {
+    auto result = send_on(*connection, request, bearer, limit, deadline);
+    if (result && result->status == 401 && shared_->token.reload(bearer, deadline) &&
+        Clock::now() < deadline) {
       // The token file changed since we last read it (a rotation between stat and use), or the
       // plugin gave a new token (a revoked or expired one).
       bearer = shared_->token.current(deadline);
-      result = send_on(*connection, request, bearer);
+      result = send_on(*connection, request, bearer, limit, deadline);
     }
     release(std::move(connection));
     return result;
@@ -490,27 +493,39 @@ class PooledTransport final : public Transport {
                : configured;
   }
 
-  /// Sets the read and write timeouts of `connection` for the next request.
-  static void set_timeouts(Connection& connection, std::chrono::milliseconds timeout) {
+  /// Sets the connect, read and write timeouts of `connection` for the next request.
+  static void set_timeouts(Connection& connection, std::chrono::milliseconds connect,
+                           std::chrono::milliseconds timeout) {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(timeout).count();
     connection.http->set_read_timeout(us / 1'000'000, us % 1'000'000);
     connection.http->set_write_timeout(us / 1'000'000, us % 1'000'000);
+    auto connect_us = std::chrono::duration_cast<std::chrono::microseconds>(connect).count();
+    connection.http->set_connection_timeout(connect_us / 1'000'000, connect_us % 1'000'000);
   }
 
+  /// Sends on `connection` within what is left until `deadline` (of the request's `limit`).
   Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request,
-                                         const std::string& bearer) {
-    const std::chrono::milliseconds limit = time_limit(request);
-    const bool shorter = limit < shared_->config.request_timeout;
-    if (shorter) set_timeouts(connection, limit);
-    auto result = send_once(connection, request, limit, bearer);
+                                         const std::string& bearer, std::chrono::milliseconds limit,
+                                         Clock::time_point deadline) {
+    // Rounded up: a timeout that fires is then past the deadline, and said as the request's.
+    const auto left =
+        std::max(std::chrono::milliseconds(1),
+                 std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
+    const auto& config = shared_->config;
+    const bool shorter = left < config.request_timeout || left < config.connect_timeout;
+    if (shorter) {
+      set_timeouts(connection, std::min(left, config.connect_timeout),
+                   std::min(left, config.request_timeout));
+    }
+    auto result = send_once(connection, request, limit, deadline, bearer);
     // Pooled connections carry the configured timeouts for whoever takes them next.
-    if (shorter) set_timeouts(connection, shared_->config.request_timeout);
+    if (shorter) set_timeouts(connection, config.connect_timeout, config.request_timeout);
     return result;
   }
 
   Result<HttpResponse, ApiError> send_once(Connection& connection, const HttpRequest& request,
                                            std::chrono::milliseconds limit,
-                                           const std::string& bearer) {
+                                           Clock::time_point deadline, const std::string& bearer) {
     httplib::Request req;
     req.method = request.method;
     req.path = shared_->url.prefix + request.target;
@@ -523,10 +538,11 @@ class PooledTransport final : public Transport {
     const std::size_t max_bytes = shared_->config.max_response_bytes;
     std::string body;
     bool too_large = false;
-    // The socket's timeouts bound each read; this bounds the whole answer, as client-go's
-    // Timeout does: a server (or a proxy) that sends a chunk every few seconds must not hold the
-    // caller for minutes. A second attempt on a new connection shares it.
-    const auto deadline = Clock::now() + limit;
+    // The socket's timeouts bound each read (to what was left when it began, send_on); the
+    // deadline bounds the whole answer, as client-go's Timeout does: a server (or a proxy) that
+    // sends a chunk every few seconds must not hold the caller for minutes. It is checked as
+    // chunks arrive, so one that falls silent just before it costs at most one read timeout
+    // more (httplib cannot shorten a read under way). A second attempt shares it.
     bool past_deadline = false;
     req.response_handler = [&](const httplib::Response& response) {
       // A declared length says so before any of the body is read.
@@ -578,7 +594,15 @@ class PooledTransport final : public Transport {
                          (error == httplib::Error::Read || error == httplib::Error::Write) &&
                          Clock::now() - start < std::chrono::seconds(1);
       const bool unsent = error == httplib::Error::Write;
-      if (attempt == 0 && stale && (idempotent || unsent)) continue;
+      if (attempt == 0 && stale && (idempotent || unsent) && Clock::now() < deadline) continue;
+      if (Clock::now() >= deadline) {
+        // What failed had only the time left (a connection waited for, a first try): the
+        // request's time is what ran out.
+        return fail(make_error(ErrorKind::kTimeout,
+                               request.method + " " + request.target + ": no answer within " +
+                                   std::to_string(limit.count()) + "ms (" +
+                                   httplib::to_string(error) + " at the end)"));
+      }
       return fail(shared_->failure(error, connection, Clock::now() - start, limit));
     }
   }

@@ -212,6 +212,30 @@ int listen_local(int& port) {
   return listener;
 }
 
+TEST_CASE("a request's timeout shorter than the connect timeout bounds the TLS handshake too") {
+  // A server whose socket accepts (the kernel's backlog) and never answers the handshake: an API
+  // server that hangs. A /metrics scrape's access review must not wait the 10 s connect timeout.
+  int port = 0;
+  int listener = listen_local(port);
+  ClientConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(port);
+  config.insecure_skip_tls_verify = true;
+  config.connect_timeout = 10s;
+  config.request_timeout = 10s;
+  auto transport = Transport::create(config);
+  REQUIRE(transport.ok());
+  HttpRequest request;
+  request.target = "/apis";
+  request.timeout = 300ms;
+  auto start = std::chrono::steady_clock::now();
+  auto answer = (*transport)->send(request);
+  auto took = std::chrono::steady_clock::now() - start;
+  ::close(listener);
+  REQUIRE_FALSE(answer.ok());
+  CHECK(answer.error().kind == ErrorKind::kTimeout);
+  CHECK(took < 2s);
+}
+
 // A raw HTTP/1.1 server on 127.0.0.1 that answers each request "{}" with keep-alive and records
 // the requests it read whole, by method, except on its first connection's second request (see
 // Reset): there it resets the connection (SO_LINGER 0). httplib's server cannot be made to
