@@ -1,6 +1,7 @@
 // PrometheusHistory: query building, paged range queries, and the matrix answer parsed.
 #include "recommender/prometheus_history.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -197,6 +198,20 @@ std::string memory_query(const PrometheusOptions& options, const TargetWorkload&
          not_owned_by_target(options, target);
 }
 
+namespace {
+
+// A DNS-1123 label (a container's name), or with dots a subdomain (a pod's): lower-case letters,
+// digits and '-', beginning and ending with a letter or digit, at most `max` characters.
+bool kubernetes_name(std::string_view name, std::size_t max, bool dots) {
+  if (name.empty() || name.size() > max) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || (dots && c == '.'); });
+}
+
+}  // namespace
+
 kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_view body,
                                                         const PrometheusOptions& options,
                                                         std::vector<PodSeries>& out,
@@ -231,7 +246,10 @@ kube::Result<kube::Unit, std::string> parse_query_range(int status, std::string_
     if (metric == series.end() || !metric->is_object()) continue;
     const std::string pod(string_field(*metric, options.pod_label.c_str()));
     const std::string container(string_field(*metric, options.container_label.c_str()));
-    if (pod.empty() || container.empty()) continue;
+    // Labels a tenant's own exporter may set (honorLabels): a name Kubernetes would refuse for a
+    // pod or a container is nobody's, and would otherwise become a container of the published
+    // recommendation, one more gauge series, and text in `kubectl vscaler report`.
+    if (!kubernetes_name(pod, 253, true) || !kubernetes_name(container, 63, false)) continue;
     const std::string named = log::printable_untrusted(pod + "/" + container);
     auto values = series.find("values");
     if (values == series.end() || !values->is_array()) {

@@ -172,6 +172,26 @@ TEST_CASE("a matrix answer: points parsed, NaN and negative values dropped, bad 
             .find("a malformed point") != std::string::npos);
 }
 
+TEST_CASE("series whose pod or container label Kubernetes would refuse are nobody's: left out") {
+  // A tenant's own exporter (honorLabels) can set them: terminal escapes, thousands of names.
+  PrometheusOptions options;
+  std::vector<PodSeries> out;
+  std::size_t dropped = 0;
+  const json points = json::parse(R"([[1790000000, "0.25"]])");
+  auto parsed = parse_query_range(200,
+                                  matrix({{"web-7f9c5d8b4-abcde", "app", points},
+                                          {"web-7f9c5d8b4-abcde", "\x1b]52;c;aGk=\x07", points},
+                                          {"web-7f9c5d8b4-abcde", "App", points},
+                                          {"web-7f9c5d8b4-abcde", std::string(64, 'a'), points},
+                                          {"web-7f9c5d8b4-abcde.", "app", points},
+                                          {"web-7f9c5d8b4-abcde", "side-car", points}}),
+                                  options, out, dropped);
+  REQUIRE(parsed.ok());
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].container == "app");
+  CHECK(out[1].container == "side-car");
+}
+
 TEST_CASE("history points keep their time and count as resolution / interval samples") {
   AggregateOptions options;
   UsageHistory history;
