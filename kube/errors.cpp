@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace vscaler::kube {
@@ -34,6 +35,11 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view text) {
   while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   long long seconds = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  // More seconds than a long long holds: the longest wait believed, as for any large number.
+  if (!text.empty() && ec == std::errc::result_out_of_range && text.front() != '-' &&
+      end == text.data() + text.size()) {
+    return kMaxRetryAfter;
+  }
   // The HTTP-date form is legal but the API server never sends it; it is ignored.
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || seconds < 0) {
     return std::nullopt;
@@ -58,7 +64,11 @@ void fill_from_status(ApiError& error, const json& status) {
     }
   }
   auto retry = details->find("retryAfterSeconds");
-  if (retry != details->end() && retry->is_number_integer() && retry->get<long long>() > 0) {
+  if (retry != details->end() && retry->is_number_unsigned() && retry->get<std::uint64_t>() > 0) {
+    // Unsigned: beyond a long long too (2^63 and up would wrap negative there).
+    error.retry_after = capped_retry_after(static_cast<long long>(
+        std::min<std::uint64_t>(retry->get<std::uint64_t>(), kMaxRetryAfter.count())));
+  } else if (retry != details->end() && retry->is_number_integer() && retry->get<long long>() > 0) {
     error.retry_after = capped_retry_after(retry->get<long long>());
   }
 }

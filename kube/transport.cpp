@@ -41,8 +41,9 @@ Result<ServerUrl> parse_server_url(const std::string& url) {
   // messages that every reader of them sees; refused without repeating it.
   std::size_t scheme_end = url.find("://");
   std::size_t authority_begin = scheme_end == std::string::npos ? 0 : scheme_end + 3;
-  if (url.substr(authority_begin, url.find('/', authority_begin) - authority_begin).find('@') !=
-      std::string::npos) {
+  // The authority ends at the path, the query or the fragment (cmd/options.cpp reads it so).
+  if (url.substr(authority_begin, url.find_first_of("/?#", authority_begin) - authority_begin)
+          .find('@') != std::string::npos) {
     return fail(
         "a server URL carries a user name or password (user:password@host): not repeated here; "
         "give the address alone, and the credentials as a bearer token or a client certificate");

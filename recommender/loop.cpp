@@ -349,10 +349,12 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
     return summary;
   }
   // A pass over the new scalers saw only them: what the others hold is the full pass's to judge.
-  std::set<std::string> passed_keys;
+  // Keys this pass passed, and whether the scaler there exported gauges: a scaler deleted and
+  // created again under its name (another uid, the same key) shares them with its predecessor.
+  std::map<std::string, bool> passed_keys;
   for (const auto& uid : passed) {
     if (auto found = tracked_.find(uid); found != tracked_.end())
-      passed_keys.insert(found->second.key);
+      passed_keys[found->second.key] = found->second.gauges;
   }
   for (auto it = tracked_.begin(); !only_new && it != tracked_.end();) {
     if (present.count(it->first)) {
@@ -362,14 +364,14 @@ PassSummary RecommenderLoop::run_pass(std::chrono::system_clock::time_point now,
       ++it;
       continue;
     }
-    api_.forget_checkpoint(id_of(it->first, it->second));
-    // The scaler is gone: nothing to write, no gauges. Unless it was deleted and created again
-    // under its name (another uid, the same key) and this pass wrote for the new one: its write
-    // and its gauge rows are the new scaler's.
-    if (!passed_keys.count(it->second.key)) {
-      remove_gauges(it->second);
+    // The scaler is gone: no checkpoint version, nothing to write, no gauges; but what is kept
+    // by its name (the checkpoint's version, a status write, gauge rows) may be its successor's.
+    auto successor = passed_keys.find(it->second.key);
+    if (successor == passed_keys.end()) {
+      api_.forget_checkpoint(id_of(it->first, it->second));
       if (writers_) writers_->cancel(it->second.key);
     }
+    if (successor == passed_keys.end() || !successor->second) remove_gauges(it->second);
     it = tracked_.erase(it);
   }
   for (const auto& [uid, tracked] : tracked_) {

@@ -259,9 +259,14 @@ TEST_CASE("Retry-After comes from the header, else from details.retryAfterSecond
 TEST_CASE("a Retry-After of hours is believed for a minute: it would stop a watch or a scaler") {
   CHECK(error_from_response(429, "", "3600").retry_after->count() == 60);
   CHECK(error_from_response(429, "", "9223372036854775807").retry_after->count() == 60);
+  CHECK(error_from_response(429, "", "99999999999999999999999").retry_after->count() == 60);
   std::string status =
       R"({"kind":"Status","reason":"TooManyRequests","code":429,"details":{"retryAfterSeconds":86400}})";
   CHECK(error_from_response(429, status).retry_after->count() == 60);
+  CHECK(error_from_response(
+            429,
+            R"({"kind":"Status","code":429,"details":{"retryAfterSeconds":9300000000000000000}})")
+            .retry_after->count() == 60);
   CHECK(error_from_response(429, "", "60").retry_after->count() == 60);
   CHECK(error_from_response(429, "", "59").retry_after->count() == 59);
 }

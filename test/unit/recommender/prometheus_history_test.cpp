@@ -288,6 +288,10 @@ TEST_CASE("an address with a user and password is refused at start, without repe
   }
   options.address = "http://127.0.0.1:9090/prefix@1";  // an '@' in the path is not a user
   CHECK(PrometheusHistory::create(options).ok());
+  options.address = "http://127.0.0.1:9090?x=a@b";  // nor in the query (refused for that)
+  auto query = PrometheusHistory::create(options);
+  REQUIRE_FALSE(query.ok());
+  CHECK(query.error().find("user name or password") == std::string::npos);
 }
 
 TEST_CASE("Prometheus failures are errors in words: down, 5xx, slower than the timeout") {
