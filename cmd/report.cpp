@@ -161,7 +161,29 @@ void emit_yaml(YAML::Emitter& out, const json& value) {
   }
 }
 
-std::string csv_field(const std::string& text) {
+/// Text from the cluster as a terminal may show it: control characters (C0, DEL, and C1 as UTF-8
+/// encodes them) become '?', so that no escape sequence in a name or message reaches the
+/// terminal (OSC 52 writes the clipboard; others erase or forge lines); other UTF-8 is kept.
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out += '?';  // U+0080..U+009F
+      ++i;
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += '?';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+std::string csv_field(const std::string& raw) {
+  const std::string text = terminal_safe(raw);
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string out = "\"";
   for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -179,7 +201,8 @@ std::string table(const std::vector<ReportRow>& rows) {
                                                   "CPU BOUNDS", "CPU DIFF", "MEMORY REQUEST",
                                                   "MEMORY TARGET", "MEMORY BOUNDS", "MEMORY DIFF"}};
   for (const ReportRow& row : rows) {
-    cells.push_back({row.ns, row.scaler, row.target, row.mode, row.container, cpu(row.cpu_request),
+    cells.push_back({terminal_safe(row.ns), terminal_safe(row.scaler), terminal_safe(row.target),
+                     terminal_safe(row.mode), terminal_safe(row.container), cpu(row.cpu_request),
                      cpu(row.cpu_target), bounds(cpu(row.cpu_lower), cpu(row.cpu_upper)),
                      signed_cpu(difference(row.cpu_request, row.cpu_target)),
                      memory(row.memory_request), memory(row.memory_target),
@@ -287,7 +310,7 @@ TemplateRequests off_templates(kube::Client& client, const std::vector<json>& sc
       std::fprintf(stderr,
                    "vscaler report: cannot list %ss in %s (%s): the requests of its scalers in "
                    "mode Off are unknown (-)\n",
-                   kind.c_str(), ns.c_str(), listed.error().to_string().c_str());
+                   kind.c_str(), ns.c_str(), terminal_safe(listed.error().to_string()).c_str());
     }
   }
   return out;
@@ -479,7 +502,7 @@ int run_report(const std::vector<std::string>& args) {
   auto listed = client->list(kube::resources::kVerticalScalers, all ? "" : ns, options);
   if (!listed.ok()) {
     std::fprintf(stderr, "vscaler report: cannot list VerticalScalers at %s: %s\n",
-                 config->server.c_str(), listed.error().to_string().c_str());
+                 config->server.c_str(), terminal_safe(listed.error().to_string()).c_str());
     return 1;
   }
   if (listed->items.empty()) {

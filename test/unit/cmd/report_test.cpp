@@ -147,6 +147,27 @@ TEST_CASE("report formats: a table with totals, JSON, YAML and CSV of the same r
   CHECK(csv.find("\nshop,web,Deployment/web,Auto,proxy,100m,,,,,,,,,\n") != std::string::npos);
 }
 
+TEST_CASE("report: control characters from the cluster never reach the terminal") {
+  // A status any writer of it may fill: an OSC 52 clipboard write, a line erase, a C1 CSI.
+  auto objects = cluster();
+  objects[0]["status"]["containers"][0]["name"] =
+      "a\x1b]52;c;aGk=\x07\x1b[2K\xc2\x9b"
+      "31m";
+  objects[0]["status"]["recommendation"]["containerRecommendations"][0]["containerName"] =
+      objects[0]["status"]["containers"][0]["name"];
+  auto rows = report_rows(objects);
+  for (const char* format : {"table", "csv"}) {
+    CAPTURE(format);
+    std::string out = *render_report(rows, format);
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK(out.find('\x07') == std::string::npos);
+    CHECK(out.find("\xc2\x9b") == std::string::npos);
+    CHECK(out.find("a?]52;c;aGk=??[2K?31m") != std::string::npos);
+  }
+  // JSON and YAML escape them as their syntax says.
+  CHECK(render_report(rows, "json")->find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("report errors name the problem") {
   CHECK(render_report({}, "xml").error() ==
         "--output: \"xml\" is not one of table, json, yaml, csv");
