@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -161,23 +162,39 @@ void emit_yaml(YAML::Emitter& out, const json& value) {
   }
 }
 
-/// Text from the cluster as a terminal may show it: control characters (C0, DEL, and C1 as UTF-8
-/// encodes them) become '?', so that no escape sequence in a name or message reaches the
-/// terminal (OSC 52 writes the clipboard; others erase or forge lines); other UTF-8 is kept.
+/// Text from the cluster as a terminal may show it: control characters (C0, DEL, C1) and bytes
+/// that are not UTF-8 become '?', so that no escape sequence in a name or message reaches the
+/// terminal (OSC 52 writes the clipboard; others erase or forge lines; a lone 0x9B is a CSI to a
+/// terminal not in UTF-8 mode); other UTF-8 is kept.
 std::string terminal_safe(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
-      out += '?';  // U+0080..U+009F
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = lead < 0x80           ? 1
+                               : (lead >> 5) == 0x06 ? 2
+                               : (lead >> 4) == 0x0E ? 3
+                               : (lead >> 3) == 0x1E ? 4
+                                                     : 0;
+    bool whole = length != 0 && i + length <= text.size();
+    for (std::size_t k = 1; whole && k < length; ++k) {
+      whole = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    }
+    if (!whole) {  // not UTF-8: this byte alone
+      out += '?';
       ++i;
-    } else if (byte < 0x20 || byte == 0x7F) {
+      continue;
+    }
+    std::uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+      code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    }
+    if (code < 0x20 || (code >= 0x7F && code <= 0x9F)) {
       out += '?';
     } else {
-      out += text[i];
+      out.append(text.substr(i, length));
     }
+    i += length;
   }
   return out;
 }
@@ -413,9 +430,11 @@ kube::Result<std::string> render_report(const std::vector<ReportRow>& rows,
                                         const std::string& format) {
   if (format == "table") return table(rows);
   if (format == "csv") return csv(rows);
-  if (format == "json") return report_json(rows).dump(2) + "\n";
+  // Every non-ASCII character escaped (\uXXXX): C1 controls and DEL are not, by JSON's rules.
+  if (format == "json") return report_json(rows).dump(2, ' ', true) + "\n";
   if (format == "yaml") {
     YAML::Emitter out;
+    out.SetOutputCharset(YAML::EscapeNonAscii);  // likewise
     emit_yaml(out, report_json(rows));
     return std::string(out.c_str()) + "\n";
   }

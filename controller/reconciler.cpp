@@ -370,12 +370,7 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   const recommender::TimePoint now = wall_now();
   auto limit_range = options_.limit_ranges ? options_.limit_ranges->of(scaler.ns) : nullptr;
   std::string applied_since;  // a patch whose status write failed: the clock counts from it
-  {
-    std::lock_guard lock(mutex_);
-    if (auto kept = unwritten_times_.find(key); kept != unwritten_times_.end()) {
-      applied_since = kept->second.recommendation_applied_at;
-    }
-  }
+  if (auto kept = unwritten_times_of(scaler)) applied_since = kept->recommendation_applied_at;
   RecommendationStep recommendation = plan_recommendation(
       scaler, stored, options_.min_update_interval, now, limit_range.get(), applied_since);
   if (!recommendation.error.empty()) {
@@ -646,6 +641,18 @@ ReconcileOutcome Reconciler::reconcile_active(const api::Scaler& scaler, const W
   return maybe_recheck(key, observed, outcome);
 }
 
+std::optional<Reconciler::UnwrittenTimes> Reconciler::unwritten_times_of(
+    const api::Scaler& scaler) {
+  std::lock_guard lock(mutex_);
+  auto kept = unwritten_times_.find(scaler.key());
+  if (kept == unwritten_times_.end()) return std::nullopt;
+  if (kept->second.uid != scaler.uid || kept->second.target != scaler.target.ref()) {
+    unwritten_times_.erase(kept);  // another scaler by that name, or another workload since
+    return std::nullopt;
+  }
+  return kept->second;
+}
+
 std::optional<Reconciler::BlindPatch> Reconciler::blind_patch_for(const api::Scaler& scaler) {
   if (!options_.blind_restore) return std::nullopt;
   const std::string key = scaler.key();
@@ -688,13 +695,10 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
   const std::string key = scaler.key();
   // A patch whose status write failed before: its times ride on this write.
   std::optional<StatusReport> with_times;
-  {
-    std::lock_guard lock(mutex_);
-    if (auto unwritten = unwritten_times_.find(key); unwritten != unwritten_times_.end()) {
-      with_times.emplace(report);
-      with_times->scaled_at = unwritten->second.scaled_at;
-      with_times->recommendation_applied_at = unwritten->second.recommendation_applied_at;
-    }
+  if (auto unwritten = unwritten_times_of(scaler)) {
+    with_times.emplace(report);
+    with_times->scaled_at = unwritten->scaled_at;
+    with_times->recommendation_applied_at = unwritten->recommendation_applied_at;
   }
   const StatusReport& effective = with_times ? *with_times : report;
   const bool carries_times = with_times || report.scaled_now || report.recommendation_applied_now;
@@ -723,6 +727,9 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
       if (report.scaled_now || report.recommendation_applied_now) {
         std::lock_guard lock(mutex_);
         UnwrittenTimes& times = unwritten_times_[key];
+        if (times.uid != scaler.uid || times.target != scaler.target.ref()) {
+          times = UnwrittenTimes{scaler.uid, scaler.target.ref(), "", ""};
+        }
         if (report.scaled_now) times.scaled_at = now;
         if (report.recommendation_applied_now) times.recommendation_applied_at = now;
       }

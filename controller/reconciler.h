@@ -146,9 +146,13 @@ class Reconciler {
   /// The times of a patch whose status write failed (StatusReport::scaled_at), by scaler key,
   /// until a status write of that scaler succeeds.
   struct UnwrittenTimes {
+    std::string uid;     ///< of the scaler that patched: one created again by its name has none
+    std::string target;  ///< the workload patched (TargetRef::ref()): a retargeted scaler neither
     std::string scaled_at;
     std::string recommendation_applied_at;
   };
+  /// `scaler`'s kept times, if they are its own (same uid and target; others are dropped).
+  std::optional<UnwrittenTimes> unwritten_times_of(const api::Scaler& scaler);
   std::mutex mutex_;  // guards mutated_ and unwritten_times_
   std::unordered_map<std::string, MutationRecord> mutated_;
   std::unordered_map<std::string, UnwrittenTimes> unwritten_times_;

@@ -439,6 +439,9 @@ class HttpStream final : public Stream {
 };
 
 class PooledTransport final : public Transport {
+  /// Below this much time before its deadline a request is not sent (nor sent again).
+  static constexpr std::chrono::milliseconds kLeastTimeToSend{20};
+
  public:
   explicit PooledTransport(std::shared_ptr<Shared> shared) : shared_(std::move(shared)) {}
 
@@ -457,13 +460,27 @@ class PooledTransport final : public Transport {
               std::to_string(limit.count()) + " ms; all " +
               std::to_string(std::max(1, shared_->config.max_connections)) + " are busy)"));
     }
+    // Not sent with (almost) no time left: a write the server applied would be reported as failed
+    // when the answer cannot be waited for.
+    auto out_of_time = [&](std::string_view what) {
+      return make_error(ErrorKind::kTimeout, request.method + " " + request.target + ": " +
+                                                 std::string(what) + " within the request's " +
+                                                 std::to_string(limit.count()) + " ms");
+    };
     std::string bearer = shared_->token.current(deadline);
+    if (Clock::now() + kLeastTimeToSend >= deadline) {
+      release(std::move(connection));
+      return fail(out_of_time("not sent: no time left after waiting for a connection"));
+    }
     auto result = send_on(*connection, request, bearer, limit, deadline);
-    if (result && result->status == 401 && shared_->token.reload(bearer, deadline) &&
-        Clock::now() < deadline) {
+    if (result && result->status == 401 && shared_->token.reload(bearer, deadline)) {
       // The token file changed since we last read it (a rotation between stat and use), or the
       // plugin gave a new token (a revoked or expired one).
       bearer = shared_->token.current(deadline);
+      if (Clock::now() + kLeastTimeToSend >= deadline) {
+        release(std::move(connection));
+        return fail(out_of_time("refused (401), and no time left to send again with a new token"));
+      }
       result = send_on(*connection, request, bearer, limit, deadline);
     }
     release(std::move(connection));
@@ -519,8 +536,9 @@ class PooledTransport final : public Transport {
                    std::min(left, config.request_timeout));
     }
     auto result = send_once(connection, request, limit, deadline, bearer);
-    // Pooled connections carry the configured timeouts for whoever takes them next.
-    if (shorter) set_timeouts(connection, config.connect_timeout, config.request_timeout);
+    // Pooled connections carry the configured timeouts for whoever takes them next (a second
+    // attempt in send_once may have shortened them too).
+    set_timeouts(connection, config.connect_timeout, config.request_timeout);
     return result;
   }
 
@@ -542,8 +560,10 @@ class PooledTransport final : public Transport {
     // The socket's timeouts bound each read (to what was left when it began, send_on); the
     // deadline bounds the whole answer, as client-go's Timeout does: a server (or a proxy) that
     // sends a chunk every few seconds must not hold the caller for minutes. It is checked as
-    // chunks arrive, so one that falls silent just before it costs at most one read timeout
-    // more (httplib cannot shorten a read under way). A second attempt shares it.
+    // body chunks arrive; httplib cannot shorten a wait under way, so connecting, the TLS
+    // handshake and the head each get at most what was left when the attempt began: a server
+    // that stalls in each of them holds the caller up to about three times the limit, never
+    // unbounded. A second attempt shares the deadline.
     bool past_deadline = false;
     req.response_handler = [&](const httplib::Response& response) {
       // A declared length says so before any of the body is read.
@@ -595,7 +615,14 @@ class PooledTransport final : public Transport {
                          (error == httplib::Error::Read || error == httplib::Error::Write) &&
                          Clock::now() - start < std::chrono::seconds(1);
       const bool unsent = error == httplib::Error::Write;
-      if (attempt == 0 && stale && (idempotent || unsent) && Clock::now() < deadline) continue;
+      if (attempt == 0 && stale && (idempotent || unsent) &&
+          Clock::now() + kLeastTimeToSend < deadline) {
+        // The new connection gets what is left, not what was left for the first.
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+        set_timeouts(connection, std::min(left, shared_->config.connect_timeout),
+                     std::min(left, shared_->config.request_timeout));
+        continue;
+      }
       if (Clock::now() >= deadline) {
         // What failed had only the time left (a connection waited for, a first try): the
         // request's time is what ran out.

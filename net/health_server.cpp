@@ -1,5 +1,8 @@
 #include "net/health_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -48,23 +51,22 @@ std::string_view host_of(std::string_view header) {
 }  // namespace
 
 bool loopback_host(std::string_view host) {
-  if (host.size() == 9 && std::equal(host.begin(), host.end(), "localhost", [](char a, char b) {
-        return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b;
-      })) {
+  if (!host.empty() && host.back() == '.') host.remove_suffix(1);  // "localhost." is absolute
+  std::string lower(host);
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  // Browsers resolve localhost and every *.localhost name to loopback themselves (RFC 6761).
+  if (lower == "localhost" ||
+      (lower.size() > 10 && lower.compare(lower.size() - 10, 10, ".localhost") == 0)) {
     return true;
   }
-  if (host == "::1") return true;
-  // 127.0.0.0/8, as four decimal numbers.
-  if (host.substr(0, 4) != "127.") return false;
-  int dots = 0;
-  for (char c : host) {
-    if (c == '.') {
-      ++dots;
-    } else if (c < '0' || c > '9') {
-      return false;
-    }
+  in_addr v4{};
+  if (::inet_pton(AF_INET, lower.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, lower.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;  // ::ffff:127.0.0.1
   }
-  return dots == 3 && host.back() != '.';
+  return false;
 }
 
 class HealthServer::Impl {

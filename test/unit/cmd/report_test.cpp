@@ -164,8 +164,18 @@ TEST_CASE("report: control characters from the cluster never reach the terminal"
     CHECK(out.find("\xc2\x9b") == std::string::npos);
     CHECK(out.find("a?]52;c;aGk=??[2K?31m") != std::string::npos);
   }
-  // JSON and YAML escape them as their syntax says.
-  CHECK(render_report(rows, "json")->find('\x1b') == std::string::npos);
+  // JSON and YAML escape them (every non-ASCII character too: C1 and DEL are not JSON controls).
+  for (const char* format : {"json", "yaml"}) {
+    CAPTURE(format);
+    std::string out = *render_report(rows, format);
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK(out.find("\xc2\x9b") == std::string::npos);
+  }
+  // Bytes that are not UTF-8 (a lone 0x9B is a CSI to a terminal not in UTF-8 mode) become ?;
+  // other UTF-8 stays.
+  objects[0]["status"]["containers"][1]["name"] = "caf\xc3\xa9-\xe2\x82\xac";
+  rows = report_rows(objects);
+  CHECK(render_report(rows, "table")->find("caf\xc3\xa9-\xe2\x82\xac") != std::string::npos);
 }
 
 TEST_CASE("report errors name the problem") {

@@ -859,6 +859,14 @@ TEST_CASE("while a patch's status write keeps failing, the next recommendation s
   run_with(f, reconciler, "web");
   CHECK(f.api.deployment_patches == 1);
   CHECK(f.resources("web")["requests"]["cpu"] == "300m");
+  // The scaler deleted and created again by its name (another uid): the kept time was the old
+  // one's; the new one's first recommendation is due.
+  f.api.scalers["web"]["metadata"]["uid"] = "another";
+  f.api.scalers["web"].erase("status");
+  set_recommendation(f, recommendation("app", "1", "900m", "2"));
+  run_with(f, reconciler, "web");
+  CHECK(f.api.deployment_patches == 2);
+  CHECK(f.resources("web")["requests"]["cpu"] == "1");
 }
 
 TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next template change") {

@@ -254,6 +254,12 @@ TEST_CASE("health: pages bound to loopback answer only a loopback Host (DNS rebi
   CHECK(loopback_host("127.0.0.1"));
   CHECK(loopback_host("127.10.0.3"));
   CHECK(loopback_host("::1"));
+  CHECK(loopback_host("0:0:0:0:0:0:0:1"));
+  CHECK(loopback_host("::ffff:127.0.0.1"));
+  CHECK(loopback_host("localhost."));
+  CHECK(loopback_host("dashboard.localhost"));
+  CHECK_FALSE(loopback_host("::ffff:10.0.0.1"));
+  CHECK_FALSE(loopback_host("evillocalhost"));
   CHECK_FALSE(loopback_host("127.0.0.1.evil.example"));
   CHECK_FALSE(loopback_host("localhost.evil.example"));
   CHECK_FALSE(loopback_host("128.0.0.1"));
