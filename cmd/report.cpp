@@ -4,7 +4,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -162,39 +161,14 @@ void emit_yaml(YAML::Emitter& out, const json& value) {
   }
 }
 
-/// Text from the cluster as a terminal may show it: control characters (C0, DEL, C1) and bytes
-/// that are not UTF-8 become '?', so that no escape sequence in a name or message reaches the
-/// terminal (OSC 52 writes the clipboard; others erase or forge lines; a lone 0x9B is a CSI to a
-/// terminal not in UTF-8 mode); other UTF-8 is kept.
+/// Text from the cluster as a terminal may show it: printable ASCII only, every other byte '?'.
+/// No escape sequence in a name or message may reach the terminal (OSC 52 writes the clipboard;
+/// others erase or forge lines), and a terminal not in UTF-8 mode reads the byte 0x9B, which
+/// valid UTF-8 carries inside characters, as a CSI. Kubernetes names are ASCII anyway.
 std::string terminal_safe(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    const std::size_t length = lead < 0x80           ? 1
-                               : (lead >> 5) == 0x06 ? 2
-                               : (lead >> 4) == 0x0E ? 3
-                               : (lead >> 3) == 0x1E ? 4
-                                                     : 0;
-    bool whole = length != 0 && i + length <= text.size();
-    for (std::size_t k = 1; whole && k < length; ++k) {
-      whole = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-    }
-    if (!whole) {  // not UTF-8: this byte alone
-      out += '?';
-      ++i;
-      continue;
-    }
-    std::uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
-    for (std::size_t k = 1; k < length; ++k) {
-      code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-    }
-    if (code < 0x20 || (code >= 0x7F && code <= 0x9F)) {
-      out += '?';
-    } else {
-      out.append(text.substr(i, length));
-    }
-    i += length;
+  std::string out(text);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7E) c = '?';  // char may be signed: bytes >= 0x80 are negative
   }
   return out;
 }

@@ -745,7 +745,11 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
     // fails as the conflict it is and the reconcile runs again from the new spec.
     auto fresh = api_.get_scaler(scaler.ns, scaler.name);
     if (!fresh.ok()) return failed(fresh.error());
-    if (kube::meta_generation(*fresh) != generation) return failed(written.error());
+    // Nor one of another scaler by that name (deleted and created again: generation 1 again).
+    if (kube::meta_generation(*fresh) != generation ||
+        kube::meta_string(*fresh, "uid") != scaler.uid) {
+      return failed(written.error());
+    }
     stored_status = fresh->contains("status") ? (*fresh)["status"] : json::object();
     resource_version = kube::string_at(*fresh, {"metadata", "resourceVersion"});
   }

@@ -869,6 +869,25 @@ TEST_CASE("while a patch's status write keeps failing, the next recommendation s
   CHECK(f.resources("web")["requests"]["cpu"] == "1");
 }
 
+TEST_CASE("a status write that meets another scaler by the name (created again) writes nothing") {
+  Fixture f;
+  Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
+  f.add_deployment("web", R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])");
+  f.add_scaler("web", R"({"deploymentName": "web", "updateMode": "Reconcile"})");
+  set_recommendation(f, recommendation("app", "300m", "250m", "400m"));
+  f.api.status_conflicts_to_inject = 1;
+  f.api.on_status_conflict = [&f] {
+    // Deleted and created again meanwhile: another uid, generation 1 again, a status of its own.
+    f.api.scalers["web"]["metadata"]["uid"] = "another";
+    f.api.scalers["web"]["status"] = json::object();
+  };
+  auto outcome = run_with(f, reconciler, "web");
+  CHECK(outcome.kind != ReconcileOutcome::Kind::kDone);
+  CHECK(f.api.deployment_patches == 1);
+  CHECK(f.api.status_patches == 0);  // the old scaler's report is not the new one's
+  CHECK_FALSE(f.api.scalers["web"]["status"].contains("lastRecommendationUpdateTime"));
+}
+
 TEST_CASE("Initial: a recommendation never patches; it is Deferred to the next template change") {
   Fixture f;
   Reconciler reconciler{f.api, f.store, f.verified, f.expectations, f.metrics};
