@@ -708,14 +708,14 @@ kube::Result<kube::Unit, kube::ApiError> Reconciler::write_status(const api::Sca
   for (int attempt = 0;; ++attempt) {
     const std::string now = base::rfc3339_now();
     json next = build_status(stored_status, generation, effective, now);
-    auto written =
-        next == stored_status
-            ? ApiResult(json::object())
-            : api_.patch_scaler_status(scaler.ns, scaler.name,
-                                       {{"metadata", {{"resourceVersion", resource_version}}},
-                                        {"status", merge_patch_between(stored_status, next)}});
+    const bool unchanged = next == stored_status;  // compared once: a status is a deep tree
+    auto written = unchanged ? ApiResult(json::object())
+                             : api_.patch_scaler_status(
+                                   scaler.ns, scaler.name,
+                                   {{"metadata", {{"resourceVersion", resource_version}}},
+                                    {"status", merge_patch_between(stored_status, next)}});
     if (written.ok()) {
-      if (wrote != nullptr && next != stored_status) *wrote = true;
+      if (wrote != nullptr && !unchanged) *wrote = true;
       if (carries_times) {
         std::lock_guard lock(mutex_);
         unwritten_times_.erase(key);
