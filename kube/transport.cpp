@@ -521,24 +521,25 @@ class PooledTransport final : public Transport {
     connection.http->set_connection_timeout(connect_us / 1'000'000, connect_us % 1'000'000);
   }
 
-  /// Sends on `connection` within what is left until `deadline` (of the request's `limit`).
-  Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request,
-                                         const std::string& bearer, std::chrono::milliseconds limit,
-                                         Clock::time_point deadline) {
-    // Rounded up: a timeout that fires is then past the deadline, and said as the request's.
+  /// Gives `connection` what is left until `deadline` (rounded up: a timeout that fires is then
+  /// past the deadline, and said as the request's), never more than the configured timeouts.
+  void set_timeouts_within(Connection& connection, Clock::time_point deadline) const {
     const auto left =
         std::max(std::chrono::milliseconds(1),
                  std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()));
     const auto& config = shared_->config;
-    const bool shorter = left < config.request_timeout || left < config.connect_timeout;
-    if (shorter) {
-      set_timeouts(connection, std::min(left, config.connect_timeout),
-                   std::min(left, config.request_timeout));
-    }
+    set_timeouts(connection, std::min(left, config.connect_timeout),
+                 std::min(left, config.request_timeout));
+  }
+
+  /// Sends on `connection` within what is left until `deadline` (of the request's `limit`).
+  Result<HttpResponse, ApiError> send_on(Connection& connection, const HttpRequest& request,
+                                         const std::string& bearer, std::chrono::milliseconds limit,
+                                         Clock::time_point deadline) {
+    set_timeouts_within(connection, deadline);
     auto result = send_once(connection, request, limit, deadline, bearer);
-    // Pooled connections carry the configured timeouts for whoever takes them next (a second
-    // attempt in send_once may have shortened them too).
-    set_timeouts(connection, config.connect_timeout, config.request_timeout);
+    // Pooled connections carry the configured timeouts for whoever takes them next.
+    set_timeouts(connection, shared_->config.connect_timeout, shared_->config.request_timeout);
     return result;
   }
 
@@ -617,10 +618,7 @@ class PooledTransport final : public Transport {
       const bool unsent = error == httplib::Error::Write;
       if (attempt == 0 && stale && (idempotent || unsent) &&
           Clock::now() + kLeastTimeToSend < deadline) {
-        // The new connection gets what is left, not what was left for the first.
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-        set_timeouts(connection, std::min(left, shared_->config.connect_timeout),
-                     std::min(left, shared_->config.request_timeout));
+        set_timeouts_within(connection, deadline);  // what is left, not what was left for the first
         continue;
       }
       if (Clock::now() >= deadline) {
