@@ -629,7 +629,10 @@ class PooledTransport final : public Transport {
                                    std::to_string(limit.count()) + "ms (" +
                                    httplib::to_string(error) + " at the end)"));
       }
-      return fail(shared_->failure(error, connection, Clock::now() - start, limit));
+      // A read that timed out had what was left of the request's time, not all of it.
+      const auto had =
+          std::min(limit, std::chrono::ceil<std::chrono::milliseconds>(deadline - start));
+      return fail(shared_->failure(error, connection, Clock::now() - start, had));
     }
   }
 

@@ -64,9 +64,9 @@ TEST_CASE("a caller of a busy pool waits for a connection at most its request ti
   auto transport = Transport::create(config);
   REQUIRE(transport.ok());
 
-  // Three callers, one connection: the first holds it until its read times out (800 ms), the
-  // second then holds it as long. Before, the third waited for both (about 2.4 s in all); now
-  // it gives up at 800 ms and the slowest, the second, returns at about 1.6 s.
+  // Three callers, one connection, a server that answers in 2 s: the first holds the connection
+  // until its time (800 ms) runs out. Waiting counts against each caller's own 800 ms, so none
+  // takes much longer than that: before, the third waited for both others (about 2.4 s).
   constexpr int kCallers = 3;
   std::vector<std::chrono::milliseconds> took(kCallers);
   std::vector<std::string> errors(kCallers);
@@ -89,10 +89,18 @@ TEST_CASE("a caller of a busy pool waits for a connection at most its request ti
 
   auto slowest = *std::max_element(took.begin(), took.end());
   INFO("slowest caller took " << slowest.count() << " ms");
-  CHECK(slowest < 2000ms);
-  CHECK(std::any_of(errors.begin(), errors.end(), [](const std::string& message) {
-    return message.find("no connection to the API server became free") != std::string::npos;
-  }));
+  CHECK(slowest < 1500ms);
+  // A waiter sees its deadline pass in the wait, or takes the connection released just before
+  // its deadline (the callers start a little apart) and has no time left to send, or (rarely)
+  // sends with the few ms left and hears nothing: each says its time ran out.
+  for (const auto& message : errors) {
+    INFO("error: " << message);
+    CHECK((message.find("no connection to the API server became free") != std::string::npos ||
+           message.find("not sent: no time left after waiting for a connection") !=
+               std::string::npos ||
+           message.find("no answer") != std::string::npos ||
+           message.find("did not arrive whole within 800ms") != std::string::npos));
+  }
 }
 
 TEST_CASE("a request with a timeout of its own ends by it, and the connection keeps the default") {
