@@ -336,7 +336,15 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
     if (bounds.verdict == recommender::UpdateVerdict::kDue) {
       recommended_reason = bounds.reason;
     } else if (!recommended.applied.empty()) {
-      if (auto oom = quick_oom_of(pod, rules)) {
+      // A quick OOM stays in the container's lastState for the pod's life: one no newer than the
+      // pod's last resize for a recommendation was answered by it, and makes the pod due no more
+      // (else every small change of the target would resize it again, out of the bounds rule).
+      auto oom = quick_oom_of(pod, rules);
+      if (oom && rules.resized_at != nullptr) {
+        auto last = rules.resized_at->find(decision.uid);
+        if (last != rules.resized_at->end() && oom->at <= last->second) oom.reset();
+      }
+      if (oom) {
         recommended_reason = oom->reason;
         quick_oom_at = oom->at;
       } else {

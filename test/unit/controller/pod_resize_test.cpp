@@ -319,6 +319,21 @@ TEST_CASE("VPA's quick-OOM rule: a container OOM-killed soon after it started ma
   plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:30:00Z")},
                                    recommendations);
   CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+  // The OOM stays in lastState for the pod's life: once a resize for a recommendation came after
+  // it, it makes the pod due no more, however long ago that resize was. An OOM after it does.
+  std::map<std::string, recommender::TimePoint> resized_at{
+      {"uid-p", *recommender::parse_rfc3339("2026-12-03T10:10:00Z")}};
+  controller::InPlaceRules answered;
+  answered.now = *recommender::parse_rfc3339("2026-12-04T10:00:00Z");
+  answered.resized_at = &resized_at;
+  plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:02:00Z")},
+                                   recommendations, nullptr, answered);
+  CHECK(plan.pods[0].state == PodResizeState::kAtTarget);
+  resized_at["uid-p"] = *recommender::parse_rfc3339("2026-12-03T10:01:00Z");
+  plan = controller::plan_in_place(scaler, {oom("2026-12-03T10:00:00Z", "2026-12-03T10:02:00Z")},
+                                   recommendations, nullptr, answered);
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+  CHECK(plan.pods[0].message == "container app was OOM-killed 120 s after it started");
 }
 
 TEST_CASE(
