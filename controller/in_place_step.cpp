@@ -362,7 +362,7 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
   for (PodResize& pod : result.plan.pods) {
     if (!evictable(pod, scaler.target.kind, now)) continue;
     if (still_leading_ && !still_leading_()) return;
-    auto evicted = api_.evict_pod(scaler.ns, pod.name);
+    auto evicted = api_.evict_pod(scaler.ns, pod.name, pod.uid);
     if (evicted.ok()) {
       metrics_.on_pod_eviction("evicted");
       ++result.evicted;
@@ -379,6 +379,11 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
       metrics_.on_pod_eviction("blocked");  // a PodDisruptionBudget: tried again later
       pod.message += (pod.message.empty() ? "" : "; ") +
                      std::string("eviction blocked by a PodDisruptionBudget, retried");
+    } else if (kube::is_conflict(evicted.error())) {
+      // The uid precondition: the pod by that name is a newer one, created since the list (and
+      // sized at its admission). The next pass sees it.
+      log::info(kInPlaceLogger, "not evicted: the pod was replaced since it was listed",
+                {{"scaler", scaler.key()}, {"pod", pod.name}});
     } else {
       log::warn(
           kInPlaceLogger, "an eviction failed",

@@ -99,14 +99,16 @@ ApiResult KubeReconcileApi::resize_pod(const std::string& ns, const std::string&
                        "resize");
 }
 
-ApiResult KubeReconcileApi::evict_pod(const std::string& ns, const std::string& name) {
+ApiResult KubeReconcileApi::evict_pod(const std::string& ns, const std::string& name,
+                                      const std::string& uid) {
   kube::HttpRequest request;
   request.method = "POST";
   request.target = resources::kPods.path(ns, name, "eviction");
-  request.body = json{{"apiVersion", "policy/v1"},
-                      {"kind", "Eviction"},
-                      {"metadata", {{"name", name}, {"namespace", ns}}}}
-                     .dump();
+  json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  request.body = eviction.dump();
   return client_.call(request);
 }
 

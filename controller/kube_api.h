@@ -30,7 +30,8 @@ class KubeReconcileApi : public ReconcileApi {
   ApiResult list_pods(const std::string& ns, const std::string& label_selector) override;
   ApiResult resize_pod(const std::string& ns, const std::string& name,
                        const nlohmann::json& patch) override;
-  ApiResult evict_pod(const std::string& ns, const std::string& name) override;
+  ApiResult evict_pod(const std::string& ns, const std::string& name,
+                      const std::string& uid) override;
   void record_event(const api::Scaler& scaler, bool warning, const std::string& reason,
                     const std::string& message) override;
 

@@ -49,9 +49,11 @@ class ReconcileApi {
     return kube::fail(std::move(error));
   }
   /// POST a policy/v1 Eviction for the pod (PodDisruptionBudgets hold: 429 when one would be
-  /// broken); returns the API server's answer.
-  virtual ApiResult evict_pod(const std::string& ns, const std::string& name) {
-    (void)ns, (void)name;
+  /// broken) whose uid is `uid`: a pod by that name created since (a StatefulSet's replacement,
+  /// already sized) is not evicted (409). Returns the API server's answer.
+  virtual ApiResult evict_pod(const std::string& ns, const std::string& name,
+                              const std::string& uid) {
+    (void)ns, (void)name, (void)uid;
     kube::ApiError error;
     error.message = "pods/eviction is not available here";
     return kube::fail(std::move(error));

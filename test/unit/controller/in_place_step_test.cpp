@@ -303,6 +303,23 @@ TEST_CASE("a resize no retry mends (404: no pods/resize on this API server) is a
   CHECK(test.api.evicted.size() == 1);  // InPlaceOrRecreate: recreated sized, one pod at a time
 }
 
+TEST_CASE("a pod replaced between the list and its eviction (same name, new uid) is kept") {
+  // A StatefulSet's pod is re-created under its name, sized at admission: the eviction names the
+  // uid listed, so the API server refuses it (409) instead of evicting the newcomer.
+  FailingResizes test(kube::ErrorKind::kNotFound,
+                      "the server could not find the requested resource");
+  std::vector<std::string> asked;
+  test.api.on_evict = [&](const std::string& name) {
+    asked.push_back(name);
+    test.api.pods[name]["metadata"]["uid"] = "uid-of-the-replacement";
+  };
+  auto result = test.run(kNow);
+  REQUIRE(result.ok());
+  CHECK(asked.size() == 1);
+  CHECK(test.api.evicted.empty());
+  CHECK(test.api.pods.size() == 2);
+}
+
 TEST_CASE("a pod deleted between the list and its resize (404 naming it) is no refusal") {
   FailingResizes test(kube::ErrorKind::kNotFound, "pods not found");
   test.api.refusal_names_pod = true;
@@ -423,7 +440,7 @@ TEST_CASE("a recommendation resizes one pod at most once per --min-update-interv
   CHECK(api.resized.size() == 3);
 }
 
-TEST_CASE("a quick OOM resizes its pod at once, once: later moves of the target are rate-limited") {
+TEST_CASE("a quick OOM resizes its pod at once, once: later moves within the bounds leave it") {
   FakeApi api;
   Metrics metrics;
   controller::InPlaceStep step(api, metrics, std::chrono::minutes(10));
@@ -445,14 +462,17 @@ TEST_CASE("a quick OOM resizes its pod at once, once: later moves of the target 
   run("300m", "2026-12-03T10:05:00Z");
   CHECK(api.resized.size() == 1);
   api.kubelet_done();
-  // The same OOM, still in lastState, answered by that resize: a target moved a minute later
-  // waits for --min-update-interval like any recommendation.
+  // The same OOM, still in lastState, was answered by that resize: a target moved within the
+  // bounds leaves the pod alone, a minute later and past --min-update-interval alike.
   auto result = run("320m", "2026-12-03T10:06:00Z");
   CHECK(api.resized.size() == 1);
-  CHECK(result.plan.pods[0].state == PodResizeState::kHeld);
+  CHECK(result.plan.pods[0].state == PodResizeState::kAtTarget);
+  result = run("320m", "2026-12-03T11:00:00Z");
+  CHECK(api.resized.size() == 1);
+  CHECK(result.plan.pods[0].state == PodResizeState::kAtTarget);
   // A new quick OOM is answered at once.
-  oom_killed("2026-12-03T10:06:10Z", "2026-12-03T10:06:30Z");
-  run("320m", "2026-12-03T10:07:00Z");
+  oom_killed("2026-12-03T11:00:10Z", "2026-12-03T11:00:30Z");
+  run("320m", "2026-12-03T11:01:00Z");
   CHECK(api.resized.size() == 2);
 }
 

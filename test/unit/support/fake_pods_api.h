@@ -33,6 +33,8 @@ class FakePodsApi : public controller::ReconcileApi {
   std::vector<std::string> events;   ///< "Warning reason" / "Normal reason", in order
   std::vector<std::string> evicted;  ///< names, in order
   std::function<void()> on_resize;   ///< called as each resize call begins (the call in flight)
+  /// Called as each eviction call begins, with the pod's name (a replacement created meanwhile).
+  std::function<void(const std::string&)> on_evict;
 
   controller::ApiResult get_workload(const std::string&, const api::TargetRef&,
                                      std::chrono::milliseconds) override {
@@ -81,7 +83,19 @@ class FakePodsApi : public controller::ReconcileApi {
     pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
     return pod;
   }
-  controller::ApiResult evict_pod(const std::string&, const std::string& name) override {
+  controller::ApiResult evict_pod(const std::string&, const std::string& name,
+                                  const std::string& uid) override {
+    if (on_evict) on_evict(name);
+    // As the API server: a pod by that name with another uid (created since) is not evicted.
+    auto found = pods.find(name);
+    if (found != pods.end() && found->second["metadata"]["uid"] != uid) {
+      kube::ApiError error;
+      error.kind = kube::ErrorKind::kConflict;
+      error.code = 409;
+      error.reason = "Conflict";
+      error.message = "Precondition failed: UID in precondition: " + uid;
+      return kube::fail(std::move(error));
+    }
     evicted.push_back(name);
     pods.erase(name);
     return json::object();
