@@ -116,12 +116,12 @@ std::vector<PodBoost> plan_unboost(const std::vector<json>& pods, recommender::T
     if (phase == "Failed" || phase == "Succeeded") continue;
     auto record = api::boost_record_of(pod);
     if (!record) continue;
-    // Admitted boosted at generation 1; any resize since (the boost's own resize back, or the
-    // in-place step's) raised it. A spec at the boosted values past generation 1 was resized
-    // there by someone else: not a boost, whoever runs this step and whatever it remembers.
-    const json* generation = kube::find_path(pod, {"metadata", "generation"});
-    const bool resized_since = generation != nullptr && generation->is_number_integer() &&
-                               generation->get<std::int64_t>() > 1;
+    // Admitted boosted; a resize since (the boost's own resize back, the in-place step's, a
+    // person's) is recorded in managedFields as a write through pods/resize. A spec at the
+    // boosted values after one was resized there: not a boost, whoever runs this step and
+    // whatever it remembers. (Not metadata.generation: any change of the spec raises it, a
+    // scheduling gate removed, an ephemeral container added, and the pod kept its boost.)
+    const bool resized_since = kube::written_through(pod, "resize");
     PodBoost decision;
     decision.name = kube::meta_string(pod, "name");
     decision.uid = kube::meta_string(pod, "uid");

@@ -69,10 +69,11 @@ ApiResult KubeReconcileApi::list_pods(const std::string& ns, const std::string& 
   kube::ListOptions options;
   options.label_selector = label_selector;
   // Only what a resize decision reads is kept of each pod (a pod's managedFields and most of its
-  // spec are larger than the rest); of its annotations, only a startup boost's record.
+  // spec are larger than the rest): of its managedFields, who resized it (a boost's end reads
+  // it); of its annotations, only a startup boost's record.
   options.transform = [](json& pod) {
+    kube::keep_managers_of(pod, "resize");
     if (auto metadata = pod.find("metadata"); metadata != pod.end() && metadata->is_object()) {
-      metadata->erase("managedFields");
       auto annotations = metadata->find("annotations");
       if (annotations == metadata->end()) return;
       auto record = annotations->is_object() ? annotations->find(api::kStartupBoostAnnotation)

@@ -1,5 +1,7 @@
 #include "kube/object_meta.h"
 
+#include <algorithm>
+
 namespace vscaler::kube {
 
 using nlohmann::json;
@@ -39,6 +41,42 @@ std::string object_key(const json& object) {
 bool has_annotation(const json& object, std::string_view key) {
   const json* annotations = find_path(object, {"metadata", "annotations"});
   return annotations != nullptr && annotations->is_object() && annotations->contains(key);
+}
+
+bool written_through(const json& object, std::string_view subresource) {
+  const json* managed = find_path(object, {"metadata", "managedFields"});
+  if (managed == nullptr || !managed->is_array()) return false;
+  return std::any_of(managed->begin(), managed->end(), [&](const json& entry) {
+    auto found = entry.is_object() ? entry.find("subresource") : entry.end();
+    return found != entry.end() && found->is_string() &&
+           found->get_ref<const std::string&>() == subresource;
+  });
+}
+
+void keep_managers_of(json& object, std::string_view subresource) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return;
+  auto managed = metadata->find("managedFields");
+  if (managed == metadata->end()) return;
+  json kept = json::array();
+  if (managed->is_array()) {
+    for (json& entry : *managed) {
+      auto found = entry.is_object() ? entry.find("subresource") : entry.end();
+      if (found == entry.end() || !found->is_string() ||
+          found->get_ref<const std::string&>() != subresource) {
+        continue;
+      }
+      auto manager = entry.find("manager");
+      kept.push_back(
+          {{"manager", manager != entry.end() && manager->is_string() ? *manager : json("")},
+           {"subresource", std::move(*found)}});
+    }
+  }
+  if (kept.empty()) {
+    metadata->erase(managed);
+  } else {
+    *managed = std::move(kept);
+  }
 }
 
 json add_annotations_patch(

@@ -35,6 +35,15 @@ std::string object_key(const nlohmann::json& object);
 /// Whether metadata.annotations holds `key` (whatever its value).
 bool has_annotation(const nlohmann::json& object, std::string_view key);
 
+/// Whether metadata.managedFields records a write through `subresource` ("resize", "status"):
+/// the API server keeps one entry per manager and subresource that owns fields.
+bool written_through(const nlohmann::json& object, std::string_view subresource);
+
+/// Drops metadata.managedFields but for the entries of writes through `subresource`, each cut
+/// to its manager and subresource (what written_through reads): a few bytes where the whole is
+/// often half of a listed object.
+void keep_managers_of(nlohmann::json& object, std::string_view subresource);
+
 /// RFC 6902 operations that set `annotations` (key, value) on `object`: one "add" of
 /// /metadata/annotations when it has none (an "add" under a missing member fails), else one
 /// "add" per key, which replaces a value already there. An empty array for none.

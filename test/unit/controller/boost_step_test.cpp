@@ -335,15 +335,35 @@ TEST_CASE(
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].name == "moved");
   CHECK(plan[0].state == BoostState::kEnded);
-  // Resized since its admission (generation 2) to the very values it was boosted to: not a boost,
-  // whatever this process remembers (a restarted one remembers nothing).
+  // Resized since its admission (through pods/resize, as managedFields record) to the very values
+  // it was boosted to: not a boost, whatever this process remembers (a restarted one remembers
+  // nothing).
   json resized = boosted_pod("resized", "2026-12-03T10:00:00Z");
   resized["metadata"]["generation"] = 2;
+  resized["metadata"]["managedFields"] = json::array(
+      {{{"manager", "kube-apiserver"}, {"operation", "Update"}, {"subresource", "status"}},
+       {{"manager", "kubectl-edit"}, {"operation", "Update"}, {"subresource", "resize"}}});
   resized["status"]["observedGeneration"] = 2;
   plan = controller::plan_unboost({resized}, now);
   REQUIRE(plan.size() == 1);
   CHECK(plan[0].state == BoostState::kEnded);
   CHECK(plan[0].patch.is_null());
+}
+
+TEST_CASE(
+    "a boosted pod whose spec changed otherwise (a scheduling gate, a debug container) ends "
+    "its boost") {
+  // Any change of a pod's spec raises its generation; only a resize is someone else's values.
+  json gated = boosted_pod("gated", "2026-12-03T10:00:00Z");
+  gated["metadata"]["generation"] = 2;
+  gated["metadata"]["managedFields"] =
+      json::array({{{"manager", "kueue"}, {"operation", "Update"}, {"fieldsType", "FieldsV1"}},
+                   {{"manager", "kubelet"}, {"operation", "Update"}, {"subresource", "status"}}});
+  gated["status"]["observedGeneration"] = 2;
+  auto plan = controller::plan_unboost({gated}, at("2026-12-03T11:00:00Z"));
+  REQUIRE(plan.size() == 1);
+  CHECK(plan[0].state == BoostState::kDue);
+  CHECK(plan[0].patch["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m");
 }
 
 TEST_CASE(

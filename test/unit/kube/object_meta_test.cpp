@@ -56,3 +56,44 @@ TEST_CASE("annotations are added in one operation to an object without any, else
   CHECK_FALSE(has_annotation(object, "c"));
   CHECK(add_annotations_patch(object, {{"c", "5"}})[0]["path"] == "/metadata/annotations");
 }
+
+TEST_CASE("managedFields: who wrote through a subresource, kept small, any shape tolerated") {
+  json pod = {
+      {"metadata",
+       {{"name", "web-1"},
+        {"managedFields", json::array({{{"manager", "kube-controller-manager"},
+                                        {"operation", "Update"},
+                                        {"fieldsV1", {{"f:spec", json::object()}}}},
+                                       {{"manager", "vscaler"},
+                                        {"operation", "Update"},
+                                        {"subresource", "resize"},
+                                        {"fieldsV1", {{"f:spec", json::object()}}}},
+                                       {{"manager", "kubelet"}, {"subresource", "status"}}})}}}};
+  CHECK(written_through(pod, "resize"));
+  CHECK(written_through(pod, "status"));
+  CHECK_FALSE(written_through(pod, "eviction"));
+  keep_managers_of(pod, "resize");
+  CHECK(pod["metadata"]["managedFields"] ==
+        json::array({{{"manager", "vscaler"}, {"subresource", "resize"}}}));
+  CHECK(written_through(pod, "resize"));
+  CHECK_FALSE(written_through(pod, "status"));
+  // None through it: the member goes.
+  keep_managers_of(pod, "status");
+  CHECK_FALSE(pod["metadata"].contains("managedFields"));
+  CHECK_FALSE(written_through(pod, "resize"));
+  // Shapes from the network: never throws, never true.
+  for (json odd : {json{{"metadata", {{"managedFields", "x"}}}},
+                   json{{"metadata", {{"managedFields", json::array({1, nullptr, "resize"})}}}},
+                   json{{"metadata", {{"managedFields", json::array({{{"subresource", 7}}})}}}},
+                   json{{"metadata", 3}}, json::array()}) {
+    CHECK_FALSE(written_through(odd, "resize"));
+    CHECK_NOTHROW(keep_managers_of(odd, "resize"));
+    CHECK_FALSE(written_through(odd, "resize"));
+  }
+  // A manager that is not a string is kept as "".
+  json unnamed = {
+      {"metadata",
+       {{"managedFields", json::array({{{"manager", 1}, {"subresource", "resize"}}})}}}};
+  keep_managers_of(unnamed, "resize");
+  CHECK(unnamed["metadata"]["managedFields"][0]["manager"] == "");
+}

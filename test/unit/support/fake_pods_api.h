@@ -81,6 +81,11 @@ class FakePodsApi : public controller::ReconcileApi {
       }
     }
     pod["metadata"]["generation"] = pod["metadata"]["generation"].get<int>() + 1;
+    // As the API server records who owns the fields a write through pods/resize set.
+    json& managed = pod["metadata"]["managedFields"];
+    if (!managed.is_array()) managed = json::array();
+    json entry = {{"manager", "vscaler"}, {"operation", "Update"}, {"subresource", "resize"}};
+    if (std::find(managed.begin(), managed.end(), entry) == managed.end()) managed.push_back(entry);
     return pod;
   }
   controller::ApiResult evict_pod(const std::string&, const std::string& name,
