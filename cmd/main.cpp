@@ -383,8 +383,15 @@ int main(int argc, char** argv) {
     return cmd::run_report(std::vector<std::string>(argv + 2, argv + argc));
   }
   if (std::string_view(argv[0]).ends_with("kubectl-vscaler")) {
-    std::fputs(cmd::kReportUsage, argc >= 2 ? stderr : stdout);
-    return argc >= 2 ? 2 : 0;
+    // `kubectl vscaler`, `kubectl vscaler --help`: the usage, asked for; anything else is wrong.
+    const bool asked = argc < 2 || std::string_view(argv[1]) == "-h" ||
+                       std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "help";
+    if (!asked) {
+      std::fprintf(stderr, "kubectl vscaler: unknown command \"%s\"; the command is report\n\n",
+                   argv[1]);
+    }
+    std::fputs(cmd::kReportUsage, asked ? stdout : stderr);
+    return asked ? 0 : 2;
   }
   vscaler::controller::limit_malloc_arenas(2);
   vscaler::controller::map_large_allocations(256 << 10);

@@ -430,6 +430,12 @@ int run_report(const std::vector<std::string>& args) {
       value = arg.substr(equals + 1);
       arg = arg.substr(0, equals);
       inline_value = true;
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[1] != '-' &&
+               std::string_view("nlo").find(arg[1]) != std::string_view::npos) {
+      // kubectl's short forms with the value attached: -ojson, -nshop, -n=shop.
+      value = arg.substr(arg[2] == '=' ? 3 : 2);
+      arg = arg.substr(0, 2);
+      inline_value = true;
     }
     auto take = [&](std::string& field) {
       if (inline_value) {
@@ -494,15 +500,26 @@ int run_report(const std::vector<std::string>& args) {
   };
   auto listed = client->list(kube::resources::kVerticalScalers, all ? "" : ns, options);
   if (!listed.ok()) {
+    if (kube::is_not_found(listed.error())) {
+      // The API server knows no such resource: the CRD, not a namespace or a scaler, is missing.
+      std::fprintf(stderr,
+                   "vscaler report: the VerticalScaler CRD (verticalscalers.%s) is not installed "
+                   "at %s; install vscaler first\n",
+                   kube::resources::kVerticalScalers.group.c_str(), config->server.c_str());
+      return 1;
+    }
     std::fprintf(stderr, "vscaler report: cannot list VerticalScalers at %s: %s\n",
                  config->server.c_str(), terminal_safe(listed.error().to_string()).c_str());
     return 1;
   }
   if (listed->items.empty()) {
+    // As kubectl get: said on stderr, exit 0; a format a program reads gets its empty document
+    // (no containers, zero totals; CSV its header), so `-o json | jq` has input.
     std::fprintf(stderr, "vscaler report: no VerticalScalers found %s%s\n",
-                 all ? "in any namespace" : ("in namespace " + ns).c_str(),
-                 selector.empty() ? "" : (" with labels " + selector).c_str());
-    return 1;
+                 all ? "in any namespace" : ("in namespace " + terminal_safe(ns)).c_str(),
+                 selector.empty() ? "" : (" with labels " + terminal_safe(selector)).c_str());
+    if (format != "table") std::fputs(render_report({}, format)->c_str(), stdout);
+    return 0;
   }
   const TemplateRequests templates = off_templates(*client, listed->items);
   auto rendered = render_report(report_rows(listed->items, &templates), format);

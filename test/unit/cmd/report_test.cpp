@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "kube/config.h"
+#include "test/unit/support/local_http_server.h"
 
 using nlohmann::json;
 using vscaler::cmd::render_report;
@@ -190,6 +191,49 @@ TEST_CASE("report errors name the problem") {
   CHECK(run_report({"--bogus"}) == 2);
   CHECK(run_report({"--namespace"}) == 2);
   CHECK(run_report({"--kubeconfig", "/nonexistent/kubeconfig"}) == 1);
+  // kubectl's short forms with the value attached are flags too: the kubeconfig is what fails.
+  for (const char* flag : {"-ojson", "-nshop", "-n=shop", "-lapp=web", "-o=yaml"}) {
+    CAPTURE(flag);
+    CHECK(run_report({flag, "--kubeconfig", "/nonexistent/kubeconfig"}) == 1);
+  }
+  CHECK(run_report({"-oxml"}) == 2);
+  CHECK(run_report({"-x"}) == 2);
+}
+
+TEST_CASE("report: no scalers is no error (exit 0); a missing CRD is named") {
+  // A stand-in API server: namespace "shop" has no scalers; "gone" answers as an API server
+  // without the CRD does (404 for the resource).
+  vscaler::testing::LocalHttpServer api;
+  api.server().Get("/apis/scaling.vscaler.dev/v1beta1/namespaces/shop/verticalscalers",
+                   [](const httplib::Request&, httplib::Response& res) {
+                     res.set_content(R"({"kind":"VerticalScalerList","metadata":{},"items":[]})",
+                                     "application/json");
+                   });
+  api.server().Get("/apis/scaling.vscaler.dev/v1beta1/namespaces/gone/verticalscalers",
+                   [](const httplib::Request&, httplib::Response& res) {
+                     res.status = 404;
+                     res.set_content(
+                         R"({"kind":"Status","status":"Failure","reason":"NotFound","code":404,)"
+                         R"("message":"the server could not find the requested resource"})",
+                         "application/json");
+                   });
+  api.start();
+  const std::string path = "/tmp/vscaler-report-test-kubeconfig-local";
+  {
+    std::ofstream out(path);
+    out << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""
+        << api.config().server
+        << "\"}}]\nusers: [{name: u, user: {token: t}}]\n"
+           "contexts: [{name: here, context: {cluster: c, user: u}}]\ncurrent-context: here\n";
+  }
+  CHECK(run_report({"--kubeconfig", path, "-n", "shop"}) == 0);
+  CHECK(run_report({"--kubeconfig", path, "-n", "shop", "-o", "json"}) == 0);
+  CHECK(run_report({"--kubeconfig", path, "-n", "gone"}) == 1);
+  std::remove(path.c_str());
+  // What an empty report says in each format a program reads.
+  auto empty = json::parse(*render_report({}, "json"));
+  CHECK(empty["containers"] == json::array());
+  CHECK(render_report({}, "csv")->find("namespace") == 0);
 }
 
 TEST_CASE("report --context is used with the kubeconfig found by default, not only --kubeconfig") {
