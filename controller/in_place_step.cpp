@@ -157,11 +157,18 @@ InPlaceResult InPlaceStep::run_listed(
   }
   // The API server refused this very patch a moment ago: it would refuse it again. Sent again
   // when the wanted values change, or kRefusedResizeRetry later (the node's room and the quota's
-  // change as other pods come and go).
+  // change as other pods come and go); a quota's or LimitRange's refusal also as soon as the
+  // namespace's headroom or LimitRange read here changes.
+  const std::optional<recommender::LimitRangeItem> namespace_limits =
+      limit_range != nullptr ? std::optional(*limit_range) : std::nullopt;
   auto refused_recently = [&](const PodResize& pod) {
     auto last = refused.find(pod.uid);
-    return last != refused.end() && last->second.patch == pod.patch &&
-           now < last->second.at + kRefusedResizeRetry;
+    if (last == refused.end() || last->second.patch != pod.patch ||
+        now >= last->second.at + kRefusedResizeRetry) {
+      return false;
+    }
+    return !last->second.quota || (last->second.quota_headroom == quota_headroom &&
+                                   last->second.limit_range == namespace_limits);
   };
   // Its last call failed a moment ago (an overloaded API server, say): the same patch is still
   // due, counted in flight, and sent again once the wait is over, not at every re-check before.
@@ -193,7 +200,9 @@ InPlaceResult InPlaceStep::run_listed(
     if (refused_recently(pod)) {
       const Refusal& last = refused.at(pod.uid);
       report_refusal(last, pod, result.plan);
-      pod.message += "; sent again when the values change, or at " +
+      pod.message += std::string(last.quota ? "; sent again when the values, the namespace's quota "
+                                              "headroom or its LimitRange change, or at "
+                                            : "; sent again when the values change, or at ") +
                      recommender::format_rfc3339(last.at + kRefusedResizeRetry);
       continue;
     }
@@ -241,9 +250,14 @@ InPlaceResult InPlaceStep::run_listed(
     report_refusal(refusal, pod, result.plan);
     log::warn(kInPlaceLogger, "a pod resize was refused",
               {{"scaler", scaler.key()}, {"pod", pod.name}, {"error", pod.message}});
-    // A quota's or LimitRange's refusal is not held back: the namespace's objects change without
-    // the pod (a quota raised or deleted), and each re-check plans within the headroom it reads.
-    if (!refusal.quota) refused[pod.uid] = std::move(refusal);
+    // A quota's or LimitRange's refusal is held back only while the namespace stays as it was:
+    // its objects change without the pod (a quota raised or deleted, pods gone), and each
+    // re-check plans within the headroom it reads.
+    if (refusal.quota) {
+      refusal.quota_headroom = quota_headroom;
+      refusal.limit_range = namespace_limits;
+    }
+    refused[pod.uid] = std::move(refusal);
   }
 
   // In progress counts too: a resize in progress for over an hour is a reason to recreate.

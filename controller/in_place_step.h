@@ -104,6 +104,10 @@ class InPlaceStep {
     std::string message;
     bool node_capacity = false;  ///< see PodResize::node_capacity
     bool quota = false;          ///< see PodResize::quota
+    /// A quota's or LimitRange's refusal: the namespace's headroom and LimitRange then. The
+    /// same patch is held back while they stay so; a change (a quota raised, pods gone) sends it.
+    std::optional<recommender::PodTotals> quota_headroom;
+    std::optional<recommender::LimitRangeItem> limit_range;
   };
   /// A resize call that failed in a way a retry may mend: when it may go again, and what it
   /// answered (the pod's message meanwhile).

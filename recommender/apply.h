@@ -73,6 +73,7 @@ struct PodMaxMember {
 struct PodTotals {
   ResourceMap requests;
   ResourceMap limits;
+  friend bool operator==(const PodTotals&, const PodTotals&) = default;
 };
 
 /// Scales the adjustable requests of each resource in `totals.requests`, and the adjustable

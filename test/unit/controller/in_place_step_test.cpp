@@ -485,14 +485,27 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   api.refusal =
       "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
       "used: requests.cpu=1, limited: requests.cpu=1";
-  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  recommender::PodTotals headroom;
+  headroom.requests.emplace("cpu", kube::Quantity::parse("100m").value());
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, headroom, true, now);
   REQUIRE(result.ok());
   CHECK(result->plan.pods[0].quota);
   CHECK_FALSE(result->plan.pods[0].node_capacity);
   CHECK(result->plan.pods[0].state == PodResizeState::kInfeasible);
-  // Not held back like a node's refusal: the quota deleted, the next re-check sends it.
+  CHECK(api.calls == 1);
+  // The namespace as it was: the same patch would be refused the same way, so it waits.
   api.refuse = false;
-  result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true);
+  result = step.run(scaler("300m"), kWorkload, {}, nullptr, headroom, true,
+                    now + std::chrono::seconds(30));
+  CHECK(api.calls == 1);
+  CHECK(result->plan.pods[0].quota);
+  CHECK(result->plan.pods[0].message.find("sent again when the values, the namespace's quota "
+                                          "headroom or its LimitRange change") !=
+        std::string::npos);
+  // Unlike a node's refusal, it goes as soon as the namespace changes: the quota deleted.
+  result =
+      step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(60));
   CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
 }
