@@ -49,7 +49,7 @@ std::optional<recommender::PodTotals> admitted_totals(const nlohmann::json& pod,
 PodHandler::PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
                        const controller::LimitRangeCache* limit_ranges,
                        controller::QuotaCache* quotas, controller::HintSink* hints,
-                       metrics::CounterFamily* boosts, bool boost_supported)
+                       metrics::CounterFamily* boosts, bool resize_supported)
     : store_(store),
       patched_(results.with({"patched"})),
       unchanged_(results.with({"unchanged"})),
@@ -58,7 +58,7 @@ PodHandler::PodHandler(const controller::ScalerStore& store, metrics::CounterFam
       quotas_(quotas),
       hints_(hints),
       boosts_(boosts),
-      boost_supported_(boost_supported) {}
+      resize_supported_(resize_supported) {}
 
 const Projection& PodHandler::projection() {
   static const Projection projection = *Projection::parse({
@@ -150,8 +150,8 @@ AdmissionResponse PodHandler::handle(const AdmissionRequest& request) {
     count(unchanged_);
     return response;
   }
-  const bool in_place = api::in_place(active->update_mode);
-  const bool boosting = boost_supported_ && active->boosts();
+  const bool in_place = resize_supported_ && api::in_place(active->update_mode);
+  const bool boosting = resize_supported_ && active->boosts();
   // In the other modes the template carries the values (or, in Initial and Off, deliberately
   // does not yet): its pods are what it says, and only a startup boost changes them.
   if (!in_place && !boosting) {

@@ -41,12 +41,13 @@ class PodHandler {
   /// pods admitted against it; `hints` (may be null) is told of a scaler whose new pod was
   /// admitted without all its values, so the reconciler resizes it once it runs, and of a pod
   /// admitted boosted, so it ends the boost. `boosts` (may be null) is
-  /// vscaler_startup_boosts_total{result} (boosted, skipped); `boost_supported` false (an API
-  /// server without pods/resize, which could never take a boost back): no pod is boosted.
+  /// vscaler_startup_boosts_total{result} (boosted, skipped); `resize_supported` false (an API
+  /// server without pods/resize, below 1.33): no pod is boosted (it could never be taken back),
+  /// and the in-place modes' values apply as in Initial (DESIGN): pods are what the template says.
   PodHandler(const controller::ScalerStore& store, metrics::CounterFamily& results,
              const controller::LimitRangeCache* limit_ranges = nullptr,
              controller::QuotaCache* quotas = nullptr, controller::HintSink* hints = nullptr,
-             metrics::CounterFamily* boosts = nullptr, bool boost_supported = true);
+             metrics::CounterFamily* boosts = nullptr, bool resize_supported = true);
 
   /// The parts of the pod the handler reads: metadata (name, namespace, labels, owner
   /// references, annotations: a boosted pod's record, the marker), each container's name and
@@ -66,7 +67,7 @@ class PodHandler {
   controller::QuotaCache* quotas_;
   controller::HintSink* hints_;
   metrics::CounterFamily* boosts_;
-  bool boost_supported_;
+  bool resize_supported_;
 };
 
 }  // namespace vscaler::webhook

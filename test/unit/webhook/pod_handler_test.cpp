@@ -676,6 +676,20 @@ TEST_CASE("startup boost: none on an API server that cannot resize pods back") {
   CHECK_FALSE(handled(handler, recorded_review(), Marker::kUnmarked).patch.is_array());
 }
 
+TEST_CASE("an in-place mode below 1.33 (no pods/resize): the pod is what its template says") {
+  // DESIGN: there the values apply as in Initial, which sizes no pod at its creation.
+  controller::ScalerStore store;
+  metrics::Registry registry;
+  auto& results = registry.counter("vscaler_pod_admission_total", "test", {"result"});
+  PodHandler handler{store, results, nullptr, nullptr, nullptr, nullptr, false};
+  add_spec(store, R"({"updateMode": "InPlace",
+                      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  CHECK_FALSE(handled(handler, recorded_review(), Marker::kUnmarked).patch.is_array());
+  // The same scaler where pods can be resized: sized at admission.
+  PodHandler resizing{store, results};
+  CHECK(handled(resizing, recorded_review()).patch.is_array());
+}
+
 TEST_CASE("fixed values the LimitRange refuses: no patch, a warning; the pod is created") {
   controller::ScalerStore store;
   metrics::Registry registry;
