@@ -259,6 +259,64 @@ const json& resources_after(const ResourcePlan& plan, const json& container, std
   return resources != container.end() && resources->is_object() ? *resources : kNone;
 }
 
+std::string qos_class_after(const json& object, const ResourcePlan& plan) {
+  const json* spec = pod_spec_of(object);
+  if (spec == nullptr) return "BestEffort";
+  // Pod-level resources decide alone; keep_pod_level_qos keeps their class.
+  const json resources_after_plan =
+      plan.pod_resources_changed ? plan.pod_resources : spec->value("resources", json::object());
+  if (resources_after_plan.is_object() &&
+      (resources_after_plan.contains("requests") || resources_after_plan.contains("limits"))) {
+    if (pod_level_guaranteed(resources_after_plan)) return "Guaranteed";
+    return "Burstable";
+  }
+  // Summed over every container: requests and limits above zero, of cpu and memory only.
+  std::map<std::string, kube::Quantity> requests, limits;
+  bool guaranteed = true;
+  auto add = [](std::map<std::string, kube::Quantity>& sum, const std::string& resource,
+                const kube::Quantity& value) {
+    auto [it, inserted] = sum.emplace(resource, value);
+    if (!inserted) it->second = kube::Quantity::from_nanos(it->second.nanos() + value.nanos());
+  };
+  auto count = [&](const json& resources) {
+    int limits_found = 0;
+    for (const std::string resource : {"cpu", "memory"}) {
+      auto request =
+          resources.is_object() ? quantity_at(resources, "requests", resource) : std::nullopt;
+      if (request && request->nanos() > 0) add(requests, resource, *request);
+      auto limit =
+          resources.is_object() ? quantity_at(resources, "limits", resource) : std::nullopt;
+      if (limit && limit->nanos() > 0) {
+        add(limits, resource, *limit);
+        ++limits_found;
+      }
+    }
+    if (limits_found < 2) guaranteed = false;
+  };
+  const json& containers = pod_containers_of(object);
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (containers[i].is_object()) count(resources_after(plan, containers[i], i));
+  }
+  if (auto init = spec->find("initContainers"); init != spec->end() && init->is_array()) {
+    for (const json& container : *init) {
+      if (!container.is_object()) continue;
+      auto resources = container.find("resources");
+      count(resources != container.end() ? *resources : json::object());
+    }
+  }
+  if (requests.empty() && limits.empty()) return "BestEffort";
+  if (guaranteed) {
+    for (const auto& [resource, request] : requests) {
+      auto limit = limits.find(resource);
+      if (limit == limits.end() || limit->second != request) {
+        guaranteed = false;
+        break;
+      }
+    }
+  }
+  return guaranteed && requests.size() == limits.size() ? "Guaranteed" : "Burstable";
+}
+
 const json* pod_spec_of(const json& object) {
   if (!object.is_object()) return nullptr;
   auto spec = object.find("spec");

@@ -106,6 +106,13 @@ nlohmann::json resources_json(const DesiredValues& values);
 const nlohmann::json& resources_after(const ResourcePlan& plan, const nlohmann::json& container,
                                       std::size_t index);
 
+/// The QoS class ("Guaranteed", "Burstable", "BestEffort") of the pod spec of `object` (see
+/// pod_spec_of) once `plan` is written, as the kubelet's GetPodQOS computes it from the cpu and
+/// memory of every container and init container (pod-level resources, when set, decide alone).
+/// A resize may not change it: the API server refuses one that would. An empty plan: the class
+/// it has.
+std::string qos_class_after(const nlohmann::json& object, const ResourcePlan& plan);
+
 /// Computes the plan for `object` (a workload or a Pod; only its pod spec is read, see
 /// pod_spec_of). Init containers and containers of a mode "Off" entry are never matched.
 /// `desired` (may be null) gives the values of the containers it names, in place of their

@@ -286,6 +286,17 @@ bool asks_more_than_spec(const api::ResourcePlan& plan, const json& pod) {
   return false;
 }
 
+/// Why `plan` cannot be written to `pod` in place because it changes the pod's QoS class ("the
+/// resize would make the pod Burstable, and it is BestEffort: ..."); empty when it keeps it.
+std::string qos_change(const json& pod, const api::ResourcePlan& plan) {
+  const std::string now = api::qos_class_after(pod, api::ResourcePlan{});
+  const std::string after = api::qos_class_after(pod, plan);
+  if (now == after) return "";
+  return "the resize would make the pod " + after + ", and it is " + now +
+         ": the API server refuses a resize that changes a pod's QoS class; pods created from now "
+         "on get the values at admission";
+}
+
 /// What a pod's growth from `before` to `after` asks for beyond the headroom `quota_left`
 /// ("limits.cpu 1m above the 0 left"); empty when it fits.
 std::string quota_overrun(const recommender::PodTotals& after, const recommender::PodTotals& before,
@@ -387,6 +398,10 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
           conditions.pending != nullptr ? PodResizeState::kInfeasible : PodResizeState::kError;
       decision.message = kube::string_at(failed, {"message"}) +
                          "; asked again when the values wanted are below this attempt (InPlace)";
+    } else if (std::string qos = plan.changed() ? qos_change(pod, plan) : ""; !qos.empty()) {
+      // Sent, it would only be refused (422); a new pod may have any class.
+      decision.state = PodResizeState::kInfeasible;
+      decision.message = (recommendation_due ? recommended_reason : differing(plan)) + "; " + qos;
     } else if (plan.changed()) {
       // The pod's totals once resized, computed once if the quota needs them.
       std::optional<recommender::PodTotals> totals_after;

@@ -434,3 +434,40 @@ TEST_CASE("template keys: one namespace and kind is taken out whole, and no othe
   CHECK(templates.contains("shop-2/Deployment/web"));
   CHECK(extract_templates(templates, "shop", "Deployment").empty());
 }
+
+TEST_CASE("the QoS class a plan leaves a pod with, as the kubelet computes it") {
+  auto pod = [](const char* containers, const char* init = "[]") {
+    return json{
+        {"metadata", {{"name", "p"}}},
+        {"spec", {{"containers", json::parse(containers)}, {"initContainers", json::parse(init)}}}};
+  };
+  const ResourcePlan none;
+  CHECK(qos_class_after(pod(R"([{"name": "app"}])"), none) == "BestEffort");
+  // Zero counts as unset; other resources do not count.
+  CHECK(qos_class_after(pod(R"([{"name": "app", "resources": {"requests": {"cpu": "0",
+                          "ephemeral-storage": "1Gi"}}}])"),
+                        none) == "BestEffort");
+  CHECK(qos_class_after(pod(R"([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}])"),
+                        none) == "Burstable");
+  const char* guaranteed = R"([{"name": "app", "resources": {
+      "requests": {"cpu": "500m", "memory": "128Mi"},
+      "limits": {"cpu": "0.5", "memory": "134217728"}}}])";
+  CHECK(qos_class_after(pod(guaranteed), none) == "Guaranteed");
+  // Every container counts, init containers too.
+  CHECK(qos_class_after(pod(guaranteed, R"([{"name": "init"}])"), none) == "Burstable");
+  // Pod-level resources decide alone.
+  json pod_level = pod(R"([{"name": "app"}])");
+  pod_level["spec"]["resources"] = json::parse(
+      R"({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}})");
+  CHECK(qos_class_after(pod_level, none) == "Guaranteed");
+  // A plan setting requests on a BestEffort pod, or lowering a Guaranteed request alone.
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "requests": {"cpu": "250m"}}]})");
+  json best_effort = pod(R"([{"name": "app"}])");
+  CHECK(qos_class_after(best_effort, plan_resources(scaler, best_effort)) == "Burstable");
+  json full = pod(guaranteed);
+  CHECK(qos_class_after(full, plan_resources(scaler, full)) == "Burstable");
+  auto both = scaler_from(R"({"deploymentName": "web", "containers": [{"name": "app",
+      "requests": {"cpu": "250m"}, "limits": {"cpu": "250m"}}]})");
+  CHECK(qos_class_after(full, plan_resources(both, full)) == "Guaranteed");
+}

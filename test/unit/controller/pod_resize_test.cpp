@@ -94,6 +94,27 @@ TEST_CASE("fixed values: a pod that differs is due, all its controlled container
   CHECK(plan.pending == 0);
 }
 
+TEST_CASE("values that would change the pod's QoS class are not sent: Infeasible, evictable") {
+  // A BestEffort pod (no requests, no limits): a request makes it Burstable, which the API
+  // server refuses in place. InPlaceOrRecreate recreates it; its replacement is sized at
+  // admission, where any class goes.
+  auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
+  json best_effort = pod("a", json::object(), json::object());
+  auto plan = controller::plan_in_place(scaler, {best_effort}, {});
+  REQUIRE(plan.total() == 1);
+  CHECK(plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[0].patch.is_null());
+  CHECK(plan.pods[0].message ==
+        "the declared resources are not set; the resize would make the pod Burstable, and it is "
+        "BestEffort: the API server refuses a resize that changes a pod's QoS class; pods "
+        "created from now on get the values at admission");
+  CHECK(plan.pending == 1);
+  CHECK(controller::evictable(plan.pods[0], "Deployment", recommender::TimePoint{}));
+  // A class kept: sent as ever.
+  plan = controller::plan_in_place(scaler, {pod("b", cpu("100m"), cpu("100m"))}, {});
+  CHECK(plan.pods[0].state == PodResizeState::kDue);
+}
+
 TEST_CASE("pods not Running or being deleted are not counted") {
   auto scaler = scaler_from(R"([{"name": "app", "requests": {"cpu": "300m"}}])");
   json pending = pod("p", cpu("100m"), nullptr);
