@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "kube/object_meta.h"
 #include "kube/workloads.h"
+#include "recommender/desired.h"
 #include "recommender/selector.h"
 
 namespace vscaler::controller {
@@ -167,8 +168,9 @@ InPlaceResult InPlaceStep::run_listed(
         now >= last->second.at + kRefusedResizeRetry) {
       return false;
     }
-    return !last->second.quota || (last->second.quota_headroom == quota_headroom &&
-                                   last->second.limit_range == namespace_limits);
+    return !last->second.quota ||
+           (!recommender::grew(last->second.quota_headroom, quota_headroom) &&
+            last->second.limit_range == namespace_limits);
   };
   // Its last call failed a moment ago (an overloaded API server, say): the same patch is still
   // due, counted in flight, and sent again once the wait is over, not at every re-check before.
@@ -395,7 +397,8 @@ void InPlaceStep::maybe_evict(const api::Scaler& scaler, const std::vector<json>
                      std::string("eviction blocked by a PodDisruptionBudget, retried");
     } else if (kube::is_conflict(evicted.error())) {
       // The uid precondition: the pod by that name is a newer one, created since the list (and
-      // sized at its admission). The next pass sees it.
+      // sized at its admission). The next pass sees it. (Such a race is rare: the list is
+      // milliseconds old; a GET before each eviction would only narrow it.)
       log::info(kInPlaceLogger, "not evicted: the pod was replaced since it was listed",
                 {{"scaler", scaler.key()}, {"pod", pod.name}});
     } else {

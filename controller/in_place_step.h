@@ -105,7 +105,9 @@ class InPlaceStep {
     bool node_capacity = false;  ///< see PodResize::node_capacity
     bool quota = false;          ///< see PodResize::quota
     /// A quota's or LimitRange's refusal: the namespace's headroom and LimitRange then. The
-    /// same patch is held back while they stay so; a change (a quota raised, pods gone) sends it.
+    /// same patch is held back while the headroom has grown nowhere and the LimitRange is the
+    /// same: less room (other pods grew) cannot take it either; more (a quota raised or deleted,
+    /// pods gone) may.
     std::optional<recommender::PodTotals> quota_headroom;
     std::optional<recommender::LimitRangeItem> limit_range;
   };
@@ -133,8 +135,8 @@ class InPlaceStep {
     /// was never resized), and restarts since then are the kubelet's for the resize.
     std::map<std::string, std::int64_t> sent;
     std::size_t restarted = 0;  ///< containers restarted by their resizePolicy after a resize
-    /// uid -> the last patch the API server refused (held back while it is the same; not for a
-    /// quota's or LimitRange's refusal).
+    /// uid -> the last patch the API server refused (held back while it is the same; a quota's
+    /// or LimitRange's refusal also only while the namespace offers no more, see Refusal).
     std::map<std::string, Refusal> refused;
     /// uid -> the last resize call that failed without a refusal (ResizeFailure::kRetry): not
     /// sent again before the wait it asked for (failed_call_wait) is over.

@@ -49,8 +49,10 @@ class ReconcileApi {
     return kube::fail(std::move(error));
   }
   /// POST a policy/v1 Eviction for the pod (PodDisruptionBudgets hold: 429 when one would be
-  /// broken) whose uid is `uid`: a pod by that name created since (a StatefulSet's replacement,
-  /// already sized) is not evicted (409). Returns the API server's answer.
+  /// broken) whose uid is `uid` (empty: any): a pod by that name created since the list (a
+  /// StatefulSet's replacement, already sized) is not evicted. The API server checks the uid
+  /// when it deletes, after the budget: the answer is then 409 (a PodDisruptionBudget may have
+  /// counted the disruption meanwhile, or said 429 first). Returns the API server's answer.
   virtual ApiResult evict_pod(const std::string& ns, const std::string& name,
                               const std::string& uid) {
     (void)ns, (void)name, (void)uid;

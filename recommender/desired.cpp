@@ -256,6 +256,19 @@ PodTotals bounded_sum(const PodTotals& a, const PodTotals& b) {
   return out;
 }
 
+bool grew(const std::optional<PodTotals>& then, const std::optional<PodTotals>& now) {
+  if (!now) return then.has_value();
+  if (!then) return false;  // a quota where there was none: less room, if anything
+  auto more = [](const ResourceMap& before, const ResourceMap& after) {
+    for (const auto& [resource, left] : before) {
+      auto found = after.find(resource);
+      if (found == after.end() || left < found->second) return true;
+    }
+    return false;
+  };
+  return more(then->requests, now->requests) || more(then->limits, now->limits);
+}
+
 std::string exceeds(const PodTotals& totals, const PodTotals& bound) {
   for (bool limits : {false, true}) {
     const ResourceMap& have = limits ? totals.limits : totals.requests;

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ PodTotals at_least(const PodTotals& bound, const PodTotals& floor);
 /// "requests.cpu 1200m above the 800m left" for the first sum of `totals` above its `bound`;
 /// empty when every bounded sum fits.
 std::string exceeds(const PodTotals& totals, const PodTotals& bound);
+
+/// Whether headroom `now` offers more than `then` anywhere (nullopt: no quota, unbounded): a
+/// bound gone, or some bounded key with more left. Only more room can take what less refused.
+bool grew(const std::optional<PodTotals>& then, const std::optional<PodTotals>& now);
 
 /// A spec entry's recommendation policy with vscaler's defaults (already filled in by parsing).
 ContainerPolicy policy_of(const api::ContainerResources& entry);

@@ -503,7 +503,14 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
   CHECK(result->plan.pods[0].message.find("sent again when the values, the namespace's quota "
                                           "headroom or its LimitRange change") !=
         std::string::npos);
-  // Unlike a node's refusal, it goes as soon as the namespace changes: the quota deleted.
+  // Less room (another pod grew) cannot take it either.
+  recommender::PodTotals less;
+  less.requests.emplace("cpu", kube::Quantity::parse("50m").value());
+  result =
+      step.run(scaler("300m"), kWorkload, {}, nullptr, less, true, now + std::chrono::seconds(40));
+  CHECK(api.calls == 1);
+  CHECK(result->plan.pods[0].quota);
+  // Unlike a node's refusal, it goes as soon as the namespace offers more: the quota deleted.
   result =
       step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(60));
   CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});

@@ -214,3 +214,26 @@ TEST_CASE("recommendations_of: readers of one shared scaler on several threads a
   for (auto& reader : readers) reader.join();
   CHECK(wrong.load() == 0);
 }
+
+TEST_CASE("headroom grew: a bound gone, or more left of some bounded key") {
+  using vscaler::recommender::grew;
+  using vscaler::recommender::PodTotals;
+  auto totals = [](const char* cpu, const char* memory) {
+    PodTotals out;
+    if (cpu != nullptr) out.requests.emplace("cpu", vscaler::kube::Quantity::parse(cpu).value());
+    if (memory != nullptr) {
+      out.limits.emplace("memory", vscaler::kube::Quantity::parse(memory).value());
+    }
+    return out;
+  };
+  const std::optional<PodTotals> none;
+  CHECK_FALSE(grew(none, none));
+  CHECK(grew(totals("100m", nullptr), none));        // the quota deleted
+  CHECK_FALSE(grew(none, totals("100m", nullptr)));  // a quota created
+  CHECK_FALSE(grew(totals("100m", "1Gi"), totals("100m", "1Gi")));
+  CHECK_FALSE(grew(totals("100m", "1Gi"), totals("50m", "1Gi")));
+  CHECK(grew(totals("100m", "1Gi"), totals("0.2", "1Gi")));
+  CHECK(grew(totals("100m", "1Gi"), totals("50m", "2Gi")));           // one key is enough
+  CHECK(grew(totals("100m", "1Gi"), totals("100m", nullptr)));        // memory no longer bounded
+  CHECK_FALSE(grew(totals("100m", nullptr), totals("100m", "1Gi")));  // a new bound
+}

@@ -13,6 +13,7 @@
 
 #include "controller/reconcile_api.h"
 #include "kube/errors.h"
+#include "kube/object_meta.h"
 
 namespace vscaler::test {
 
@@ -93,7 +94,8 @@ class FakePodsApi : public controller::ReconcileApi {
     if (on_evict) on_evict(name);
     // As the API server: a pod by that name with another uid (created since) is not evicted.
     auto found = pods.find(name);
-    if (found != pods.end() && found->second["metadata"]["uid"] != uid) {
+    if (found != pods.end() && !uid.empty() &&
+        kube::string_at(found->second, {"metadata", "uid"}) != uid) {
       kube::ApiError error;
       error.kind = kube::ErrorKind::kConflict;
       error.code = 409;
