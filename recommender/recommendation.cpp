@@ -83,9 +83,12 @@ kube::Quantity clamp_to_range(const std::string& resource, const kube::Quantity&
     const kube::Quantity* found = find(map, resource);
     return found != nullptr && *found != kube::Quantity() ? found : nullptr;
   };
+  // Raised to the min, then capped to the max, as VPA's capping does (applyVPAPolicyForContainer):
+  // where a min exceeds a max (a scaler's minAllowed above --container-recommendation-max-
+  // allowed-*, the largest node or a LimitRange's max, which feed max_allowed), the max wins.
   kube::Quantity result = value;
-  if (const auto* max = bound(range.max_allowed); max && result > *max) result = *max;
   if (const auto* min = bound(range.min_allowed); min && result < *min) result = *min;
+  if (const auto* max = bound(range.max_allowed); max && result > *max) result = *max;
   return result;
 }
 

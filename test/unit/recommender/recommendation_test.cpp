@@ -177,6 +177,18 @@ TEST_CASE("minAllowed/maxAllowed clamp every bound; uncappedTarget keeps the val
   CHECK(r.upper_bound.at(kMemory) >= q("1Gi"));
 }
 
+TEST_CASE("a min above a max: the max wins, as in VPA's capping (min first, then max)") {
+  // minAllowed cpu 8 with a cap of 4 (the global flag, the largest node or a LimitRange's max).
+  AllowedRange range;
+  range.min_allowed[kCpu] = q("8");
+  range.max_allowed[kCpu] = q("4");
+  auto r = recommend_one(steady(1440, 0.3, 400 * kMi), range);
+  CHECK(r.target.at(kCpu) == q("4"));
+  CHECK(r.lower_bound.at(kCpu) == q("4"));
+  CHECK(r.upper_bound.at(kCpu) == q("4"));
+  CHECK(r.uncapped_target.at(kCpu) == q("352m"));
+}
+
 TEST_CASE("the status entry has VPA's shape") {
   auto r = recommend_one(steady(1440, 0.3, 400 * kMi));
   auto json = to_json(r);
