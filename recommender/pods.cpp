@@ -44,6 +44,7 @@ const kube::JsonProjection& pod_projection() {
       "/status/containerStatuses/*/name",
       "/status/containerStatuses/*/restartCount",
       "/status/containerStatuses/*/lastState/terminated",
+      "/status/containerStatuses/*/resources",
   });
   return projection;
 }
@@ -119,9 +120,22 @@ kube::Result<PodInfo> parse_pod(const json& item, const std::string& path) {
         return kube::fail(spath + ".lastState.terminated.finishedAt: " + finished.error());
       }
       kill.finished_at = *finished;
-      if (const auto* container = find_container(pod, kill.container)) {
+      // What the container ran with: the kubelet's status.containerStatuses[].resources when it
+      // reports them (a resize not done yet leaves the spec ahead of it, or behind), else the
+      // spec, as VPA's ContainerRequestsAndLimits reads it. Whole bytes, as VPA reads them.
+      bool from_status = false;
+      if (const auto* actual = child(s, "resources"); actual && actual->is_object()) {
+        auto requests = resource_list(child(*actual, "requests"), spath, ".resources.requests");
+        auto limits = resource_list(child(*actual, "limits"), spath, ".resources.limits");
+        if (requests.ok() && limits.ok()) {
+          from_status = true;
+          const auto* memory = effective_request(*requests, *limits, kMemory);
+          if (memory) kill.memory_request_bytes = whole_bytes(*memory);
+        }
+      }
+      if (const auto* container = find_container(pod, kill.container); !from_status && container) {
         const auto* memory = effective_request(container->requests, container->limits, kMemory);
-        if (memory) kill.memory_request_bytes = whole_bytes(*memory);  // as VPA reads it
+        if (memory) kill.memory_request_bytes = whole_bytes(*memory);
       }
       pod.oom_kills.push_back(std::move(kill));
     }

@@ -3,6 +3,7 @@
 // spec.selector; the owner-chain filter and OOM kill extraction.
 #include <doctest/doctest.h>
 
+#include "kube/json_projection.h"
 #include "recommender/pod_metrics.h"
 #include "recommender/pods.h"
 #include "recommender/selector.h"
@@ -161,6 +162,26 @@ TEST_CASE("pods parse with their controller, container resources and OOM kills")
   CHECK(web.oom_kills[0].memory_request_bytes == 512 * kMi);
   // No memory request: the limit is what the API server defaulted the request to.
   CHECK(web.oom_kills[1].memory_request_bytes == 128 * kMi);
+  // The kubelet reports what the container runs with (a resize in place not done yet, up or
+  // down): that is the request the kill happened at, as VPA reads it; the spec only without it.
+  json resized = kPods;
+  auto& app_status = resized["items"][0]["status"]["containerStatuses"][0];
+  app_status["resources"] = {{"requests", {{"memory", "256Mi"}}}, {"limits", {{"memory", "1Gi"}}}};
+  auto& proxy_status = resized["items"][0]["status"]["containerStatuses"][1];
+  proxy_status["resources"] = {{"limits", {{"memory", "64Mi"}}}};
+  auto with_status = parse_pod_list(resized);
+  REQUIRE(with_status.ok());
+  REQUIRE(with_status->pods[0].oom_kills.size() == 2);
+  CHECK(with_status->pods[0].oom_kills[0].memory_request_bytes == 256 * kMi);
+  CHECK(with_status->pods[0].oom_kills[1].memory_request_bytes == 64 * kMi);
+  CHECK(with_status->pods[0].containers[0].requests.at(kMemory).to_string() == "512Mi");
+  // Through the projection the list is read with, too.
+  vscaler::kube::ProjectingParser parser;
+  auto item = parser.parse(resized["items"][0].dump(), 0, pod_projection());
+  REQUIRE(item.ok());
+  auto projected = parse_pod_list(json{{"items", json::array({*item})}});
+  REQUIRE(projected.ok());
+  CHECK(projected->pods[0].oom_kills[0].memory_request_bytes == 256 * kMi);
   CHECK(parsed->pods[1].oom_kills.empty());
   CHECK(parsed->pods[2].containers[0].requests.at(kMemory) ==
         *vscaler::kube::Quantity::parse("2Gi"));
