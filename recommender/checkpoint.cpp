@@ -130,19 +130,23 @@ kube::Result<std::pair<std::string, AggregateState>> decode_container(
 
 }  // namespace
 
-nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates) {
+nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates,
+                                 const AggregateOptions* options, std::optional<TimePoint> now) {
   json containers = json::array();
   for (const auto& [name, aggregate] : aggregates) {
     const AggregateState& s = aggregate.state();
-    containers.push_back({{"name", name},
-                          {"cpu", encode_histogram(s.cpu)},
-                          {"memory", encode_histogram(s.memory)},
-                          {"firstSampleStart", format_rfc3339(s.first_sample_start)},
-                          {"lastSampleStart", format_rfc3339(s.last_sample_start)},
-                          {"totalSamplesCount", s.total_samples_count},
-                          // An empty window, for a replica of an older version that requires
-                          // the field (a rolling upgrade): it opens a new window, as we do.
-                          {"memoryWindow", empty_memory_window()}});
+    containers.push_back(
+        {{"name", name},
+         {"cpu", encode_histogram(s.cpu)},
+         {"memory", options != nullptr && now
+                        ? encode_histogram(aggregate.checkpoint_memory(*options, *now))
+                        : encode_histogram(s.memory)},
+         {"firstSampleStart", format_rfc3339(s.first_sample_start)},
+         {"lastSampleStart", format_rfc3339(s.last_sample_start)},
+         {"totalSamplesCount", s.total_samples_count},
+         // An empty window, for a replica of an older version that requires
+         // the field (a rolling upgrade): it opens a new window, as we do.
+         {"memoryWindow", empty_memory_window()}});
   }
   return {{"version", kCheckpointVersion}, {"containers", std::move(containers)}};
 }
@@ -173,7 +177,8 @@ kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
 
 nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
                                  std::string_view scaler_uid, const ContainerAggregates& aggregates,
-                                 bool history_wanted) {
+                                 bool history_wanted, const AggregateOptions* options,
+                                 std::optional<TimePoint> now) {
   json object = {{"apiVersion", kCheckpointApiVersion},
                  {"kind", kCheckpointKind},
                  {"metadata",
@@ -183,7 +188,7 @@ nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view s
                                                      {"kind", "VerticalScaler"},
                                                      {"name", scaler_name},
                                                      {"uid", scaler_uid}}})}}},
-                 {"spec", encode_checkpoint(aggregates)}};
+                 {"spec", encode_checkpoint(aggregates, options, now)}};
   if (history_wanted) object["metadata"]["annotations"] = {{kHistoryWantedAnnotation, "true"}};
   return object;
 }

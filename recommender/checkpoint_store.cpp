@@ -112,9 +112,9 @@ kube::Result<LoadedCheckpoints, kube::ApiError> CheckpointStore::load_namespace(
 
 kube::Result<SaveOutcome, kube::ApiError> CheckpointStore::save(
     const ScalerId& scaler, const ScalerHistory& history, const std::string& field_manager,
-    const std::function<bool()>& may_write_again) {
+    const std::function<bool()>& may_write_again, const AggregateOptions* options) {
   const std::string key = key_of(scaler);
-  nlohmann::json object = history.checkpoint(scaler.namespace_, scaler.name, scaler.uid);
+  nlohmann::json object = history.checkpoint(scaler.namespace_, scaler.name, scaler.uid, options);
   kube::WriteOptions write_options;
   write_options.field_manager = field_manager;
   std::optional<std::string> version = known_version(key);

@@ -79,10 +79,13 @@ class CheckpointStore {
   /// new leader, or a deletion) is tried once more after a re-read, if `may_write_again` (empty:
   /// always) still says so: a leader that lost its lease during the first write must not
   /// overwrite the new leader's checkpoint with older histories.
+  /// `options`: what the history was folded with (ScalerHistory::checkpoint; null: the
+  /// histograms as they are).
   kube::Result<SaveOutcome, kube::ApiError> save(const ScalerId& scaler,
                                                  const ScalerHistory& history,
                                                  const std::string& field_manager = "vscaler",
-                                                 const std::function<bool()>& may_write_again = {});
+                                                 const std::function<bool()>& may_write_again = {},
+                                                 const AggregateOptions* options = nullptr);
 
   /// Forgets the resourceVersion kept for `scaler` (call when the scaler is gone).
   void forget(const ScalerId& scaler);

@@ -126,6 +126,19 @@ void ContainerAggregate::add_memory_peak(const AggregateOptions& options, PodSta
   (oom ? pod.oom_peak : pod.memory_peak) = peak;
 }
 
+DecayingHistogram ContainerAggregate::checkpoint_memory(const AggregateOptions& options,
+                                                        TimePoint now) const {
+  DecayingHistogram out = state_.memory;
+  const std::int64_t now_ms = to_millis(now);
+  for (const PodState& pod : pods_) {
+    if (pod.window_end_ms <= now_ms || pod.memory_peak < pod.oom_peak) continue;
+    // The window's one entry in the histogram is the larger of its two peaks (add_memory_peak).
+    out.subtract_sample(options.memory_config(), pod.memory_peak, 1.0,
+                        from_millis(pod.window_end_ms));
+  }
+  return out;
+}
+
 std::size_t ContainerAggregate::add_memory_tail_of(const AggregateOptions& options,
                                                    const ContainerAggregate& other) {
   const std::size_t added = state_.memory.add_tail_of(options.memory_config(), other.state_.memory);

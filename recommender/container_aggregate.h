@@ -111,6 +111,13 @@ class ContainerAggregate {
 
   /// The checkpointable state.
   const AggregateState& state() const { return state_; }
+  /// The memory histogram to checkpoint at `now`, as VPA's checkpoint writer builds it: without
+  /// the peak of each pod's interval still open at `now` (its window ends later). A restored
+  /// aggregate opens every pod's window anew with its next sample, so a peak kept there would
+  /// count twice in that interval. An open window whose entry is an OOM kill's bump keeps it: a
+  /// restored aggregate refuses to count that kill again, and the bump is what keeps the pod
+  /// from the next one.
+  DecayingHistogram checkpoint_memory(const AggregateOptions& options, TimePoint now) const;
   /// True before the first CPU sample.
   bool empty() const { return state_.total_samples_count == 0; }
   /// Bytes this aggregate occupies, inline and on the heap.

@@ -867,8 +867,8 @@ RecommenderLoop::CheckpointRound RecommenderLoop::save_checkpoints_until(
     if (!still_leading("checkpoint")) break;
     const ScalerId id = id_of(uid, tracked);
     write_rate_.acquire();
-    auto saved =
-        api_.save_checkpoint(id, tracked.history, [this] { return still_leading("checkpoint"); });
+    auto saved = api_.save_checkpoint(
+        id, tracked.history, [this] { return still_leading("checkpoint"); }, options_.aggregate);
     if (saved.ok()) {
       tracked.saved_revision = tracked.history.revision();
       ++round.written;

@@ -81,8 +81,8 @@ kube::Result<LoadedCheckpoint, kube::ApiError> KubeRecommenderApi::load_checkpoi
 
 kube::Result<SaveOutcome, kube::ApiError> KubeRecommenderApi::save_checkpoint(
     const ScalerId& scaler, const ScalerHistory& history,
-    const std::function<bool()>& may_write_again) {
-  return checkpoints_.save(scaler, history, "vscaler", may_write_again);
+    const std::function<bool()>& may_write_again, const AggregateOptions& options) {
+  return checkpoints_.save(scaler, history, "vscaler", may_write_again, &options);
 }
 
 void KubeRecommenderApi::forget_checkpoint(const ScalerId& scaler) {

@@ -50,10 +50,10 @@ class RecommenderApi {
   virtual kube::Result<LoadedCheckpoints, kube::ApiError> load_checkpoints(
       const std::string& ns, const std::map<std::string, std::string>& uids_by_name,
       const AggregateOptions& options);
-  /// CheckpointStore::save (`may_write_again`: see there).
+  /// CheckpointStore::save (`may_write_again`, `options`: see there).
   virtual kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
       const ScalerId& scaler, const ScalerHistory& history,
-      const std::function<bool()>& may_write_again) = 0;
+      const std::function<bool()>& may_write_again, const AggregateOptions& options) = 0;
   /// CheckpointStore::forget (the scaler is gone).
   virtual void forget_checkpoint(const ScalerId& scaler) = 0;
 };
@@ -84,7 +84,7 @@ class KubeRecommenderApi final : public RecommenderApi {
       const AggregateOptions& options) override;
   kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
       const ScalerId& scaler, const ScalerHistory& history,
-      const std::function<bool()>& may_write_again) override;
+      const std::function<bool()>& may_write_again, const AggregateOptions& options) override;
   void forget_checkpoint(const ScalerId& scaler) override;
 
  private:

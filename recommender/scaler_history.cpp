@@ -65,7 +65,10 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
                               const std::function<bool(std::string_view)>& recommended,
                               std::optional<TimePoint> now) {
   PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
-  if (now) stats.aggregates_dropped = drop_stale(owned, options, *now);
+  if (now) {
+    stats.aggregates_dropped = drop_stale(owned, options, *now);
+    folded_at_ = now;
+  }
   // A dropped aggregate changes the checkpoint too: it must not come back from it.
   if (stats.samples_added > 0 || stats.oom_kills_counted > 0 || stats.aggregates_dropped > 0) {
     ++revision_;

@@ -188,6 +188,38 @@ TEST_CASE("a restored aggregate treats samples up to its last one as counted") {
   CHECK_FALSE(restored.memory_window(kPodA));  // windows are not checkpointed (as VPA's)
 }
 
+TEST_CASE(
+    "a checkpoint leaves out the peaks of intervals still open: restored, none counts twice") {
+  // Pod A: a day at 300Mi (closed), then 600Mi in the interval open at the checkpoint. Pod B: an
+  // open interval whose entry is an OOM kill's bump (kept: a restored aggregate refuses to count
+  // that kill again).
+  AggregateOptions options;
+  ContainerAggregate live;
+  (void)live.add_sample(options, kPodA, sample(kT0, 0.2, 300 * kMi));
+  (void)live.add_sample(options, kPodA, sample(kT0 + hours(25), 0.2, 600 * kMi));
+  (void)live.add_sample(options, kPodB, sample(kT0 + hours(25), 0.2, 100 * kMi));
+  REQUIRE(live.record_oom(options, kPodB, kT0 + hours(25) + seconds(10), 100 * kMi).ok());
+  const auto now = kT0 + hours(26);
+  const DecayingHistogram written = live.checkpoint_memory(options, now);
+  std::vector<int> kept;
+  for (const auto& b : written.buckets()) kept.push_back(b.index);
+  INFO("buckets: 200Mi " << bucket(200 * kMi) << ", 300Mi " << bucket(300 * kMi) << ", 600Mi "
+                         << bucket(600 * kMi));
+  CHECK(kept == std::vector<int>{bucket(200 * kMi), bucket(300 * kMi)});
+  CHECK(memory_peaks(live) ==
+        std::vector<int>{bucket(200 * kMi), bucket(300 * kMi), bucket(600 * kMi)});
+  // Restored, the pod's next sample opens its interval anew: 600Mi is there once.
+  AggregateState state = live.state();
+  state.memory = written;
+  ContainerAggregate restored(state);
+  (void)restored.add_sample(options, kPodA, sample(now + minutes(1), 0.2, 600 * kMi));
+  CHECK(memory_peaks(restored) ==
+        std::vector<int>{bucket(200 * kMi), bucket(300 * kMi), bucket(600 * kMi)});
+  // At a time every interval has closed by, nothing is left out.
+  const DecayingHistogram later = live.checkpoint_memory(options, kT0 + hours(72));
+  CHECK(later == live.state().memory);
+}
+
 TEST_CASE("a history keeping a checkpoint's memory tail counts its OOM kills as seen") {
   // The checkpoint counted a kill (its peak raised to 500Mi) before its last sample; the history
   // replacing it (Prometheus' peaks, 400Mi) keeps that peak, and the same kill, still in the

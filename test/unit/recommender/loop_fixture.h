@@ -156,12 +156,12 @@ class FakeApi final : public RecommenderApi {
   }
   kube::Result<SaveOutcome, kube::ApiError> save_checkpoint(
       const ScalerId& id, const ScalerHistory& history,
-      const std::function<bool()>& /*may_write_again*/) override {
+      const std::function<bool()>& /*may_write_again*/, const AggregateOptions& options) override {
     if (save_delay.count() > 0) std::this_thread::sleep_for(save_delay);
     std::lock_guard lock(mutex);
     calls.push_back("save " + id.name);
     bool existed = checkpoints.count(id.name) > 0;
-    checkpoints[id.name] = history.checkpoint(id.namespace_, id.name, id.uid);
+    checkpoints[id.name] = history.checkpoint(id.namespace_, id.name, id.uid, &options);
     return existed ? SaveOutcome::kUpdated : SaveOutcome::kCreated;
   }
   int namespace_loads = 0;  // load_checkpoints calls (the default: load_checkpoint each)
