@@ -174,6 +174,11 @@ int run(const cmd::Options& options) {
       options.memory_aggregation_interval_count;
   recommender_options.recommendation.rounding = {options.round_cpu_millicores,
                                                  options.round_memory_bytes};
+  recommender_options.recommendation.safety_margin = options.recommendation_margin_fraction;
+  recommender_options.recommendation.pod_min_cpu_cores = options.pod_min_cpu_millicores / 1000;
+  recommender_options.recommendation.pod_min_memory_bytes = options.pod_min_memory_mb * 1024 * 1024;
+  recommender_options.aggregate.oom_bump_ratio = options.oom_bump_up_ratio;
+  recommender_options.aggregate.oom_min_bump_bytes = options.oom_min_bump_up_bytes;
   if (options.max_allowed_cpu) {
     recommender_options.max_allowed.emplace(recommender::kCpu, *options.max_allowed_cpu);
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include "base/log.h"
 #include "metrics/listen_address.h"
@@ -72,6 +73,16 @@ Flags:
                         published CPU values round up to a multiple of N millicores (default 1)
   --round-memory-bytes QUANTITY
                         published memory values round up to a multiple of this (default 1Mi)
+  --recommendation-margin-fraction F
+                        added to every bound as a fraction of it (default 0.15)
+  --pod-recommendation-min-cpu-millicores F
+  --pod-recommendation-min-memory-mb F
+                        the least a pod is recommended, shared by its containers (default 25
+                        millicores and 250 MiB)
+  --oom-bump-up-ratio F
+  --oom-min-bump-up-bytes F
+                        an OOM kill counts as a memory peak of max(used x F, used + bytes)
+                        (default 1.2 and 104857600)
   --container-recommendation-max-allowed-cpu QUANTITY
   --container-recommendation-max-allowed-memory QUANTITY
                         the most any container is recommended unless its scaler's maxAllowed
@@ -107,6 +118,20 @@ kube::Result<int> parse_int(const std::string& flag, const std::string& value, i
   if (error != std::errc() || end != value.data() + value.size() || result < min || result > max) {
     return kube::fail(flag + ": must be an integer from " + std::to_string(min) + " to " +
                       std::to_string(max) + ", got \"" + value + "\"");
+  }
+  return result;
+}
+
+// A finite number flag within [min, max], as Go's flag.Float64 reads it (VPA's estimator flags).
+kube::Result<double> parse_number(const std::string& flag, const std::string& value, double min,
+                                  double max) {
+  double result = 0;
+  auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), result);
+  if (error != std::errc() || end != value.data() + value.size() || !std::isfinite(result) ||
+      result < min || result > max) {
+    std::ostringstream range;
+    range << min << " to " << max;
+    return kube::fail(flag + ": must be a number from " + range.str() + ", got \"" + value + "\"");
   }
   return result;
 }
@@ -171,6 +196,14 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
           field = *parsed;
           return kube::Unit{};
         });
+  };
+  auto number = [](double& field, const char* flag, double min, double max) {
+    return Setter([&field, flag, min, max](const std::string& value) -> kube::Result<kube::Unit> {
+      auto parsed = parse_number(flag, value, min, max);
+      if (!parsed.ok()) return kube::fail(parsed.error());
+      field = *parsed;
+      return kube::Unit{};
+    });
   };
   const std::map<std::string, Setter, std::less<>> flags = {
       {"--kubeconfig", text(options.kubeconfig)},
@@ -290,6 +323,15 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
          options.round_memory_bytes = static_cast<std::int64_t>(step->nanos() / 1'000'000'000);
          return kube::Unit{};
        }},
+      {"--recommendation-margin-fraction",
+       number(options.recommendation_margin_fraction, "--recommendation-margin-fraction", 0, 10)},
+      {"--pod-recommendation-min-cpu-millicores",
+       number(options.pod_min_cpu_millicores, "--pod-recommendation-min-cpu-millicores", 0, 1e6)},
+      {"--pod-recommendation-min-memory-mb",
+       number(options.pod_min_memory_mb, "--pod-recommendation-min-memory-mb", 0, 1e6)},
+      {"--oom-bump-up-ratio", number(options.oom_bump_up_ratio, "--oom-bump-up-ratio", 1, 100)},
+      {"--oom-min-bump-up-bytes",
+       number(options.oom_min_bump_up_bytes, "--oom-min-bump-up-bytes", 0, 1e12)},
       {"--container-recommendation-max-allowed-cpu",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          auto cap = parse_quantity_flag("--container-recommendation-max-allowed-cpu", value, false);

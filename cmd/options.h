@@ -68,6 +68,17 @@ struct Options {
   std::int64_t round_cpu_millicores = 1;
   /// --round-memory-bytes: published memory rounds up to a multiple of this (default 1Mi).
   std::int64_t round_memory_bytes = 1024 * 1024;
+  /// VPA's estimator flags, with VPA's names, units and defaults:
+  /// --recommendation-margin-fraction (the safety margin added to every bound),
+  double recommendation_margin_fraction = 0.15;
+  /// --pod-recommendation-min-cpu-millicores and --pod-recommendation-min-memory-mb (MiB, as
+  /// VPA multiplies by 1024 * 1024): the least a pod is recommended, shared by its containers,
+  double pod_min_cpu_millicores = 25;
+  double pod_min_memory_mb = 250;
+  /// --oom-bump-up-ratio and --oom-min-bump-up-bytes: an OOM kill counts as a memory peak of
+  /// max(used x ratio, used + bytes).
+  double oom_bump_up_ratio = 1.2;
+  double oom_min_bump_up_bytes = 100.0 * 1024 * 1024;
   /// --container-recommendation-max-allowed-cpu / -memory: the most any container is
   /// recommended unless its scaler's maxAllowed says otherwise; unset: no such cap.
   std::optional<kube::Quantity> max_allowed_cpu;

@@ -252,3 +252,32 @@ TEST_CASE("history from Prometheus: VPA's flag names and defaults, today's label
   CHECK(parse_options({"--prometheus-timeout", "0"}).error().rfind("--prometheus-timeout:", 0) ==
         0);
 }
+
+TEST_CASE("VPA's estimator flags: its names, units and defaults; errors name the flag") {
+  auto defaults = parse_options({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->recommendation_margin_fraction == 0.15);
+  CHECK(defaults->pod_min_cpu_millicores == 25);
+  CHECK(defaults->pod_min_memory_mb == 250);
+  CHECK(defaults->oom_bump_up_ratio == 1.2);
+  CHECK(defaults->oom_min_bump_up_bytes == 100.0 * 1024 * 1024);
+  auto set = parse_options({"--recommendation-margin-fraction=0.1",
+                            "--pod-recommendation-min-cpu-millicores", "12.5",
+                            "--pod-recommendation-min-memory-mb=100", "--oom-bump-up-ratio", "1.5",
+                            "--oom-min-bump-up-bytes", "1e8"});
+  REQUIRE(set.ok());
+  CHECK(set->recommendation_margin_fraction == 0.1);
+  CHECK(set->pod_min_cpu_millicores == 12.5);
+  CHECK(set->pod_min_memory_mb == 100);
+  CHECK(set->oom_bump_up_ratio == 1.5);
+  CHECK(set->oom_min_bump_up_bytes == 1e8);
+  CHECK(parse_options({"--oom-bump-up-ratio", "0.9"}).error() ==
+        "--oom-bump-up-ratio: must be a number from 1 to 100, got \"0.9\"");
+  CHECK(parse_options({"--recommendation-margin-fraction", "-0.1"})
+            .error()
+            .find("--recommendation-margin-fraction: must be a number from 0 to 10") == 0);
+  for (const char* bad : {"", "x", "nan", "inf", "1.5x"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(parse_options({"--pod-recommendation-min-memory-mb", bad}).ok());
+  }
+}
