@@ -283,9 +283,11 @@ std::string qos_class_after(const json& object, const ResourcePlan& plan) {
     for (const std::string resource : {"cpu", "memory"}) {
       auto request =
           resources.is_object() ? quantity_at(resources, "requests", resource) : std::nullopt;
-      if (request && request->nanos() > 0) add(requests, resource, *request);
       auto limit =
           resources.is_object() ? quantity_at(resources, "limits", resource) : std::nullopt;
+      // A limit without a request: the API server defaults the request to it (a resize's too).
+      if (!request) request = limit;
+      if (request && request->nanos() > 0) add(requests, resource, *request);
       if (limit && limit->nanos() > 0) {
         add(limits, resource, *limit);
         ++limits_found;

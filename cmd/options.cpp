@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <sstream>
 
 #include "base/log.h"
 #include "metrics/listen_address.h"
@@ -122,16 +121,16 @@ kube::Result<int> parse_int(const std::string& flag, const std::string& value, i
   return result;
 }
 
-// A finite number flag within [min, max], as Go's flag.Float64 reads it (VPA's estimator flags).
-kube::Result<double> parse_number(const std::string& flag, const std::string& value, double min,
-                                  double max) {
+// A decimal number flag within [min, max], whole bounds (VPA's estimator flags; "1e8" is
+// taken, a sign, hex or "inf" is not).
+kube::Result<double> parse_number(const std::string& flag, const std::string& value, long long min,
+                                  long long max) {
   double result = 0;
   auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), result);
   if (error != std::errc() || end != value.data() + value.size() || !std::isfinite(result) ||
-      result < min || result > max) {
-    std::ostringstream range;
-    range << min << " to " << max;
-    return kube::fail(flag + ": must be a number from " + range.str() + ", got \"" + value + "\"");
+      result < static_cast<double>(min) || result > static_cast<double>(max)) {
+    return kube::fail(flag + ": must be a number from " + std::to_string(min) + " to " +
+                      std::to_string(max) + ", got \"" + value + "\"");
   }
   return result;
 }
@@ -197,7 +196,7 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
           return kube::Unit{};
         });
   };
-  auto number = [](double& field, const char* flag, double min, double max) {
+  auto number = [](double& field, const char* flag, long long min, long long max) {
     return Setter([&field, flag, min, max](const std::string& value) -> kube::Result<kube::Unit> {
       auto parsed = parse_number(flag, value, min, max);
       if (!parsed.ok()) return kube::fail(parsed.error());
@@ -326,12 +325,13 @@ kube::Result<Options> parse_options(const std::vector<std::string>& args) {
       {"--recommendation-margin-fraction",
        number(options.recommendation_margin_fraction, "--recommendation-margin-fraction", 0, 10)},
       {"--pod-recommendation-min-cpu-millicores",
-       number(options.pod_min_cpu_millicores, "--pod-recommendation-min-cpu-millicores", 0, 1e6)},
+       number(options.pod_min_cpu_millicores, "--pod-recommendation-min-cpu-millicores", 0,
+              1'000'000)},
       {"--pod-recommendation-min-memory-mb",
-       number(options.pod_min_memory_mb, "--pod-recommendation-min-memory-mb", 0, 1e6)},
+       number(options.pod_min_memory_mb, "--pod-recommendation-min-memory-mb", 0, 1'000'000)},
       {"--oom-bump-up-ratio", number(options.oom_bump_up_ratio, "--oom-bump-up-ratio", 1, 100)},
       {"--oom-min-bump-up-bytes",
-       number(options.oom_min_bump_up_bytes, "--oom-min-bump-up-bytes", 0, 1e12)},
+       number(options.oom_min_bump_up_bytes, "--oom-min-bump-up-bytes", 0, 1'000'000'000'000)},
       {"--container-recommendation-max-allowed-cpu",
        [&](const std::string& value) -> kube::Result<kube::Unit> {
          auto cap = parse_quantity_flag("--container-recommendation-max-allowed-cpu", value, false);

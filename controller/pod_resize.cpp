@@ -289,7 +289,10 @@ bool asks_more_than_spec(const api::ResourcePlan& plan, const json& pod) {
 /// Why `plan` cannot be written to `pod` in place because it changes the pod's QoS class ("the
 /// resize would make the pod Burstable, and it is BestEffort: ..."); empty when it keeps it.
 std::string qos_change(const json& pod, const api::ResourcePlan& plan) {
-  const std::string now = api::qos_class_after(pod, api::ResourcePlan{});
+  // The API server compares the class the pod has (status.qosClass, set at its creation) with
+  // the one it would have.
+  std::string now = kube::string_at(pod, {"status", "qosClass"});
+  if (now.empty()) now = api::qos_class_after(pod, api::ResourcePlan{});
   const std::string after = api::qos_class_after(pod, plan);
   if (now == after) return "";
   return "the resize would make the pod " + after + ", and it is " + now +
@@ -398,10 +401,6 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
           conditions.pending != nullptr ? PodResizeState::kInfeasible : PodResizeState::kError;
       decision.message = kube::string_at(failed, {"message"}) +
                          "; asked again when the values wanted are below this attempt (InPlace)";
-    } else if (std::string qos = plan.changed() ? qos_change(pod, plan) : ""; !qos.empty()) {
-      // Sent, it would only be refused (422); a new pod may have any class.
-      decision.state = PodResizeState::kInfeasible;
-      decision.message = (recommendation_due ? recommended_reason : differing(plan)) + "; " + qos;
     } else if (plan.changed()) {
       // The pod's totals once resized, computed once if the quota needs them.
       std::optional<recommender::PodTotals> totals_after;
@@ -424,6 +423,12 @@ InPlacePlan plan_in_place(const api::Scaler& scaler, const std::vector<json>& po
         decision.message += "; resized at " + recommender::format_rfc3339(*last) + ", again at " +
                             recommender::format_rfc3339(*last + rules.min_update_interval) +
                             " (--min-update-interval)";
+      } else if (std::string qos = qos_change(pod, plan); !qos.empty()) {
+        // Sent, it would only be refused (422); a new pod may have any class. Nothing is sent,
+        // so nothing of the headroom is spent.
+        decision.state = PodResizeState::kInfeasible;
+        decision.patch = nullptr;
+        decision.message += "; " + qos;
       } else if (std::string over =
                      out.quota_left ? quota_overrun(after(), before, *out.quota_left) : "";
                  recommendation_due && !over.empty()) {

@@ -131,15 +131,15 @@ kube::Result<std::pair<std::string, AggregateState>> decode_container(
 }  // namespace
 
 nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates,
-                                 const AggregateOptions* options, std::optional<TimePoint> now) {
+                                 const AggregateOptions* options, const OpenIntervals* open) {
   json containers = json::array();
   for (const auto& [name, aggregate] : aggregates) {
     const AggregateState& s = aggregate.state();
     containers.push_back(
         {{"name", name},
          {"cpu", encode_histogram(s.cpu)},
-         {"memory", options != nullptr && now
-                        ? encode_histogram(aggregate.checkpoint_memory(*options, *now))
+         {"memory", options != nullptr && open != nullptr
+                        ? encode_histogram(aggregate.checkpoint_memory(*options, *open))
                         : encode_histogram(s.memory)},
          {"firstSampleStart", format_rfc3339(s.first_sample_start)},
          {"lastSampleStart", format_rfc3339(s.last_sample_start)},
@@ -178,7 +178,7 @@ kube::Result<ContainerAggregates> decode_checkpoint(const nlohmann::json& spec,
 nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
                                  std::string_view scaler_uid, const ContainerAggregates& aggregates,
                                  bool history_wanted, const AggregateOptions* options,
-                                 std::optional<TimePoint> now) {
+                                 const OpenIntervals* open) {
   json object = {{"apiVersion", kCheckpointApiVersion},
                  {"kind", kCheckpointKind},
                  {"metadata",
@@ -188,7 +188,7 @@ nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view s
                                                      {"kind", "VerticalScaler"},
                                                      {"name", scaler_name},
                                                      {"uid", scaler_uid}}})}}},
-                 {"spec", encode_checkpoint(aggregates, options, now)}};
+                 {"spec", encode_checkpoint(aggregates, options, open)}};
   if (history_wanted) object["metadata"]["annotations"] = {{kHistoryWantedAnnotation, "true"}};
   return object;
 }

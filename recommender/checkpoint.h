@@ -25,12 +25,13 @@ inline constexpr const char* kCheckpointKind = "VerticalScalerCheckpoint";
 /// The spec's format version; a checkpoint of another version is refused, not misread.
 inline constexpr int kCheckpointVersion = 1;
 
-/// The checkpoint's spec: {version, containers: [...]}, containers sorted by name. Given `now`
-/// (and the `options` the aggregates were folded with), each aggregate as its checkpoint_state at
-/// `now`: without the peaks of memory intervals still open then, as VPA's checkpoint writer.
+/// The checkpoint's spec: {version, containers: [...]}, containers sorted by name. Given `open`
+/// (and the `options` the aggregates were folded with), each aggregate's memory as its
+/// checkpoint_memory: without the peaks of live pods' intervals still open, as VPA's checkpoint
+/// writer.
 nlohmann::json encode_checkpoint(const ContainerAggregates& aggregates,
                                  const AggregateOptions* options = nullptr,
-                                 std::optional<TimePoint> now = std::nullopt);
+                                 const OpenIntervals* open = nullptr);
 
 /// Parses a checkpoint spec. The error names the field ("spec.containers[1].cpu.buckets.\"x\":
 /// bucket index must be an integer").
@@ -45,12 +46,12 @@ inline constexpr const char* kHistoryWantedAnnotation = "scaling.vscaler.dev/his
 /// The whole object for a scaler (named like it, an ownerReference to it so that it is
 /// garbage-collected with it; blockOwnerDeletion unset), with kHistoryWantedAnnotation when
 /// `history_wanted`.
-/// `options` and `now`: see encode_checkpoint.
+/// `options` and `open`: see encode_checkpoint.
 nlohmann::json checkpoint_object(std::string_view namespace_, std::string_view scaler_name,
                                  std::string_view scaler_uid, const ContainerAggregates& aggregates,
                                  bool history_wanted = false,
                                  const AggregateOptions* options = nullptr,
-                                 std::optional<TimePoint> now = std::nullopt);
+                                 const OpenIntervals* open = nullptr);
 
 /// Whether a checkpoint object carries kHistoryWantedAnnotation "true".
 bool checkpoint_wants_history(const nlohmann::json& object);

@@ -127,11 +127,14 @@ void ContainerAggregate::add_memory_peak(const AggregateOptions& options, PodSta
 }
 
 DecayingHistogram ContainerAggregate::checkpoint_memory(const AggregateOptions& options,
-                                                        TimePoint now) const {
+                                                        const OpenIntervals& open) const {
   DecayingHistogram out = state_.memory;
-  const std::int64_t now_ms = to_millis(now);
+  const std::int64_t now_ms = to_millis(open.now);
   for (const PodState& pod : pods_) {
-    if (pod.window_end_ms <= now_ms || pod.memory_peak < pod.oom_peak) continue;
+    if (pod.window_end_ms <= now_ms || pod.memory_peak < pod.oom_peak ||
+        !std::binary_search(open.live_pods.begin(), open.live_pods.end(), pod.pod)) {
+      continue;
+    }
     // The window's one entry in the histogram is the larger of its two peaks (add_memory_peak).
     out.subtract_sample(options.memory_config(), pod.memory_peak, 1.0,
                         from_millis(pod.window_end_ms));

@@ -51,6 +51,15 @@ struct AggregateState {
   friend bool operator==(const AggregateState&, const AggregateState&) = default;
 };
 
+/// Which pods' memory intervals a checkpoint leaves out (ContainerAggregate::checkpoint_memory):
+/// those still open at `now` of the pods alive then, `live_pods` (pod_key, sorted). A gone pod
+/// never samples again, so its last peak stays in the checkpoint, as VPA keeps the peaks of pods
+/// no longer in its cluster state.
+struct OpenIntervals {
+  TimePoint now;
+  std::vector<std::uint64_t> live_pods;
+};
+
 /// One pod's current memory aggregation interval (VPA's ContainerState window).
 struct PodMemoryWindow {
   TimePoint end;           ///< end of the pod's current interval
@@ -111,13 +120,13 @@ class ContainerAggregate {
 
   /// The checkpointable state.
   const AggregateState& state() const { return state_; }
-  /// The memory histogram to checkpoint at `now`, as VPA's checkpoint writer builds it: without
-  /// the peak of each pod's interval still open at `now` (its window ends later). A restored
-  /// aggregate opens every pod's window anew with its next sample, so a peak kept there would
-  /// count twice in that interval. An open window whose entry is an OOM kill's bump keeps it: a
-  /// restored aggregate refuses to count that kill again, and the bump is what keeps the pod
-  /// from the next one.
-  DecayingHistogram checkpoint_memory(const AggregateOptions& options, TimePoint now) const;
+  /// The memory histogram to checkpoint, as VPA's checkpoint writer builds it: without the peak
+  /// of each live pod's interval still open (`open`). A restored aggregate opens every pod's
+  /// window anew with its next sample, so a peak kept there would count twice in that interval.
+  /// An open window whose entry is an OOM kill's bump keeps it: a restored aggregate refuses to
+  /// count that kill again, and the bump is what keeps the pod from the next one.
+  DecayingHistogram checkpoint_memory(const AggregateOptions& options,
+                                      const OpenIntervals& open) const;
   /// True before the first CPU sample.
   bool empty() const { return state_.total_samples_count == 0; }
   /// Bytes this aggregate occupies, inline and on the heap.

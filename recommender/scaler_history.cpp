@@ -67,7 +67,13 @@ PassStats ScalerHistory::fold(const std::vector<PodUsage>& metrics,
   PassStats stats = fold_pass(aggregates_, metrics, owned, oom_dedup_, options, recommended);
   if (now) {
     stats.aggregates_dropped = drop_stale(owned, options, *now);
-    folded_at_ = now;
+    std::vector<std::uint64_t> live;
+    live.reserve(owned.size());
+    for (const auto& pod : owned) live.push_back(pod_key(pod.name));
+    std::sort(live.begin(), live.end());
+    // A pod gone changes the checkpoint (its open interval's peak is kept from now on).
+    if (open_at_fold_ && open_at_fold_->live_pods != live) ++revision_;
+    open_at_fold_ = OpenIntervals{*now, std::move(live)};
   }
   // A dropped aggregate changes the checkpoint too: it must not come back from it.
   if (stats.samples_added > 0 || stats.oom_kills_counted > 0 || stats.aggregates_dropped > 0) {
@@ -141,7 +147,8 @@ std::vector<ContainerRecommendation> ScalerHistory::recommendations(
 }
 
 std::size_t ScalerHistory::memory_bytes() const {
-  return sizeof(*this) - sizeof(aggregates_) + aggregates_.memory_bytes();
+  return sizeof(*this) - sizeof(aggregates_) + aggregates_.memory_bytes() +
+         (open_at_fold_ ? open_at_fold_->live_pods.capacity() * sizeof(std::uint64_t) : 0);
 }
 
 }  // namespace vscaler::recommender

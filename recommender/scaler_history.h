@@ -91,13 +91,14 @@ class ScalerHistory {
       const std::function<AllowedRange(const std::string&)>& range = {}) const;
 
   /// The checkpoint object to write (named like the scaler, owned by it). Given the `options`
-  /// it was folded with, without the memory peaks of intervals still open at the last fold with
-  /// a time (encode_checkpoint): a restored history opens them anew.
+  /// it was folded with, without the memory peaks of the intervals still open, at the last fold
+  /// with a time, of the pods owned then (encode_checkpoint): a restored history opens them
+  /// anew. (Before any such fold, a history seeded from Prometheus only: nothing left out.)
   nlohmann::json checkpoint(std::string_view namespace_, std::string_view scaler_name,
                             std::string_view scaler_uid,
                             const AggregateOptions* options = nullptr) const {
     return checkpoint_object(namespace_, scaler_name, scaler_uid, aggregates_, history_wanted_,
-                             options, folded_at_);
+                             options, open_at_fold_ ? &*open_at_fold_ : nullptr);
   }
 
   /// The history source had no history for it when it started (Prometheus down, an answer
@@ -131,8 +132,9 @@ class ScalerHistory {
   bool full_pass_seen_ = false;
   /// Seeded from a history source, and no pass has had live metrics since.
   bool seeded_before_metrics_ = false;
-  bool history_wanted_ = false;         ///< see set_history_wanted
-  std::optional<TimePoint> folded_at_;  ///< the `now` of the last fold given one
+  bool history_wanted_ = false;  ///< see set_history_wanted
+  /// The last fold given a time: that time and its owned pods (checkpoint).
+  std::optional<OpenIntervals> open_at_fold_;
   int containers_sharing_minimums_ = 1;
   ProvidedReason reason_ = ProvidedReason::kInsufficientHistory;
 };

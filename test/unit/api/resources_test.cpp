@@ -471,3 +471,18 @@ TEST_CASE("the QoS class a plan leaves a pod with, as the kubelet computes it") 
       "requests": {"cpu": "250m"}, "limits": {"cpu": "250m"}}]})");
   CHECK(qos_class_after(full, plan_resources(both, full)) == "Guaranteed");
 }
+
+TEST_CASE("the QoS class counts a limit without a request as that request (API defaulting)") {
+  auto pod = [](const char* containers) {
+    return json{{"metadata", {{"name", "p"}}}, {"spec", {{"containers", json::parse(containers)}}}};
+  };
+  // Limits only, of cpu and memory: defaulted to requests equal to them.
+  CHECK(qos_class_after(pod(R"([{"name": "app", "resources": {
+                          "limits": {"cpu": "1", "memory": "1Gi"}}}])"),
+                        ResourcePlan{}) == "Guaranteed");
+  // A BestEffort container given limits alone by a plan: the pod would be Guaranteed.
+  auto scaler = scaler_from(R"({"deploymentName": "web",
+      "containers": [{"name": "app", "limits": {"cpu": "1", "memory": "1Gi"}}]})");
+  json best_effort = pod(R"([{"name": "app"}])");
+  CHECK(qos_class_after(best_effort, plan_resources(scaler, best_effort)) == "Guaranteed");
+}

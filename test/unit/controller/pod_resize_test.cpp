@@ -113,6 +113,11 @@ TEST_CASE("values that would change the pod's QoS class are not sent: Infeasible
   // A class kept: sent as ever.
   plan = controller::plan_in_place(scaler, {pod("b", cpu("100m"), cpu("100m"))}, {});
   CHECK(plan.pods[0].state == PodResizeState::kDue);
+  // The class the pod has is the one its status says (the API server compares with it).
+  json said_burstable = best_effort;
+  said_burstable["status"]["qosClass"] = "Burstable";
+  CHECK(controller::plan_in_place(scaler, {said_burstable}, {}).pods[0].state ==
+        PodResizeState::kDue);
 }
 
 TEST_CASE("pods not Running or being deleted are not counted") {
@@ -461,4 +466,19 @@ TEST_CASE("pod-level resources the containers outgrow are raised in the same res
   p["spec"]["resources"] = json::parse(R"({"requests": {"cpu": "500m"}})");
   plan = controller::plan_in_place(scaler, {p}, {});
   CHECK_FALSE(plan.pods[0].patch["spec"].contains("resources"));
+}
+
+TEST_CASE("a QoS-changing resize of a pod resized a minute ago is held first, never reported") {
+  // Held by --min-update-interval before anything else: not Infeasible, so not evicted either.
+  auto scaler = recommended_300m();
+  json best_effort = pod("a", json::object(), json::object());
+  ResizedAgo held("uid-a", std::chrono::minutes(1));
+  auto plan = controller::plan_in_place(scaler, {best_effort}, recommendations_of(scaler), nullptr,
+                                        held.rules);
+  CHECK(plan.pods[0].state == PodResizeState::kHeld);
+  held.rules.now += std::chrono::minutes(10);
+  plan = controller::plan_in_place(scaler, {best_effort}, recommendations_of(scaler), nullptr,
+                                   held.rules);
+  CHECK(plan.pods[0].state == PodResizeState::kInfeasible);
+  CHECK(plan.pods[0].message.find("QoS class") != std::string::npos);
 }

@@ -3,6 +3,7 @@
 // and the memory budget of a day of history.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -200,7 +201,9 @@ TEST_CASE(
   (void)live.add_sample(options, kPodB, sample(kT0 + hours(25), 0.2, 100 * kMi));
   REQUIRE(live.record_oom(options, kPodB, kT0 + hours(25) + seconds(10), 100 * kMi).ok());
   const auto now = kT0 + hours(26);
-  const DecayingHistogram written = live.checkpoint_memory(options, now);
+  std::vector<std::uint64_t> both = {kPodA, kPodB};
+  std::sort(both.begin(), both.end());
+  const DecayingHistogram written = live.checkpoint_memory(options, OpenIntervals{now, both});
   std::vector<int> kept;
   for (const auto& b : written.buckets()) kept.push_back(b.index);
   INFO("buckets: 200Mi " << bucket(200 * kMi) << ", 300Mi " << bucket(300 * kMi) << ", 600Mi "
@@ -216,8 +219,11 @@ TEST_CASE(
   CHECK(memory_peaks(restored) ==
         std::vector<int>{bucket(200 * kMi), bucket(300 * kMi), bucket(600 * kMi)});
   // At a time every interval has closed by, nothing is left out.
-  const DecayingHistogram later = live.checkpoint_memory(options, kT0 + hours(72));
-  CHECK(later == live.state().memory);
+  CHECK(live.checkpoint_memory(options, OpenIntervals{kT0 + hours(72), both}) ==
+        live.state().memory);
+  // Nor the open interval of a pod gone since (evicted, scaled away): it never samples again,
+  // so its last peak is history to keep.
+  CHECK(live.checkpoint_memory(options, OpenIntervals{now, {}}) == live.state().memory);
 }
 
 TEST_CASE("a history keeping a checkpoint's memory tail counts its OOM kills as seen") {

@@ -268,13 +268,18 @@ TEST_CASE("checkpoints: only histories that changed, one slice of the scalers at
   CHECK(f.api.count("save") == 10);
   // Nothing changed since: nothing to write, in slices or all at once.
   CHECK(loop.save_checkpoints() == 0);
-  // New samples for two scalers: only theirs are written.
-  for (auto& [name, in] : f.api.inputs) in = usage(0, 1);
+  // New samples for two scalers (the others: their pod, no new sample): only theirs are written.
   f.api.inputs["s3"] = usage(1, 1);
   f.api.inputs["s7"] = usage(1, 1);
   (void)loop.run_pass();
   CHECK(loop.save_checkpoints() == 2);
   CHECK(f.api.count("save") == 12);
+  // s5's pod gone: the peak of its open interval, left out while it ran, now belongs in the
+  // checkpoint (it never samples again to open it anew).
+  f.api.inputs["s5"] = usage(0, 2);
+  (void)loop.run_pass();
+  CHECK(loop.save_checkpoints() == 1);
+  CHECK(f.api.count("save") == 13);
 }
 
 TEST_CASE("a leader that stops leading mid-pass writes no more status and no checkpoint") {

@@ -349,3 +349,26 @@ TEST_CASE("a container without samples for 8 days is dropped, as VPA's garbage c
     CHECK(history.aggregates().contains("sidecar"));
   }
 }
+
+TEST_CASE("a checkpoint leaves out the open interval of the pods owned at the last pass only") {
+  AggregateOptions options;
+  ScalerHistory history;
+  const std::vector<PodInfo> pods = {pod("web-1", 1)};
+  for (int m = 0; m < 3; ++m) {
+    (void)history.fold({usage("web-1", m, 0.3)}, pods, options, {}, kT0 + minutes(m));
+  }
+  auto memory_of = [&](const ScalerHistory& h) {
+    return h.checkpoint("shop", "web", "scaler-uid", &options)["spec"]["containers"][0]["memory"];
+  };
+  // web-1 runs: its 400Mi of today is left out (a restore opens its interval anew).
+  CHECK(memory_of(history)["buckets"].empty());
+  // Without the options (a plain encode): the histogram as it is.
+  CHECK_FALSE(
+      history.checkpoint("shop", "web", "scaler-uid")["spec"]["containers"][0]["memory"]["buckets"]
+          .empty());
+  // web-1 gone: its last peak is kept, and the change is one to write.
+  const auto revision = history.revision();
+  (void)history.fold({}, {}, options, {}, kT0 + minutes(4));
+  CHECK(history.revision() > revision);
+  CHECK_FALSE(memory_of(history)["buckets"].empty());
+}
