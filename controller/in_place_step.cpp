@@ -84,7 +84,8 @@ InPlaceStep::Refusal InPlaceStep::refusal_of(const kube::ApiError& error, const 
       message.find("enough allocatable resources") != std::string::npos ||
       message.find("not available on node") != std::string::npos;
   // ResourceQuota admission: "exceeded quota"; LimitRanger: "maximum ... usage per Container".
-  refusal.quota = message.find("exceeded quota") != std::string::npos ||
+  refusal.resource_quota = message.find("exceeded quota") != std::string::npos;
+  refusal.quota = refusal.resource_quota ||
                   message.find("usage per Container") != std::string::npos ||
                   message.find("usage per Pod") != std::string::npos;
   return refusal;
@@ -168,9 +169,15 @@ InPlaceResult InPlaceStep::run_listed(
         now >= last->second.at + kRefusedResizeRetry) {
       return false;
     }
-    return !last->second.quota ||
-           (!recommender::grew(last->second.quota_headroom, quota_headroom) &&
-            last->second.limit_range == namespace_limits);
+    const Refusal& refusal = last->second;
+    if (!refusal.quota) return true;
+    if (refusal.limit_range != namespace_limits) return false;
+    // A ResourceQuota refused it while this process knew of no quota there (its list lags the
+    // API server's by up to a period): what it knew then says nothing of what changed since, so
+    // the patch goes again at each re-check, as before any hold, until a refusal finds a quota
+    // known.
+    if (refusal.resource_quota && !refusal.quota_headroom) return false;
+    return !recommender::grew(refusal.quota_headroom, quota_headroom);
   };
   // Its last call failed a moment ago (an overloaded API server, say): the same patch is still
   // due, counted in flight, and sent again once the wait is over, not at every re-check before.

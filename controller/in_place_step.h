@@ -110,6 +110,8 @@ class InPlaceStep {
     /// pods gone) may.
     std::optional<recommender::PodTotals> quota_headroom;
     std::optional<recommender::LimitRangeItem> limit_range;
+    /// The refusal was a ResourceQuota's ("exceeded quota"), not a LimitRange's.
+    bool resource_quota = false;
   };
   /// A resize call that failed in a way a retry may mend: when it may go again, and what it
   /// answered (the pod's message meanwhile).
