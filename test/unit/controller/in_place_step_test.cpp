@@ -170,27 +170,6 @@ TEST_CASE("a resize the API server refuses is reported, and not sent again uncha
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
 }
 
-TEST_CASE("a ResourceQuota's refusal while no quota was known here is not held back") {
-  // The quota list lags the API server's: refused under a quota this process has not listed yet,
-  // then the quota deleted before it did. Nothing it knew changed, yet the patch must go.
-  FakeApi api;
-  Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
-  api.refuse = true;
-  api.refusal =
-      "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
-      "used: requests.cpu=1, limited: requests.cpu=1";
-  const recommender::TimePoint now{std::chrono::hours(1000)};
-  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now);
-  REQUIRE(result.ok());
-  CHECK(result->plan.pods[0].quota);
-  api.refuse = false;
-  result =
-      step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(30));
-  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
-}
-
 TEST_CASE("a refused patch is sent again once kRefusedResizeRetry has passed") {
   FakeApi api;
   Metrics metrics;
@@ -497,15 +476,25 @@ TEST_CASE("a quick OOM resizes its pod at once, once: later moves within the bou
   CHECK(api.resized.size() == 2);
 }
 
-TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's capacity") {
+namespace {
+/// One pod at 100m whose resizes the API server refuses for its ResourceQuota.
+struct QuotaRefused {
   FakeApi api;
   Metrics metrics;
-  controller::InPlaceStep step(api, metrics);
-  api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
-  api.refuse = true;
-  api.refusal =
-      "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
-      "used: requests.cpu=1, limited: requests.cpu=1";
+  controller::InPlaceStep step{api, metrics};
+  QuotaRefused() {
+    api.pods["web-7f9c-a"] = pod("web-7f9c-a", "ReplicaSet", "web-7f9c", "100m");
+    api.refuse = true;
+    api.refusal =
+        "pods \"web-7f9c-a\" is forbidden: exceeded quota: cpu, requested: requests.cpu=200m, "
+        "used: requests.cpu=1, limited: requests.cpu=1";
+  }
+};
+}  // namespace
+
+TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's capacity") {
+  QuotaRefused test;
+  auto& [api, metrics, step] = test;
   recommender::PodTotals headroom;
   headroom.requests.emplace("cpu", kube::Quantity::parse("100m").value());
   const recommender::TimePoint now{std::chrono::hours(1000)};
@@ -536,6 +525,21 @@ TEST_CASE("a resize refused by the ResourceQuota is marked quota, never a node's
       step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(60));
   CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
   CHECK(result->plan.pods[0].state == PodResizeState::kInProgress);
+}
+
+TEST_CASE("a ResourceQuota's refusal while no quota was known here is not held back") {
+  // The quota list lags the API server's: refused under a quota this process has not listed yet,
+  // then the quota deleted before it did. Nothing it knew changed, yet the patch must go.
+  QuotaRefused test;
+  auto& [api, metrics, step] = test;
+  const recommender::TimePoint now{std::chrono::hours(1000)};
+  auto result = step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now);
+  REQUIRE(result.ok());
+  CHECK(result->plan.pods[0].quota);
+  api.refuse = false;
+  result =
+      step.run(scaler("300m"), kWorkload, {}, nullptr, {}, true, now + std::chrono::seconds(30));
+  CHECK(api.resized == std::vector<std::string>{"web-7f9c-a"});
 }
 
 TEST_CASE("a resize the LimitRange refuses is marked quota too (reported, never evicted)") {
